@@ -1,0 +1,73 @@
+// The checker: pure functions from a RunHistory to counts, rates, latencies and witnesses.
+//
+// Definitions (README.md, "Reading the results", says the same for users):
+// - mutual-exclusion violation: an enter of lease B lands in the store between lease A's
+//   enter and A's exit (A != B). Counted once per such pair. If the fence rejected either
+//   section's write, the pair is a fenced overlap instead: the store stopped the damage.
+// - lost update: completed sections (accepted writes) minus the final counter.
+// - stale write accepted: an accepted write of lease A after another lease entered later
+//   than A did; rejected: the store's fence refused the write.
+// - foreign release: a release of lease A whose reply says it removed the key on node n,
+//   although another lease acquired node n after A acquired it and before A's release
+//   began. Any acquire of that node by another lease means A's own key was already gone
+//   (deleted, expired or overwritten), so what A removed was someone else's lock.
+// - unavailable: time in which some client was waiting to acquire and no client held the
+//   lock (from acquire ok to the end of its release, or to its last event if it died).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/history.h"
+#include "analysis/stats.h"
+
+namespace lockbench {
+
+struct SectionRef {
+    int lease = 0;
+    int client = 0;
+    std::optional<long long> fence;
+    long long enter_seq = 0;
+    std::optional<long long> exit_seq;
+    long long enter_t_us = 0;
+};
+
+struct Witness {
+    enum class Kind { mutual_exclusion, foreign_release, stale_write };
+    Kind kind = Kind::mutual_exclusion;
+    SectionRef first;        // mutual exclusion: the section that was open; else the culprit
+    SectionRef second;       // mutual exclusion: the section that entered into it
+    long long t_ns = 0;      // foreign release: when the release began
+    std::uint32_t nodes = 0; // foreign release: where it removed someone else's key
+};
+
+struct CheckResult {
+    struct Ops {
+        long long acquire_attempts = 0, acquired = 0, released = 0, sections_completed = 0;
+    } ops;
+    struct Safety {
+        long long mutual_exclusion_violations = 0, fenced_overlaps = 0, lost_updates = 0,
+                  stale_writes_accepted = 0, stale_writes_rejected = 0, foreign_releases = 0;
+    } safety;
+    struct Availability {
+        double unavailable_ms = 0, longest_unavailable_ms = 0;
+    } availability;
+    Percentiles acquire_ms, acquire_wait_ms, release_ms;
+    double duration_s = 0;
+    double sections_per_s = 0;
+    std::vector<Witness> witnesses;     // at most max_witnesses; counts above are complete
+};
+
+struct CheckOptions {
+    size_t max_witnesses = 20;
+};
+
+CheckResult check(const RunHistory& h, const CheckOptions& opts = {});
+
+// The summary fields of one run: ops, safety, availability, latency_ms, witnesses, ...
+nlohmann::json to_json(const CheckResult& r, const RunHistory& h);
+
+}  // namespace lockbench

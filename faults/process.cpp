@@ -1,0 +1,347 @@
+// Child processes that cannot outlive lockbench; see process.h for the rules they follow.
+//
+//   spawn():  build argv/envp ── block signals ── fork ──┬─ parent: setpgid, register, unblock,
+//                                                        │          read the error pipe
+//                                                        └─ child:  setpgid, PDEATHSIG, parent
+//                                                                   check, stdio, signals, exec
+//                                                                   (errno → error pipe on failure)
+//
+// Between fork and exec the child may only make async-signal-safe calls (another thread may
+// hold the allocator's lock at the moment of fork), so everything it needs is built before.
+#include "faults/process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <thread>
+#include <utility>
+
+extern char** environ;
+
+namespace lockbench {
+namespace {
+
+// ---- Registry of live child process groups, readable from a signal handler ----------------
+//
+// A fixed array of lock-free atomics: a handler may run at any moment, on any thread, and can
+// neither take a lock nor walk a container that is being resized.
+
+constexpr int registry_slots = 256;
+std::atomic<pid_t> live_groups[registry_slots];
+static_assert(std::atomic<pid_t>::is_always_lock_free);
+
+bool register_group(pid_t pgid) {
+    for (auto& slot : live_groups) {
+        pid_t empty = 0;
+        if (slot.compare_exchange_strong(empty, pgid)) return true;
+    }
+    return false;
+}
+
+void unregister_group(pid_t pgid) {
+    for (auto& slot : live_groups) {
+        pid_t expected = pgid;
+        if (slot.compare_exchange_strong(expected, 0)) return;
+    }
+}
+
+void kill_all_groups() {  // async-signal-safe
+    for (auto& slot : live_groups) {
+        const pid_t pgid = slot.load();
+        if (pgid > 0) ::kill(-pgid, SIGKILL);
+    }
+}
+
+void cleanup_and_reraise(int sig) {
+    const int saved_errno = errno;
+    kill_all_groups();
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, nullptr);
+    // The signal is blocked while its handler runs, so this one is delivered on return and
+    // ends the process with the status a shell expects (130 for Ctrl-C).
+    raise(sig);
+    errno = saved_errno;
+}
+
+// ---- What the child needs, prepared before fork ---------------------------------------------
+
+// Why the child could not exec; sent through the error pipe.
+enum class ChildStage : int { stdin_open, stdout_open, stderr_open, exec };
+
+struct ChildFailure {
+    ChildStage stage;
+    int error;
+};
+
+struct ExecPlan {
+    std::string path;                // resolved program
+    std::vector<std::string> env;    // storage for envp
+    std::vector<char*> argv;         // null-terminated, points into opts.argv
+    std::vector<char*> envp;         // null-terminated, points into env
+    const char* stdout_path;
+    const char* stderr_path;
+};
+
+std::string env_name(const std::string& entry) { return entry.substr(0, entry.find('=')); }
+
+// The parent's environment with `extra` added, an extra entry replacing one of the same name.
+std::vector<std::string> merged_environment(const std::vector<std::string>& extra) {
+    std::vector<std::string> env;
+    for (char** e = environ; e && *e; ++e) {
+        const std::string entry = *e;
+        bool replaced = false;
+        for (const auto& x : extra) replaced = replaced || env_name(x) == env_name(entry);
+        if (!replaced) env.push_back(entry);
+    }
+    env.insert(env.end(), extra.begin(), extra.end());
+    return env;
+}
+
+ExecPlan make_plan(const SpawnOptions& opts) {
+    if (opts.argv.empty()) throw std::invalid_argument("spawn: empty argv");
+    const std::string& program = opts.argv.front();
+    ExecPlan plan;
+    if (program.find('/') != std::string::npos) {
+        plan.path = program;
+    } else if (auto found = find_on_path(program)) {
+        plan.path = *found;
+    } else {
+        throw std::runtime_error("cannot start " + program + ": not found on PATH");
+    }
+    for (const auto& arg : opts.argv) plan.argv.push_back(const_cast<char*>(arg.c_str()));
+    plan.argv.push_back(nullptr);
+    plan.env = merged_environment(opts.extra_env);
+    for (auto& entry : plan.env) plan.envp.push_back(entry.data());
+    plan.envp.push_back(nullptr);
+    plan.stdout_path = opts.stdout_path.empty() ? "/dev/null" : opts.stdout_path.c_str();
+    plan.stderr_path = opts.stderr_path.empty() ? "/dev/null" : opts.stderr_path.c_str();
+    return plan;
+}
+
+// ---- The child, between fork and exec (async-signal-safe calls only) ------------------------
+
+[[noreturn]] void child_fail(int error_fd, ChildStage stage) {
+    const ChildFailure failure{stage, errno};
+    [[maybe_unused]] ssize_t n = write(error_fd, &failure, sizeof failure);
+    _exit(127);
+}
+
+bool redirect(const char* path, int flags, int target_fd) {
+    const int fd = open(path, flags, 0644);
+    if (fd < 0) return false;
+    if (fd != target_fd) {
+        dup2(fd, target_fd);
+        close(fd);
+    }
+    return true;
+}
+
+void reset_signals() {
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    // SIG_IGN survives exec, and our cleanup handlers must not run in the child; SIGKILL,
+    // SIGSTOP and glibc's internal signals refuse, which is fine.
+    for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &dfl, nullptr);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
+[[noreturn]] void run_child(const ExecPlan& plan, pid_t parent, int error_fd) {
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    // The parent may have died before prctl took effect; then no signal will ever come.
+    if (getppid() != parent) _exit(127);
+    const int out = O_WRONLY | O_CREAT | O_APPEND;
+    if (!redirect("/dev/null", O_RDONLY, STDIN_FILENO)) child_fail(error_fd, ChildStage::stdin_open);
+    if (!redirect(plan.stdout_path, out, STDOUT_FILENO)) child_fail(error_fd, ChildStage::stdout_open);
+    if (!redirect(plan.stderr_path, out, STDERR_FILENO)) child_fail(error_fd, ChildStage::stderr_open);
+    // Descriptors the parent opened without O_CLOEXEC (sockets, files) must not leak into
+    // the child: a leaked listening socket would keep a port busy after we close it.
+    close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+    reset_signals();
+    execve(plan.path.c_str(), plan.argv.data(), plan.envp.data());
+    child_fail(error_fd, ChildStage::exec);
+}
+
+// ---- The parent's side ----------------------------------------------------------------------
+
+std::string describe(const ChildFailure& f, const SpawnOptions& opts) {
+    const std::string why = std::strerror(f.error);
+    switch (f.stage) {
+        case ChildStage::stdin_open: return "cannot open /dev/null: " + why;
+        case ChildStage::stdout_open: return "cannot open " + opts.stdout_path + ": " + why;
+        case ChildStage::stderr_open: return "cannot open " + opts.stderr_path + ": " + why;
+        case ChildStage::exec: return why;
+    }
+    return why;
+}
+
+// Blocks until exec succeeded (the pipe closes empty) or the child reported why it failed.
+std::optional<ChildFailure> read_child_failure(int error_fd) {
+    ChildFailure failure{};
+    ssize_t n;
+    do {
+        n = read(error_fd, &failure, sizeof failure);
+    } while (n < 0 && errno == EINTR);
+    if (n == static_cast<ssize_t>(sizeof failure)) return failure;
+    return std::nullopt;
+}
+
+pid_t waitpid_retrying(pid_t pid, int* status, int options) {
+    pid_t r;
+    do {
+        r = waitpid(pid, status, options);
+    } while (r < 0 && errno == EINTR);
+    return r;
+}
+
+// Forks with every signal blocked, so that neither our cleanup handler nor any other runs in
+// the child before it has reset them, and registers the child before a signal can land.
+pid_t fork_registered(const ExecPlan& plan, int error_fd) {
+    sigset_t all, previous;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &previous);
+    const pid_t parent = getpid();
+    const pid_t pid = fork();
+    if (pid == 0) run_child(plan, parent, error_fd);
+    const int fork_errno = errno;
+    bool registered = false;
+    if (pid > 0) {
+        setpgid(pid, pid);  // the child does it too; whichever runs first wins the race
+        registered = register_group(pid);
+        if (!registered) ::kill(-pid, SIGKILL);
+    }
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(fork_errno));
+    if (!registered) {
+        waitpid_retrying(pid, nullptr, 0);
+        throw std::runtime_error("too many child processes (limit " +
+                                 std::to_string(registry_slots) + ")");
+    }
+    return pid;
+}
+
+}  // namespace
+
+// ---- ChildProcess ---------------------------------------------------------------------------
+
+ChildProcess ChildProcess::spawn(const SpawnOptions& opts) {
+    const ExecPlan plan = make_plan(opts);
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0)
+        throw std::runtime_error(std::string("cannot start ") + opts.argv[0] + ": pipe: " +
+                                 std::strerror(errno));
+    ChildProcess child;
+    try {
+        child.pid_ = fork_registered(plan, fds[1]);
+    } catch (...) {
+        close(fds[0]);
+        close(fds[1]);
+        throw;
+    }
+    close(fds[1]);
+    const auto failure = read_child_failure(fds[0]);
+    close(fds[0]);
+    if (failure) {
+        child.kill_and_reap();
+        throw std::runtime_error("cannot start " + opts.argv[0] + ": " + describe(*failure, opts));
+    }
+    return child;
+}
+
+ChildProcess::~ChildProcess() { kill_and_reap(); }
+
+ChildProcess::ChildProcess(ChildProcess&& other) noexcept
+    : pid_(std::exchange(other.pid_, -1)), status_(std::exchange(other.status_, std::nullopt)) {}
+
+ChildProcess& ChildProcess::operator=(ChildProcess&& other) noexcept {
+    if (this != &other) {
+        kill_and_reap();
+        pid_ = std::exchange(other.pid_, -1);
+        status_ = std::exchange(other.status_, std::nullopt);
+    }
+    return *this;
+}
+
+bool ChildProcess::running() {
+    if (pid_ <= 0 || status_) return false;
+    int status = 0;
+    const pid_t r = waitpid_retrying(pid_, &status, WNOHANG);
+    if (r == 0) return true;
+    // r < 0 means someone else reaped it (ECHILD); it is gone either way.
+    status_ = r == pid_ ? status : 0;
+    unregister_group(pid_);
+    return false;
+}
+
+void ChildProcess::signal(int sig) {
+    // Once reaped, the pid may belong to a stranger: never signal it.
+    if (pid_ > 0 && !status_) ::kill(-pid_, sig);
+}
+
+void ChildProcess::kill_and_reap() {
+    if (pid_ <= 0 || status_) return;
+    ::kill(-pid_, SIGKILL);
+    int status = 0;
+    const pid_t r = waitpid_retrying(pid_, &status, 0);
+    status_ = r == pid_ ? status : 0;
+    unregister_group(pid_);
+}
+
+std::optional<int> ChildProcess::wait_for(std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (running()) {
+        if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return status_;
+}
+
+// ---- Free functions -------------------------------------------------------------------------
+
+std::optional<std::string> find_on_path(const std::string& program) {
+    const char* path_env = std::getenv("PATH");
+    const std::string path = path_env ? path_env : "/usr/local/bin:/usr/bin:/bin";
+    std::size_t begin = 0;
+    while (begin <= path.size()) {
+        std::size_t end = path.find(':', begin);
+        if (end == std::string::npos) end = path.size();
+        std::string dir = path.substr(begin, end - begin);
+        if (dir.empty()) dir = ".";  // an empty PATH entry means the current directory
+        const std::string candidate = dir + "/" + program;
+        struct stat st {};
+        if (stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+            access(candidate.c_str(), X_OK) == 0)
+            return candidate;
+        begin = end + 1;
+    }
+    return std::nullopt;
+}
+
+void install_cleanup_on_signals() {
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+        struct sigaction previous {};
+        sigaction(sig, nullptr, &previous);
+        // Started under nohup (or with SIGINT ignored by a shell): keep honouring that.
+        if (previous.sa_handler == SIG_IGN) continue;
+        struct sigaction action {};
+        action.sa_handler = cleanup_and_reraise;
+        sigfillset(&action.sa_mask);  // one cleanup at a time
+        sigaction(sig, &action, nullptr);
+    }
+}
+
+}  // namespace lockbench

@@ -1,0 +1,59 @@
+// Child processes that cannot outlive lockbench.
+//
+// Every child is started in its own process group (so a pause or kill reaches it and only
+// it, and Ctrl-C at the terminal reaches lockbench alone, which then cleans up), with
+// PR_SET_PDEATHSIG(SIGKILL) so that it dies with its parent even when the parent is killed
+// with SIGKILL. Children must be spawned from the main thread: PDEATHSIG fires when the
+// forking *thread* exits.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace lockbench {
+
+struct SpawnOptions {
+    std::vector<std::string> argv;          // argv[0] is looked up on PATH if it has no '/'
+    std::string stdout_path;                // empty: /dev/null
+    std::string stderr_path;                // empty: /dev/null
+    std::vector<std::string> extra_env;     // "NAME=value", added to the environment
+};
+
+class ChildProcess {
+public:
+    ChildProcess() = default;
+    ~ChildProcess();  // SIGKILLs the group and reaps it if still running
+    ChildProcess(ChildProcess&&) noexcept;
+    ChildProcess& operator=(ChildProcess&&) noexcept;
+    ChildProcess(const ChildProcess&) = delete;
+    ChildProcess& operator=(const ChildProcess&) = delete;
+
+    // Throws std::runtime_error with one clear line if the program cannot be started
+    // (for example: not found on PATH).
+    static ChildProcess spawn(const SpawnOptions& opts);
+
+    pid_t pid() const { return pid_; }
+    bool running();                        // reaps it if it has exited
+    void signal(int sig);                  // to the whole process group
+    void kill_and_reap();                  // SIGKILL + waitpid
+    // Waits up to `timeout` for it to exit; returns its wait status if it did.
+    std::optional<int> wait_for(std::chrono::milliseconds timeout);
+    std::optional<int> exit_status() const { return status_; }
+
+private:
+    pid_t pid_ = -1;
+    std::optional<int> status_;
+};
+
+// Finds `program` (no '/') on PATH; returns the full path or nullopt.
+std::optional<std::string> find_on_path(const std::string& program);
+
+// Installs SIGINT/SIGTERM/SIGHUP handlers that kill every live ChildProcess group and
+// then re-raise the signal, so an interrupted run leaves nothing behind.
+void install_cleanup_on_signals();
+
+}  // namespace lockbench

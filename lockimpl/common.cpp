@@ -1,0 +1,80 @@
+// Small helpers shared by the algorithms, written against the seam only.
+#include <charconv>
+#include <string>
+
+#include "lockimpl/env.h"
+#include "lockimpl/lock.h"
+
+namespace lockbench {
+
+const char* const kCompareAndDelete =
+    "if redis.call('get', KEYS[1]) == ARGV[1] then "
+    "  return redis.call('del', KEYS[1]) "
+    "end "
+    "return 0";
+
+const char* point_name(Point p) {
+    switch (p) {
+        case Point::during_acquire: return "during_acquire";
+        case Point::between_setnx_and_expire: return "between_setnx_and_expire";
+        case Point::after_seen_expired: return "after_seen_expired";
+        case Point::after_acquire: return "after_acquire";
+        case Point::before_write: return "before_write";
+        case Point::before_release: return "before_release";
+    }
+    return "?";
+}
+
+const char* outcome_name(Outcome o) {
+    switch (o) {
+        case Outcome::ok: return "ok";
+        case Outcome::fail: return "fail";
+        case Outcome::info: return "info";
+    }
+    return "?";
+}
+
+std::string random_hex(Env& env, int bytes) {
+    static const char digits[] = "0123456789abcdef";
+    std::string out;
+    std::uint64_t bits = 0;
+    for (int i = 0; i < bytes; ++i) {
+        if (i % 8 == 0) bits = env.random();
+        unsigned byte = bits & 0xff;
+        bits >>= 8;
+        out += digits[byte >> 4];
+        out += digits[byte & 0xf];
+    }
+    return out;
+}
+
+std::uint64_t random_below(Env& env, std::uint64_t bound) {
+    // Rejection sampling keeps it exactly uniform (no modulo bias).
+    const std::uint64_t limit = UINT64_MAX - UINT64_MAX % bound;
+    std::uint64_t r;
+    do r = env.random();
+    while (r >= limit);
+    return r % bound;
+}
+
+Duration ms(long long n) { return std::chrono::milliseconds(n); }
+
+std::vector<NodeId> nodes_answering_one(const std::vector<Reply>& replies) {
+    std::vector<NodeId> out;
+    for (const auto& r : replies)
+        if (r.ok() && r.value.is_int(1)) out.push_back(r.node);
+    return out;
+}
+
+long long leading_integer(const std::string& s) {
+    long long v = 0;
+    std::from_chars(s.data(), s.data() + s.size(), v);
+    return v;
+}
+
+Outcome reply_outcome(const Reply& r) {
+    if (r.ok()) return Outcome::ok;
+    return r.status == Reply::Status::unknown ? Outcome::info : Outcome::fail;
+}
+
+}  // namespace lockbench

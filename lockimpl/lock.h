@@ -1,0 +1,82 @@
+// What every lock algorithm offers the worker: one acquire attempt, one release.
+// Retry, back-off and renewal policy stay outside the algorithm: the worker drives them
+// from the scenario (style rule 4), so the same attempt runs live and simulated.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lockimpl/env.h"
+#include "lockimpl/params.h"
+
+namespace lockbench {
+
+// Jepsen's three endings: ok (it happened), fail (it did not), info (it may have).
+enum class Outcome { ok, fail, info };
+const char* outcome_name(Outcome o);
+
+// What a client holds after a successful acquire.
+struct Lease {
+    std::string token;                        // the value the algorithm stored at the key
+    std::optional<long long> fencing_token;   // monotonic per lock, where the algorithm has one
+    std::optional<Instant> valid_until;       // by the client's monotonic clock, if the
+                                              // algorithm computes a validity
+    std::vector<NodeId> nodes;                // nodes on which the lock was set
+    int depth = 1;                            // re-entry depth (reentrant lock)
+};
+
+struct AcquireResult {
+    Outcome outcome = Outcome::fail;
+    std::optional<Lease> lease;               // set when outcome == ok
+    std::optional<Duration> retry_within;     // the algorithm's hint: the lock frees by then
+    std::string detail;                       // why it failed, for the history
+
+    static AcquireResult ok(Lease l) { return {Outcome::ok, std::move(l), std::nullopt, ""}; }
+    static AcquireResult fail(std::string why, std::optional<Duration> retry = std::nullopt) {
+        return {Outcome::fail, std::nullopt, retry, std::move(why)};
+    }
+    static AcquireResult info(std::string why) {
+        return {Outcome::info, std::nullopt, std::nullopt, std::move(why)};
+    }
+};
+
+struct ReleaseResult {
+    Outcome outcome = Outcome::fail;
+    std::vector<NodeId> removed_on;   // nodes whose reply says a key was removed by this call
+    std::string detail;
+};
+
+// Who the lock is for: the key it guards and the client that holds the object.
+struct LockContext {
+    std::string key;
+    int client = 0;
+    Duration command_timeout = std::chrono::milliseconds(200);  // per single-node command
+};
+
+class Lock {
+public:
+    virtual ~Lock() = default;
+    virtual AcquireResult try_acquire(Env& env) = 0;
+    virtual ReleaseResult release(Env& env, const Lease& lease) = 0;
+    // How many nested acquires (and releases) the worker makes around one critical section;
+    // only a reentrant lock asks for more than one.
+    virtual int nesting() const { return 1; }
+};
+
+// Shared by several algorithms.
+
+// The documented release script: delete the key only if it still holds our token.
+// KEYS[1] = key, ARGV[1] = token; returns 1 if it deleted, else 0.
+extern const char* const kCompareAndDelete;
+
+Duration ms(long long n);
+// Removed-on list of the nodes whose reply is the integer 1 (DEL / the release scripts).
+std::vector<NodeId> nodes_answering_one(const std::vector<Reply>& replies);
+// The integer a string starts with, 0 if none: Ruby's String#to_i, as redis-objects reads.
+long long leading_integer(const std::string& s);
+// Tells ok / fail / info apart for a single-node reply that must be an integer.
+Outcome reply_outcome(const Reply& r);
+
+}  // namespace lockbench

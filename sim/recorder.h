@@ -1,0 +1,55 @@
+// A client's history file: one JSON object a line, written as each event happens (one
+// write(2) a line, so a client killed with SIGKILL leaves every event it lived to record).
+// Lines are built by hand rather than through a JSON library: this sits on the hot path of
+// every lock cycle, and its fields are few and flat.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace lockbench {
+
+class Recorder;
+
+class HistoryLine {
+public:
+    HistoryLine& str(std::string_view key, std::string_view value);
+    HistoryLine& num(std::string_view key, long long value);
+    HistoryLine& real(std::string_view key, double value);
+    HistoryLine& nodes(std::uint32_t mask);
+    void commit();
+
+private:
+    friend class Recorder;
+    HistoryLine(Recorder& r, std::string prefix) : recorder_(r), text_(std::move(prefix)) {}
+    Recorder& recorder_;
+    std::string text_;
+};
+
+class Recorder {
+public:
+    // Opens (creates, truncates) `path`; throws std::runtime_error naming it on failure.
+    Recorder(const std::string& path, int client);
+    // With no path: records nothing (for benchmarks of the bare cycle).
+    explicit Recorder(int client) : client_(client) {}
+    ~Recorder();
+    Recorder(const Recorder&) = delete;
+    Recorder& operator=(const Recorder&) = delete;
+
+    // Starts a line with t_ns (CLOCK_MONOTONIC), client, op and type.
+    HistoryLine line(std::string_view op, std::string_view type);
+
+private:
+    friend class HistoryLine;
+    void write(std::string& text);
+    int fd_ = -1;
+    int client_ = 0;
+    std::mutex mutex_;   // the watchdog thread may record points too
+};
+
+std::string json_escape(std::string_view s);
+
+}  // namespace lockbench

@@ -1,0 +1,213 @@
+#include "sim/runner.h"
+
+#include <fstream>
+#include <iostream>
+
+#include "analysis/history_io.h"
+#include "sim/live_env.h"
+#include "sim/redis_node.h"
+#include "sim/summary.h"
+#include "sim/worker.h"
+
+namespace fs = std::filesystem;
+
+namespace lockbench {
+namespace {
+
+// Writes `text` to `path` through a temporary file and a rename: readers see the old file
+// or the whole new one, never half of it.
+void write_atomically(const fs::path& path, const std::string& text) {
+    const fs::path tmp = path.string() + ".tmp";
+    {
+        std::ofstream out(tmp, std::ios::trunc);
+        out << text;
+        if (!out.flush()) throw std::runtime_error(tmp.string() + ": cannot write");
+    }
+    fs::rename(tmp, path);
+}
+
+std::string tail_of(const fs::path& file, size_t max_chars = 400) {
+    std::ifstream in(file);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+    return text.size() > max_chars ? "..." + text.substr(text.size() - max_chars) : text;
+}
+
+struct Nodes {
+    std::vector<RedisNode> lock;
+    std::optional<RedisNode> store;
+};
+
+Nodes start_nodes(int count, const fs::path& dir) {
+    Nodes n;
+    for (int i = 0; i < count; ++i) n.lock.emplace_back(RedisNodeConfig{"lock" + std::to_string(i)}, dir);
+    n.store.emplace(RedisNodeConfig{"store"}, dir);
+    return n;
+}
+
+nlohmann::json client_spec(const Scenario& s, const RunSpec& run, const Nodes& nodes, int client,
+                           std::uint64_t seed, long long start_at_ns, const fs::path& run_dir) {
+    nlohmann::json ports = nlohmann::json::array();
+    for (const auto& n : nodes.lock) ports.push_back(n.port());
+    return {{"scenario", s.source}, {"scenario_path", s.path}, {"run", run.name}, {"client", client},
+            {"seed", derive_seed(seed, 1000 + static_cast<std::uint64_t>(client))}, {"lock_ports", ports},
+            {"store_port", nodes.store->port()}, {"start_at_ns", start_at_ns},
+            {"history", (run_dir / "history" / ("client-" + std::to_string(client) + ".jsonl")).string()}};
+}
+
+std::vector<ChildProcess> spawn_clients(const Scenario& s, const RunSpec& run, const Nodes& nodes,
+                                        std::uint64_t seed, const fs::path& run_dir, const fs::path& tmp,
+                                        const std::string& self_exe) {
+    const int clients = s.workload.clients;
+    // Every client waits for the same start instant, so none gets a head start.
+    const long long start_at = monotonic_ns() + (200 + 20LL * clients) * 1000000LL;
+    std::vector<ChildProcess> children;
+    for (int c = 0; c < clients; ++c) {
+        const fs::path spec = tmp / (run.name + ".client-" + std::to_string(c) + ".json");
+        std::ofstream(spec) << client_spec(s, run, nodes, c, seed, start_at, run_dir).dump();
+        const std::string log = (tmp / (run.name + ".client-" + std::to_string(c) + ".log")).string();
+        children.push_back(ChildProcess::spawn({{self_exe, "client", spec.string()}, log, log, {}}));
+    }
+    return children;
+}
+
+void wait_for_clients(std::vector<ChildProcess>& children, const Scenario& s, const RunSpec& run,
+                      const fs::path& tmp) {
+    const auto limit = std::chrono::milliseconds(s.workload.duration_ms + 30000);
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    for (size_t c = 0; c < children.size(); ++c) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        const std::optional<int> status = children[c].wait_for(std::max(left, std::chrono::milliseconds(0)));
+        const fs::path log = tmp / (run.name + ".client-" + std::to_string(c) + ".log");
+        if (!status)
+            throw std::runtime_error("run " + run.name + ": client " + std::to_string(c) + " did not finish within " +
+                                     std::to_string(limit.count()) + " ms; its log: " + tail_of(log));
+        if (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0)
+            throw std::runtime_error("run " + run.name + ": client " + std::to_string(c) + " failed: " + tail_of(log));
+    }
+}
+
+// Reads the store's log (in the store's order) into store.jsonl; returns the final counter.
+long long export_store(const RedisNode& store, const fs::path& run_dir) {
+    LiveEnv env({{{"127.0.0.1", store.port()}}});
+    const auto timeout = std::chrono::seconds(10);
+    const Reply log = env.command(NodeId{0}, {"LRANGE", "lockbench:log", "0", "-1"}, timeout, std::nullopt);
+    const Reply counter = env.command(NodeId{0}, {"GET", "lockbench:counter"}, timeout, std::nullopt);
+    if (!log.ok() || !counter.ok()) throw std::runtime_error("cannot read the store's log: " + log.error + counter.error);
+    std::ofstream out(run_dir / "store.jsonl");
+    for (const Value& e : log.value.elements) out << e.str << '\n';
+    return counter.value.is_nil() ? 0 : std::stoll(counter.value.str);
+}
+
+nlohmann::json run_record(const Scenario& s, const RunSpec& run, std::uint64_t seed) {
+    nlohmann::json expect = nlohmann::json::array();
+    for (const auto& e : run.expect) expect.push_back({{"metric", e.metric}, {"op", e.op}, {"value", e.value}});
+    return {{"name", run.name}, {"algorithm", run.algorithm->name}, {"params", run.params.json()},
+            {"nodes", run.nodes}, {"clients", s.workload.clients}, {"seed", seed}, {"scenario", s.name},
+            {"lock_key", s.lock_key}, {"expect", expect}};
+}
+
+nlohmann::json execute_run(const Scenario& s, const RunSpec& run, std::uint64_t seed, const fs::path& run_dir,
+                           const fs::path& tmp, const std::string& self_exe) {
+    fs::create_directories(run_dir / "history");
+    const fs::path node_dir = tmp / run.name;
+    Nodes nodes = start_nodes(run.nodes, node_dir);
+    std::vector<ChildProcess> clients = spawn_clients(s, run, nodes, seed, run_dir, tmp, self_exe);
+    wait_for_clients(clients, s, run, tmp);
+    nlohmann::json record = run_record(s, run, seed);
+    record["final_counter"] = export_store(*nodes.store, run_dir);
+    write_atomically(run_dir / "run.json", record.dump(2) + "\n");
+    return record;
+}
+
+nlohmann::json check_run(const fs::path& run_dir, const nlohmann::json& record) {
+    const RunHistory h = load_run_history(run_dir);
+    return run_summary(record, check(h), h);
+}
+
+void announce(const RunOptions& opts, size_t i, size_t n, const RunSpec& run, const Scenario& s) {
+    if (!opts.progress) return;
+    std::cerr << "lockbench: [" << i + 1 << "/" << n << "] " << run.name << ": " << s.workload.clients
+              << " clients for " << s.workload.duration_ms << " ms on " << run.nodes << " lock node"
+              << (run.nodes == 1 ? "" : "s") << " ..." << std::flush;
+}
+
+}  // namespace
+
+nlohmann::json run_scenario(const Scenario& s, const RunOptions& opts) {
+    const std::uint64_t seed = opts.seed.value_or(s.seed);
+    fs::create_directories(opts.out);
+    const fs::path tmp = make_run_temp_dir();
+    std::vector<fs::path> made;
+    nlohmann::json runs = nlohmann::json::array();
+    try {
+        for (size_t i = 0; i < s.runs.size(); ++i) {
+            const RunSpec& run = s.runs[i];
+            announce(opts, i, s.runs.size(), run, s);
+            const fs::path run_dir = opts.out / "runs" / run.name;
+            fs::remove_all(run_dir);
+            made.push_back(run_dir);
+            runs.push_back(check_run(run_dir, execute_run(s, run, seed, run_dir, tmp, opts.self_exe)));
+            if (opts.progress)
+                std::cerr << " " << runs.back()["ops"]["sections_completed"] << " sections, "
+                          << runs.back()["safety"]["mutual_exclusion_violations"] << " violations\n";
+        }
+    } catch (...) {
+        if (opts.progress) std::cerr << " failed\n";
+        for (const auto& d : made) fs::remove_all(d);
+        fs::remove_all(tmp);
+        throw;
+    }
+    fs::remove_all(tmp);
+    nlohmann::json summary = {{"scenario", s.name}, {"scenario_file", s.path}, {"seed", seed}, {"runs", runs}};
+    write_atomically(opts.out / "scenario.json", s.source.dump(2) + "\n");
+    write_atomically(opts.out / "summary.json", summary.dump(2) + "\n");
+    return summary;
+}
+
+nlohmann::json recheck(const fs::path& dir) {
+    if (!fs::is_directory(dir / "runs"))
+        throw std::runtime_error(dir.string() + ": not a lockbench results folder (no runs/ inside)");
+    std::vector<fs::path> run_dirs;
+    for (const auto& e : fs::directory_iterator(dir / "runs")) run_dirs.push_back(e.path());
+    std::ranges::sort(run_dirs);
+    nlohmann::json runs = nlohmann::json::array();
+    std::string scenario;
+    for (const auto& run_dir : run_dirs) {
+        std::ifstream in(run_dir / "run.json");
+        const nlohmann::json record = nlohmann::json::parse(in, nullptr, false);
+        if (record.is_discarded() || !record.contains("final_counter"))
+            throw std::runtime_error((run_dir / "run.json").string() + ": missing or not a lockbench run record");
+        scenario = record.value("scenario", "");
+        runs.push_back(check_run(run_dir, record));
+    }
+    if (runs.empty()) throw std::runtime_error(dir.string() + ": no recorded runs under runs/");
+    return {{"scenario", scenario}, {"runs", runs}};
+}
+
+int client_main(const fs::path& spec_file) {
+    std::ifstream in(spec_file);
+    const nlohmann::json spec = nlohmann::json::parse(in);
+    const Scenario s = parse_scenario(spec.at("scenario"), spec.at("scenario_path"));
+    const auto run = std::ranges::find(s.runs, spec.at("run").get<std::string>(), &RunSpec::name);
+    if (run == s.runs.end()) throw std::runtime_error("client: no run named " + spec.at("run").dump());
+    const int client = spec.at("client").get<int>();
+    const std::uint64_t seed = spec.at("seed").get<std::uint64_t>();
+
+    Recorder rec(spec.at("history").get<std::string>(), client);
+    LiveEnvConfig lock_config{{}, std::chrono::milliseconds(s.connect_timeout_ms), seed,
+                              [&rec](Point p) { rec.line("point", "reached").str("name", point_name(p)).commit(); }};
+    for (const auto& port : spec.at("lock_ports")) lock_config.nodes.push_back({"127.0.0.1", port.get<int>()});
+    LiveEnv lock_env(std::move(lock_config));
+    LiveEnv store_env({{{"127.0.0.1", spec.at("store_port").get<int>()}},
+                       std::chrono::milliseconds(s.connect_timeout_ms), derive_seed(seed, 7), {}});
+    const auto lock = run->algorithm->make(
+        run->params, {s.lock_key, client, std::chrono::milliseconds(s.command_timeout_ms)});
+
+    WorkerSpec w{client, seed, s.workload, std::chrono::milliseconds(1000),
+                 Instant{Duration{spec.at("start_at_ns").get<long long>()}}};
+    run_worker(lock_env, store_env, *lock, rec, w);
+    return 0;
+}
+
+}  // namespace lockbench

@@ -1,0 +1,49 @@
+// The scenario engine for live runs:
+//
+//   lockbench run ──► per run: start lock nodes + store (redis-server, fresh)
+//                      ├─► spawn N client processes: `lockbench client SPEC`
+//                      │      each: LiveEnv(lock nodes) + LiveEnv(store) + Lock + worker
+//                      │            → history/client-N.jsonl
+//                      ├─► wait for them, read the store's log → store.jsonl, run.json
+//                      └─► checker → one entry of summary.json
+//
+// Clients are separate processes so that a fault can later pause one (SIGSTOP) or skew its
+// clock without touching the others.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/scenario.h"
+
+namespace lockbench {
+
+struct RunOptions {
+    std::filesystem::path out;
+    std::optional<std::uint64_t> seed;   // overrides the scenario's
+    std::string self_exe;                // this binary, to start clients with
+    bool progress = true;                // one line per run on stderr
+};
+
+// Runs every run of the scenario and writes OUT/summary.json (atomically, last), the
+// scenario, and OUT/runs/<name>/. Returns the summary. Throws std::runtime_error on a
+// failure to run (not on a violation: that is a result); then no summary.json is written
+// and the run folders it made are removed.
+nlohmann::json run_scenario(const Scenario& s, const RunOptions& opts);
+
+// Re-checks the runs recorded under DIR and returns the summary (not written).
+nlohmann::json recheck(const std::filesystem::path& dir);
+
+// The `lockbench client SPEC` entry point; returns the process exit code.
+int client_main(const std::filesystem::path& spec_file);
+
+// The table printed after run and check.
+std::string format_table(const nlohmann::json& summary);
+
+// Exit status for a summary: 0 when every expectation held, 1 otherwise.
+int expectations_exit_code(const nlohmann::json& summary);
+
+}  // namespace lockbench

@@ -1,0 +1,234 @@
+#include "sim/scenario.h"
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace lockbench {
+namespace {
+
+// A JSON object under validation: every field read is ticked off, and finish() rejects the
+// rest, so a typo is an error rather than a silently ignored setting.
+class Fields {
+public:
+    Fields(const nlohmann::json& j, std::string path, const std::string& file)
+        : j_(j), path_(std::move(path)), file_(file) {
+        if (!j_.is_object()) fail(path_, "expected an object, got " + j_.dump());
+    }
+
+    [[noreturn]] void fail(const std::string& field, const std::string& what) const {
+        throw ScenarioError(file_ + ": " + (field.empty() ? "(top level)" : field) + ": " + what);
+    }
+    std::string at(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+
+    const nlohmann::json* get(const std::string& key) {
+        seen_.insert(key);
+        auto it = j_.find(key);
+        return it == j_.end() || it->is_null() ? nullptr : &*it;
+    }
+    template <typename T, typename Check>
+    T value(const std::string& key, T fallback, Check ok, const char* expected) {
+        const nlohmann::json* v = get(key);
+        if (!v) return fallback;
+        if (!ok(*v)) fail(at(key), std::string("expected ") + expected + ", got " + v->dump());
+        return v->get<T>();
+    }
+    long long integer(const std::string& key, long long fallback, long long min) {
+        auto v = value<long long>(key, fallback, [](const auto& x) { return x.is_number_integer(); }, "an integer");
+        if (v < min) fail(at(key), "expected an integer >= " + std::to_string(min) + ", got " + std::to_string(v));
+        return v;
+    }
+    std::string string(const std::string& key, std::string fallback) {
+        return value<std::string>(key, fallback, [](const auto& x) { return x.is_string(); }, "a string");
+    }
+    std::string required_string(const std::string& key) {
+        if (!get(key)) fail(at(key), "required, expected a string");
+        return string(key, "");
+    }
+    void finish() const {
+        for (const auto& [key, _] : j_.items())
+            if (!seen_.contains(key)) fail(at(key), "unknown field");
+    }
+
+private:
+    const nlohmann::json& j_;
+    std::string path_;
+    const std::string& file_;
+    std::set<std::string> seen_;
+};
+
+Distribution parse_distribution(const nlohmann::json& j, const std::string& path, const std::string& file) {
+    const std::string expected =
+        "{\"fixed\": MS}, {\"uniform\": [MIN_MS, MAX_MS]} or {\"exponential\": MEAN_MS}";
+    const auto bad = [&] { throw ScenarioError(file + ": " + path + ": expected " + expected + ", got " + j.dump()); };
+    if (!j.is_object() || j.size() != 1) bad();
+    const auto& [kind, v] = *j.items().begin();
+    const auto non_negative = [](const nlohmann::json& x) { return x.is_number() && x.get<double>() >= 0; };
+    if (kind == "fixed" && non_negative(v)) return {Distribution::Kind::fixed, v.get<double>(), 0};
+    if (kind == "exponential" && non_negative(v)) return {Distribution::Kind::exponential, v.get<double>(), 0};
+    if (kind == "uniform" && v.is_array() && v.size() == 2 && non_negative(v[0]) && non_negative(v[1]) &&
+        v[0].get<double>() <= v[1].get<double>())
+        return {Distribution::Kind::uniform, v[0].get<double>(), v[1].get<double>()};
+    bad();
+    return {};  // not reached: bad() throws
+}
+
+Distribution distribution(Fields& f, const std::string& key, Distribution fallback, const std::string& file) {
+    const nlohmann::json* v = f.get(key);
+    return v ? parse_distribution(*v, f.at(key), file) : fallback;
+}
+
+WorkloadSpec parse_workload(const nlohmann::json& j, const std::string& file) {
+    Fields f(j, "workload", file);
+    WorkloadSpec w;
+    w.clients = static_cast<int>(f.integer("clients", w.clients, 1));
+    if (w.clients > 64) f.fail("workload.clients", "expected at most 64 clients, got " + std::to_string(w.clients));
+    w.duration_ms = f.integer("duration_ms", w.duration_ms, 1);
+    if (const nlohmann::json* n = f.get("sections_per_client")) {
+        if (!n->is_number_integer() || n->get<long long>() < 1)
+            f.fail("workload.sections_per_client", "expected an integer >= 1, got " + n->dump());
+        w.sections_per_client = n->get<long long>();
+    }
+    w.work_ms = distribution(f, "work_ms", w.work_ms, file);
+    w.retry_ms = distribution(f, "retry_ms", w.retry_ms, file);
+    w.think_ms = distribution(f, "think_ms", w.think_ms, file);
+    if (const nlohmann::json* slow = f.get("slow")) {
+        Fields s(*slow, "workload.slow", file);
+        w.slow_probability = s.value<double>("probability", 0.0, [](const auto& x) {
+            return x.is_number() && x.template get<double>() >= 0 && x.template get<double>() <= 1;
+        }, "a number from 0 to 1");
+        if (!s.get("work_ms")) s.fail("workload.slow.work_ms", "required, expected a distribution");
+        w.slow_work_ms = distribution(s, "work_ms", w.slow_work_ms, file);
+        s.finish();
+    }
+    f.finish();
+    return w;
+}
+
+Expectation parse_expectation(const std::string& metric, const nlohmann::json& v, const std::string& path,
+                              const std::string& file) {
+    const auto& known = expectable_metrics();
+    if (std::ranges::count(known, metric) == 0) {
+        std::string list;
+        for (const auto& m : known) list += (list.empty() ? "" : ", ") + m;
+        throw ScenarioError(file + ": " + path + ": unknown metric (known: " + list + ")");
+    }
+    std::istringstream in(v.is_string() ? v.get<std::string>() : "");
+    Expectation e{metric, "", 0};
+    in >> e.op >> e.value;
+    const std::set<std::string> ops{"==", "!=", "<", "<=", ">", ">="};
+    std::string rest;
+    if (!v.is_string() || !in || !ops.contains(e.op) || (in >> rest))
+        throw ScenarioError(file + ": " + path + ": expected a comparison such as \"== 0\" or \">= 1\", got " + v.dump());
+    return e;
+}
+
+RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::string& file) {
+    Fields f(j, path, file);
+    RunSpec r;
+    const std::string algorithm = f.required_string("algorithm");
+    r.algorithm = find_algorithm(algorithm);
+    if (!r.algorithm) {
+        std::string list;
+        for (const auto& a : algorithms()) list += (list.empty() ? "" : ", ") + a.name;
+        f.fail(f.at("algorithm"), "unknown algorithm \"" + algorithm + "\" (known: " + list + ")");
+    }
+    std::string error;
+    const nlohmann::json* params = f.get("params");
+    if (!resolve_params(r.algorithm->params, params ? *params : nlohmann::json::object(), r.params, error))
+        f.fail(f.at("params") + error.substr(0, error.find(':')), error.substr(error.find(':') + 2));
+    r.nodes = static_cast<int>(f.integer("nodes", r.algorithm->default_nodes, 1));
+    if (r.nodes > 16) f.fail(f.at("nodes"), "expected at most 16 nodes, got " + std::to_string(r.nodes));
+    r.name = f.string("name", default_run_name(algorithm, r.algorithm->params, r.params));
+    if (const nlohmann::json* expect = f.get("expect")) {
+        Fields e(*expect, f.at("expect"), file);
+        for (const auto& [metric, v] : expect->items()) {
+            e.get(metric);
+            r.expect.push_back(parse_expectation(metric, v, f.at("expect") + "." + metric, file));
+        }
+        e.finish();
+    }
+    f.finish();
+    return r;
+}
+
+}  // namespace
+
+const std::vector<std::string>& expectable_metrics() {
+    static const std::vector<std::string> metrics = {
+        "acquire_attempts", "acquired", "released", "sections_completed",
+        "mutual_exclusion_violations", "fenced_overlaps", "lost_updates", "stale_writes_accepted",
+        "stale_writes_rejected", "foreign_releases", "unavailable_ms", "longest_unavailable_ms"};
+    return metrics;
+}
+
+bool Expectation::holds(double actual) const {
+    if (op == "==") return actual == value;
+    if (op == "!=") return actual != value;
+    if (op == "<") return actual < value;
+    if (op == "<=") return actual <= value;
+    if (op == ">") return actual > value;
+    return actual >= value;
+}
+
+std::string Expectation::text() const {
+    std::ostringstream out;
+    out << metric << ' ' << op << ' ' << value;
+    return out.str();
+}
+
+Scenario parse_scenario(const nlohmann::json& j, const std::string& file) {
+    Fields f(j, "", file);
+    Scenario s;
+    s.path = file;
+    s.source = j;
+    s.name = f.required_string("name");
+    s.description = f.string("description", "");
+    s.seed = static_cast<std::uint64_t>(f.integer("seed", 1, 0));
+    s.lock_key = f.string("lock_key", s.lock_key);
+    if (const nlohmann::json* client = f.get("client")) {
+        Fields c(*client, "client", file);
+        s.command_timeout_ms = c.integer("command_timeout_ms", s.command_timeout_ms, 1);
+        s.connect_timeout_ms = c.integer("connect_timeout_ms", s.connect_timeout_ms, 1);
+        c.finish();
+    }
+    if (const nlohmann::json* w = f.get("workload")) s.workload = parse_workload(*w, file);
+    const nlohmann::json* runs = f.get("runs");
+    if (!runs || !runs->is_array() || runs->empty())
+        f.fail("runs", "required, expected a non-empty array of runs");
+    std::set<std::string> names;
+    for (size_t i = 0; i < runs->size(); ++i) {
+        const std::string path = "runs[" + std::to_string(i) + "]";
+        s.runs.push_back(parse_run((*runs)[i], path, file));
+        if (!names.insert(s.runs.back().name).second)
+            f.fail(path + ".name", "\"" + s.runs.back().name + "\" is used by an earlier run; give this one a \"name\"");
+    }
+    f.finish();
+    return s;
+}
+
+Scenario load_scenario(const std::filesystem::path& file) {
+    std::ifstream in(file);
+    if (!in) throw ScenarioError(file.string() + ": cannot open");
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::parse_error& e) {
+        throw ScenarioError(file.string() + ": not valid JSON: " + e.what());
+    }
+    return parse_scenario(j, file.string());
+}
+
+void select_runs(Scenario& s, const std::vector<std::string>& names) {
+    if (names.empty()) return;
+    for (const auto& n : names) {
+        const bool known = std::ranges::any_of(s.runs, [&](const RunSpec& r) { return r.name == n || r.algorithm->name == n; });
+        if (!known) throw ScenarioError(s.path + ": --algorithm " + n + ": no run of that algorithm or name in this scenario");
+    }
+    std::erase_if(s.runs, [&](const RunSpec& r) {
+        return std::ranges::none_of(names, [&](const std::string& n) { return r.name == n || r.algorithm->name == n; });
+    });
+}
+
+}  // namespace lockbench

@@ -1,0 +1,64 @@
+// Scenario files: what to run (topology, algorithms and their parameters, workload) and what
+// should come out. Parsed strictly: an unknown field, a wrong type or an unknown algorithm
+// is one error naming the file, the field path and what was expected. README.md documents
+// every field.
+#pragma once
+
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lockimpl/registry.h"
+#include "sim/workload.h"
+
+namespace lockbench {
+
+struct ScenarioError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// "sections_completed >= 24": a run's figure compared with a number.
+struct Expectation {
+    std::string metric;   // a key of ops, safety or availability in the summary
+    std::string op;       // ==, !=, <, <=, >, >=
+    double value = 0;
+    bool holds(double actual) const;
+    std::string text() const;
+};
+
+struct RunSpec {
+    std::string name;                  // unique in the scenario
+    const AlgorithmInfo* algorithm = nullptr;
+    Params params;
+    int nodes = 1;
+    std::vector<Expectation> expect;
+};
+
+struct Scenario {
+    std::string name;
+    std::string description;
+    std::string path;
+    std::uint64_t seed = 1;
+    std::string lock_key = "lockbench:lock";
+    long long command_timeout_ms = 200;
+    long long connect_timeout_ms = 200;
+    WorkloadSpec workload;
+    std::vector<RunSpec> runs;
+    nlohmann::json source;             // the file as read, recorded beside the results
+};
+
+// Throws ScenarioError("<file>: <field.path>: <what was expected>").
+Scenario load_scenario(const std::filesystem::path& file);
+Scenario parse_scenario(const nlohmann::json& j, const std::string& file);
+
+// Keeps the runs whose algorithm or name is in `names` (all when empty). Throws
+// ScenarioError for a name that matches nothing.
+void select_runs(Scenario& s, const std::vector<std::string>& names);
+
+// The metrics an expectation may name.
+const std::vector<std::string>& expectable_metrics();
+
+}  // namespace lockbench

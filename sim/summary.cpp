@@ -1,0 +1,88 @@
+#include "sim/summary.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include "sim/runner.h"
+#include "sim/scenario.h"
+
+namespace lockbench {
+namespace {
+
+double metric_value(const nlohmann::json& run, const std::string& metric) {
+    for (const char* group : {"ops", "safety", "availability"})
+        if (run.at(group).contains(metric)) return run.at(group).at(metric).get<double>();
+    return 0;
+}
+
+nlohmann::json judge(const nlohmann::json& run, const nlohmann::json& expect) {
+    nlohmann::json checks = nlohmann::json::array();
+    bool held = true;
+    for (const auto& e : expect) {
+        const Expectation x{e.at("metric"), e.at("op"), e.at("value")};
+        const double actual = metric_value(run, x.metric);
+        const bool ok = x.holds(actual);
+        held = held && ok;
+        checks.push_back({{"expect", x.text()}, {"actual", actual}, {"held", ok}});
+    }
+    return {{"held", held}, {"checks", checks}};
+}
+
+std::string cell(double v, const char* fmt = "%.0f") {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, fmt, v);
+    return buf;
+}
+
+}  // namespace
+
+nlohmann::json run_summary(const nlohmann::json& record, const CheckResult& result, const RunHistory& h) {
+    nlohmann::json run = {
+        {"name", record.at("name")}, {"algorithm", record.at("algorithm")}, {"params", record.at("params")},
+        {"nodes", record.at("nodes")}, {"clients", record.at("clients")}, {"seed", record.at("seed")},
+        {"run_dir", "runs/" + record.at("name").get<std::string>()},
+    };
+    run.update(to_json(result, h));
+    run["expectation"] = judge(run, record.value("expect", nlohmann::json::array()));
+    return run;
+}
+
+std::string format_table(const nlohmann::json& summary) {
+    std::ostringstream out;
+    char line[512];
+    std::snprintf(line, sizeof line, "%-32s %8s %8s %6s %6s %5s %9s %7s %9s %9s %9s  %s\n", "run",
+                  "acquired", "sections", "viol", "lost", "stale", "rejected", "foreign", "unavail", "acq p50",
+                  "acq p99", "expected");
+    out << line;
+    for (const auto& r : summary.at("runs")) {
+        const auto& s = r.at("safety");
+        const auto& acq = r.at("latency_ms").at("acquire");
+        std::string verdict = r.at("expectation").at("held").get<bool>() ? "held" : "NOT HELD:";
+        for (const auto& c : r.at("expectation").at("checks"))
+            if (!c.at("held").get<bool>())
+                verdict += " " + c.at("expect").get<std::string>() + " (got " + cell(c.at("actual").get<double>()) + ")";
+        if (r.at("expectation").at("checks").empty()) verdict = "-";
+        std::snprintf(line, sizeof line, "%-32s %8s %8s %6s %6s %5s %9s %7s %7sms %7sms %7sms  %s\n",
+                      r.at("name").get<std::string>().c_str(),
+                      cell(r.at("ops").at("acquired").get<double>()).c_str(),
+                      cell(r.at("ops").at("sections_completed").get<double>()).c_str(),
+                      cell(s.at("mutual_exclusion_violations").get<double>()).c_str(),
+                      cell(s.at("lost_updates").get<double>()).c_str(),
+                      cell(s.at("stale_writes_accepted").get<double>()).c_str(),
+                      cell(s.at("stale_writes_rejected").get<double>()).c_str(),
+                      cell(s.at("foreign_releases").get<double>()).c_str(),
+                      cell(r.at("availability").at("unavailable_ms").get<double>()).c_str(),
+                      cell(acq.at("p50").get<double>(), "%.2f").c_str(),
+                      cell(acq.at("p99").get<double>(), "%.2f").c_str(), verdict.c_str());
+        out << line;
+    }
+    return out.str();
+}
+
+int expectations_exit_code(const nlohmann::json& summary) {
+    for (const auto& r : summary.at("runs"))
+        if (!r.at("expectation").at("held").get<bool>()) return 1;
+    return 0;
+}
+
+}  // namespace lockbench

@@ -1,0 +1,54 @@
+// What a client does, as plain data (Jepsen's generator idea): how many clients, for how
+// long, how long each critical section works, how long to wait between attempts.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace lockbench {
+
+// A small, portable PRNG (splitmix64): the same seed draws the same numbers everywhere,
+// which <random>'s distributions do not promise across standard libraries.
+class Rng {
+public:
+    explicit Rng(std::uint64_t seed) : state_(seed) {}
+    std::uint64_t next() {
+        std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        return z ^ (z >> 31);
+    }
+    double uniform01() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+
+private:
+    std::uint64_t state_;
+};
+
+// Derives independent seeds from one: stream k of seed s.
+std::uint64_t derive_seed(std::uint64_t seed, std::uint64_t stream);
+
+// A duration distribution in milliseconds: {"fixed": 3}, {"uniform": [1, 5]} or
+// {"exponential": 4} (mean).
+struct Distribution {
+    enum class Kind { fixed, uniform, exponential };
+    Kind kind = Kind::fixed;
+    double a = 0, b = 0;
+    double sample_ms(Rng& rng) const;
+    nlohmann::json to_json() const;
+};
+
+struct WorkloadSpec {
+    int clients = 8;
+    long long duration_ms = 3000;
+    std::optional<long long> sections_per_client;  // stop after this many, if set
+    Distribution work_ms{Distribution::Kind::uniform, 1, 5};
+    double slow_probability = 0;                   // a section is slow with this probability
+    Distribution slow_work_ms{Distribution::Kind::fixed, 0, 0};
+    Distribution retry_ms{Distribution::Kind::uniform, 1, 5};
+    Distribution think_ms{Distribution::Kind::fixed, 0, 0};
+};
+
+}  // namespace lockbench

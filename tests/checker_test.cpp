@@ -1,0 +1,556 @@
+// The checker on tiny hand-written histories with known verdicts (porcupine style), and the
+// run-folder reader on files written here. Times are exact integers, so durations are
+// compared exactly: nothing here measures a clock.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "analysis/checker.h"
+#include "analysis/history_io.h"
+#include "analysis/stats.h"
+#include "tests/history_gen.h"
+
+namespace lockbench {
+namespace {
+
+namespace fs = std::filesystem;
+using histgen::HistoryBuilder;
+using K = StoreKind;
+using Op = OpKind;
+using T = EventType;
+
+constexpr long long kMs = 1'000'000;  // ns
+
+// One section in the store: enter, write, exit, with the counter it read.
+void section(HistoryBuilder& b, int client, const std::string& lease, long long counter) {
+    b.add_store(K::enter, client, lease, std::nullopt, counter)
+        .add_store(K::write, client, lease, std::nullopt, counter, counter)
+        .add_store(K::exit, client, lease);
+}
+
+// ---- the store's order: overlaps, fences, lost updates ---------------------------------
+
+TEST(CheckerStore, SectionsOneAfterAnotherAreClean) {
+    HistoryBuilder b;
+    section(b, 0, "c0.1", 0);
+    section(b, 1, "c1.1", 1);
+    section(b, 0, "c0.2", 2);
+    const CheckResult r = check(b.final_counter(3).build());
+    EXPECT_EQ(r.safety.mutual_exclusion_violations, 0);
+    EXPECT_EQ(r.safety.fenced_overlaps, 0);
+    EXPECT_EQ(r.safety.lost_updates, 0);
+    EXPECT_EQ(r.safety.stale_writes_accepted, 0);
+    EXPECT_EQ(r.safety.stale_writes_rejected, 0);
+    EXPECT_EQ(r.ops.sections_completed, 3);
+    EXPECT_TRUE(r.witnesses.empty());
+}
+
+TEST(CheckerStore, EnterInsideAnotherSectionIsOneViolationWithWitness) {
+    HistoryBuilder b;
+    b.add_store(K::enter, 0, "c0.1", std::nullopt, 0)    // seq 1
+        .add_store(K::write, 0, "c0.1", std::nullopt, 0, 0)  // 2
+        .add_store(K::enter, 1, "c1.1", std::nullopt, 1)     // 3: A is still inside
+        .add_store(K::exit, 0, "c0.1")                       // 4
+        .add_store(K::write, 1, "c1.1", std::nullopt, 1, 1)  // 5
+        .add_store(K::exit, 1, "c1.1");                      // 6
+    const int a = b.lease("c0.1", 0), bl = b.lease("c1.1", 1);
+    const RunHistory h = b.final_counter(2).build();
+    const CheckResult r = check(h);
+
+    EXPECT_EQ(r.safety.mutual_exclusion_violations, 1);
+    EXPECT_EQ(r.safety.fenced_overlaps, 0);
+    EXPECT_EQ(r.safety.stale_writes_accepted, 0);  // A wrote before B entered
+    EXPECT_EQ(r.safety.lost_updates, 0);
+    ASSERT_EQ(r.witnesses.size(), 1u);
+    const Witness& w = r.witnesses[0];
+    EXPECT_EQ(w.kind, Witness::Kind::mutual_exclusion);
+    EXPECT_EQ(w.first.lease, a);
+    EXPECT_EQ(w.first.client, 0);
+    EXPECT_EQ(w.first.enter_seq, 1);
+    EXPECT_EQ(w.first.exit_seq, 4);
+    EXPECT_EQ(w.second.lease, bl);
+    EXPECT_EQ(w.second.client, 1);
+    EXPECT_EQ(w.second.enter_seq, 3);
+    EXPECT_EQ(w.second.exit_seq, 6);
+
+    const nlohmann::json j = to_json(r, h);
+    EXPECT_EQ(j["witnesses"][0]["kind"], "mutual_exclusion");
+    EXPECT_EQ(j["witnesses"][0]["first"]["lease"], "c0.1");
+    EXPECT_EQ(j["witnesses"][0]["second"]["lease"], "c1.1");
+}
+
+TEST(CheckerStore, ThreeNestedSectionsAreThreePairs) {
+    HistoryBuilder b;
+    b.add_store(K::enter, 0, "a").add_store(K::enter, 1, "b").add_store(K::enter, 2, "c");
+    b.add_store(K::exit, 2, "c").add_store(K::exit, 1, "b").add_store(K::exit, 0, "a");
+    const CheckResult r = check(b.build());
+    EXPECT_EQ(r.safety.mutual_exclusion_violations, 3);  // (a,b), (a,c), (b,c)
+    EXPECT_EQ(r.witnesses.size(), 3u);
+}
+
+TEST(CheckerStore, ChainedSectionsCountOnlyPairsThatOverlap) {
+    HistoryBuilder b;
+    const int a = b.lease("a", 0), bl = b.lease("b", 1), c = b.lease("c", 2);
+    b.add_store(K::enter, 0, "a").add_store(K::enter, 1, "b").add_store(K::exit, 0, "a");
+    b.add_store(K::enter, 2, "c").add_store(K::exit, 1, "b").add_store(K::exit, 2, "c");
+    const CheckResult r = check(b.build());
+    EXPECT_EQ(r.safety.mutual_exclusion_violations, 2);  // (a,b), (b,c); a and c never met
+    ASSERT_EQ(r.witnesses.size(), 2u);
+    EXPECT_EQ(r.witnesses[0].first.lease, a);
+    EXPECT_EQ(r.witnesses[0].second.lease, bl);
+    EXPECT_EQ(r.witnesses[1].first.lease, bl);
+    EXPECT_EQ(r.witnesses[1].second.lease, c);
+}
+
+TEST(CheckerStore, WitnessesAreCappedButCountsAreNot) {
+    HistoryBuilder b;
+    b.add_store(K::enter, 0, "a").add_store(K::enter, 1, "b").add_store(K::enter, 2, "c");
+    const CheckResult r = check(b.build(), CheckOptions{.max_witnesses = 1});
+    EXPECT_EQ(r.safety.mutual_exclusion_violations, 3);
+    EXPECT_EQ(r.witnesses.size(), 1u);
+}
+
+TEST(CheckerStore, OverlapWhoseWriteTheFenceRejectedIsFencedNotViolation) {
+    HistoryBuilder b;
+    b.add_store(K::enter, 0, "a", 1, 0)      // A holds token 1
+        .add_store(K::enter, 1, "b", 2, 0)   // B enters with token 2 while A is inside
+        .add_store(K::write, 1, "b", 2, 0, 0)
+        .add_store(K::exit, 1, "b", 2)
+        .add_store(K::reject, 0, "a", 1, 0, 1)  // A's stale token is refused
+        .add_store(K::exit, 0, "a", 1);
+    const CheckResult r = check(b.final_counter(1).build());
+    EXPECT_EQ(r.safety.fenced_overlaps, 1);
+    EXPECT_EQ(r.safety.mutual_exclusion_violations, 0);
+    EXPECT_EQ(r.safety.stale_writes_rejected, 1);
+    EXPECT_EQ(r.safety.stale_writes_accepted, 0);
+    EXPECT_EQ(r.safety.lost_updates, 0);
+    EXPECT_EQ(r.ops.sections_completed, 1);
+    EXPECT_TRUE(r.witnesses.empty());
+}
+
+TEST(CheckerStore, WriteAcceptedAfterAnotherLeaseEnteredIsStale) {
+    HistoryBuilder b;
+    b.add_store(K::enter, 0, "a", std::nullopt, 0)
+        .add_store(K::enter, 1, "b", std::nullopt, 0)
+        .add_store(K::write, 0, "a", std::nullopt, 0, 0)  // A writes 1 after B entered
+        .add_store(K::exit, 0, "a")
+        .add_store(K::write, 1, "b", std::nullopt, 0, 1)  // B read 0 too: writes 1 again
+        .add_store(K::exit, 1, "b");
+    const int a = b.lease("a", 0), bl = b.lease("b", 1);
+    const CheckResult r = check(b.final_counter(1).build());
+    EXPECT_EQ(r.safety.stale_writes_accepted, 1);
+    EXPECT_EQ(r.safety.stale_writes_rejected, 0);
+    EXPECT_EQ(r.safety.mutual_exclusion_violations, 1);
+    EXPECT_EQ(r.safety.lost_updates, 1);
+    const auto stale = std::ranges::find(r.witnesses, Witness::Kind::stale_write, &Witness::kind);
+    ASSERT_NE(stale, r.witnesses.end());
+    EXPECT_EQ(stale->first.lease, a);
+    EXPECT_EQ(stale->second.lease, bl);
+}
+
+TEST(CheckerStore, LostUpdatesAreCompletedSectionsMinusFinalCounter) {
+    HistoryBuilder b;
+    section(b, 0, "a", 0);
+    section(b, 1, "b", 1);
+    section(b, 2, "c", 2);
+    section(b, 0, "d", 3);
+    EXPECT_EQ(check(b.final_counter(4).build()).safety.lost_updates, 0);
+    EXPECT_EQ(check(b.final_counter(1).build()).safety.lost_updates, 3);
+    EXPECT_EQ(check(b.final_counter(0).build()).safety.lost_updates, 4);
+    EXPECT_EQ(check(b.final_counter(1).build()).ops.sections_completed, 4);
+}
+
+// ---- the clients' histories: counts, foreign releases, availability, latency ------------
+
+// A takes node(s) `a_nodes` at 1 ms, B takes `b_nodes` at `b_ok_ns`, A's release begins at
+// 4 ms and its reply says it removed the key on `removed`.
+RunHistory release_race(std::uint32_t a_nodes, std::uint32_t b_nodes, long long b_ok_ns,
+                        std::uint32_t removed) {
+    HistoryBuilder b;
+    b.add_event(0, 0, Op::acquire, T::invoke)
+        .add_event(0, 1 * kMs, Op::acquire, T::ok, "c0.1", a_nodes)
+        .add_event(1, 2 * kMs, Op::acquire, T::invoke)
+        .add_event(1, b_ok_ns, Op::acquire, T::ok, "c1.1", b_nodes)
+        .add_event(0, 4 * kMs, Op::release, T::invoke, "c0.1")
+        .add_event(0, 5 * kMs, Op::release, T::ok, "c0.1", removed)
+        .add_event(1, 6 * kMs, Op::release, T::invoke, "c1.1")
+        .add_event(1, 7 * kMs, Op::release, T::ok, "c1.1", b_nodes);
+    return b.build();
+}
+
+TEST(CheckerClients, ReleaseAfterAnotherAcquiredTheNodeIsForeign) {
+    const RunHistory h = release_race(0b1, 0b1, 3 * kMs, 0b1);
+    const CheckResult r = check(h);
+    EXPECT_EQ(r.safety.foreign_releases, 1);
+    ASSERT_EQ(r.witnesses.size(), 1u);
+    const Witness& w = r.witnesses[0];
+    EXPECT_EQ(w.kind, Witness::Kind::foreign_release);
+    EXPECT_EQ(h.leases.at(static_cast<size_t>(w.first.lease)), "c0.1");
+    EXPECT_EQ(w.first.client, 0);
+    EXPECT_EQ(h.leases.at(static_cast<size_t>(w.second.lease)), "c1.1");
+    EXPECT_EQ(w.second.client, 1);
+    EXPECT_EQ(w.t_ns, 4 * kMs);
+    EXPECT_EQ(w.nodes, 0b1u);
+
+    const nlohmann::json j = to_json(r, h)["witnesses"][0];
+    EXPECT_EQ(j["kind"], "foreign_release");
+    EXPECT_EQ(j["releaser"]["lease"], "c0.1");
+    EXPECT_EQ(j["victim"]["lease"], "c1.1");
+    EXPECT_EQ(j["release_t_ms"], 4.0);
+    EXPECT_EQ(j["nodes"], nlohmann::json::array({0}));
+}
+
+TEST(CheckerClients, ReleaseThatRemovedNothingIsNotForeign) {
+    EXPECT_EQ(check(release_race(0b1, 0b1, 3 * kMs, 0)).safety.foreign_releases, 0);
+}
+
+TEST(CheckerClients, AcquireAfterTheReleaseBeganIsNotItsVictim) {
+    const long long after_release_invoke = 4 * kMs + 500'000;
+    EXPECT_EQ(check(release_race(0b1, 0b1, after_release_invoke, 0b1)).safety.foreign_releases, 0);
+}
+
+TEST(CheckerClients, RedlockReleaseOnlyCountsNodesTheOtherLeaseTook) {
+    // A holds {0,1,2}; B later takes {1,2,3}. A removing its key on node 0 harms nobody.
+    EXPECT_EQ(check(release_race(0b0111, 0b1110, 3 * kMs, 0b0001)).safety.foreign_releases, 0);
+    // Removing on {0,1} deleted B's key on node 1.
+    const CheckResult r = check(release_race(0b0111, 0b1110, 3 * kMs, 0b0011));
+    EXPECT_EQ(r.safety.foreign_releases, 1);
+    ASSERT_EQ(r.witnesses.size(), 1u);
+    EXPECT_EQ(r.witnesses[0].nodes, 0b0010u);
+}
+
+TEST(CheckerClients, RetryingOnAFreeLockIsUnavailable) {
+    HistoryBuilder b;
+    b.add_event(1, 0, Op::acquire, T::invoke)
+        .add_event(1, 1 * kMs, Op::acquire, T::fail)
+        .add_event(1, 2 * kMs, Op::acquire, T::invoke)
+        .add_event(1, 3 * kMs, Op::acquire, T::fail)
+        .add_event(1, 4 * kMs, Op::acquire, T::invoke)
+        .add_event(1, 10 * kMs, Op::acquire, T::ok, "c1.1", 1)
+        .add_event(1, 11 * kMs, Op::release, T::invoke, "c1.1")
+        .add_event(1, 12 * kMs, Op::release, T::ok, "c1.1", 1);
+    const CheckResult r = check(b.build());
+    EXPECT_EQ(r.availability.unavailable_ms, 10.0);
+    EXPECT_EQ(r.availability.longest_unavailable_ms, 10.0);
+    EXPECT_EQ(r.ops.acquire_attempts, 3);
+    EXPECT_EQ(r.acquire_wait_ms.count, 1);
+    EXPECT_EQ(r.acquire_wait_ms.max, 10.0);  // from the first attempt, not the last
+    EXPECT_EQ(r.acquire_ms.max, 6.0);        // each attempt on its own
+}
+
+TEST(CheckerClients, WaitingWhileTheOtherHoldsIsNotUnavailable) {
+    HistoryBuilder b;
+    b.add_event(0, 0, Op::acquire, T::invoke)
+        .add_event(0, 1 * kMs, Op::acquire, T::ok, "c0.1", 1)
+        .add_event(1, 2 * kMs, Op::acquire, T::invoke)  // waits, but client 0 holds
+        .add_event(0, 4 * kMs, Op::release, T::invoke, "c0.1")
+        .add_event(0, 5 * kMs, Op::release, T::ok, "c0.1", 1)  // free from here
+        .add_event(1, 6 * kMs, Op::acquire, T::fail)
+        .add_event(1, 7 * kMs, Op::acquire, T::invoke)
+        .add_event(1, 15 * kMs, Op::acquire, T::ok, "c1.1", 1)  // held again
+        .add_event(1, 16 * kMs, Op::release, T::invoke, "c1.1")
+        .add_event(1, 17 * kMs, Op::release, T::ok, "c1.1", 1);
+    const CheckResult r = check(b.build());
+    // 0..1 ms: client 0 waits for its own first acquire; 5..15 ms: client 1 waits on a free lock.
+    EXPECT_EQ(r.availability.unavailable_ms, 11.0);
+    EXPECT_EQ(r.availability.longest_unavailable_ms, 10.0);
+    EXPECT_EQ(r.acquire_wait_ms.count, 2);
+    EXPECT_EQ(r.acquire_wait_ms.max, 13.0);  // client 1: from 2 ms to 15 ms
+    EXPECT_EQ(r.duration_s, 0.017);
+}
+
+TEST(CheckerClients, TwoGapsAddUpAndTheLongestIsKept) {
+    HistoryBuilder b;
+    b.add_event(0, 0, Op::acquire, T::invoke)
+        .add_event(0, 3 * kMs, Op::acquire, T::ok, "c0.1", 1)  // gap 0..3
+        .add_event(0, 4 * kMs, Op::release, T::invoke, "c0.1")
+        .add_event(0, 5 * kMs, Op::release, T::ok, "c0.1", 1)
+        .add_event(0, 6 * kMs, Op::acquire, T::invoke)
+        .add_event(0, 13 * kMs, Op::acquire, T::ok, "c0.2", 1)  // gap 6..13
+        .add_event(0, 14 * kMs, Op::release, T::invoke, "c0.2")
+        .add_event(0, 15 * kMs, Op::release, T::ok, "c0.2", 1);
+    const CheckResult r = check(b.build());
+    EXPECT_EQ(r.availability.unavailable_ms, 10.0);
+    EXPECT_EQ(r.availability.longest_unavailable_ms, 7.0);
+}
+
+TEST(CheckerClients, KilledHolderStopsHoldingAtItsLastEvent) {
+    HistoryBuilder b;
+    b.add_event(0, 0, Op::acquire, T::invoke)
+        .add_event(0, 1 * kMs, Op::acquire, T::ok, "c0.1", 1)  // then killed: no more events
+        .add_event(1, 2 * kMs, Op::acquire, T::invoke)
+        .add_event(1, 3 * kMs, Op::acquire, T::fail)
+        .add_event(1, 4 * kMs, Op::acquire, T::invoke)
+        .add_event(1, 20 * kMs, Op::acquire, T::ok, "c1.1", 1)
+        .add_event(1, 21 * kMs, Op::release, T::invoke, "c1.1")
+        .add_event(1, 22 * kMs, Op::release, T::ok, "c1.1", 1);
+    const CheckResult r = check(b.build());
+    // 0..1 ms: client 0's own acquire; 2..20 ms: client 1 waits, and the dead holder counts
+    // for nothing after 1 ms.
+    EXPECT_EQ(r.availability.unavailable_ms, 19.0);
+    EXPECT_EQ(r.availability.longest_unavailable_ms, 18.0);
+}
+
+TEST(CheckerClients, WaiterKilledWhileWaitingStopsWaiting) {
+    HistoryBuilder b;
+    b.add_event(1, 0, Op::acquire, T::invoke)
+        .add_event(1, 2 * kMs, Op::acquire, T::fail)  // last event of client 1
+        .add_event(0, 5 * kMs, Op::acquire, T::invoke)
+        .add_event(0, 6 * kMs, Op::acquire, T::ok, "c0.1", 1)
+        .add_event(0, 7 * kMs, Op::release, T::invoke, "c0.1")
+        .add_event(0, 8 * kMs, Op::release, T::ok, "c0.1", 1);
+    const CheckResult r = check(b.build());
+    EXPECT_EQ(r.availability.unavailable_ms, 3.0);  // 0..2 and 5..6
+    EXPECT_EQ(r.availability.longest_unavailable_ms, 2.0);
+}
+
+TEST(CheckerClients, CountsOnlyOutermostAcquiresAndReleases) {
+    HistoryBuilder b;
+    b.add_event(0, 0, Op::acquire, T::invoke)
+        .add_event(0, 1 * kMs, Op::acquire, T::ok, "c0.1", 1)
+        .add_event(0, 2 * kMs, Op::acquire, T::invoke, "c0.1", 0, 2)  // re-entry
+        .add_event(0, 3 * kMs, Op::acquire, T::ok, "c0.1", 1, 2)
+        .add_event(1, 4 * kMs, Op::acquire, T::invoke)
+        .add_event(1, 5 * kMs, Op::acquire, T::fail)
+        .add_event(0, 6 * kMs, Op::release, T::invoke, "c0.1", 0, 2)
+        .add_event(0, 7 * kMs, Op::release, T::ok, "c0.1", 0, 2)
+        .add_event(0, 8 * kMs, Op::release, T::invoke, "c0.1")
+        .add_event(0, 10 * kMs, Op::release, T::ok, "c0.1", 1);
+    section(b, 0, "c0.1", 0);
+    const CheckResult r = check(b.final_counter(1).build());
+    EXPECT_EQ(r.ops.acquire_attempts, 2);
+    EXPECT_EQ(r.ops.acquired, 1);
+    EXPECT_EQ(r.ops.released, 1);
+    EXPECT_EQ(r.ops.sections_completed, 1);
+    // Latencies of outermost operations only: acquires took 1 ms (ok) and 1 ms (fail).
+    EXPECT_EQ(r.acquire_ms.count, 2);
+    EXPECT_EQ(r.acquire_ms.max, 1.0);
+    EXPECT_EQ(r.release_ms.count, 1);
+    EXPECT_EQ(r.release_ms.max, 2.0);
+    // Client 1 waited only while client 0 held, and its last event (5 ms) ended its wait: the
+    // one gap is client 0's own first acquire, 0..1 ms.
+    EXPECT_EQ(r.availability.unavailable_ms, 1.0);
+    EXPECT_EQ(r.safety.foreign_releases, 0);
+}
+
+TEST(CheckerClients, EmptyHistoryIsAllZero) {
+    const CheckResult r = check(RunHistory{});
+    EXPECT_EQ(r.ops.acquire_attempts, 0);
+    EXPECT_EQ(r.safety.mutual_exclusion_violations, 0);
+    EXPECT_EQ(r.availability.unavailable_ms, 0.0);
+    EXPECT_EQ(r.duration_s, 0.0);
+    EXPECT_EQ(r.sections_per_s, 0.0);
+}
+
+// ---- percentiles -------------------------------------------------------------------------
+
+TEST(Percentiles, NearestRankOnOneToThousand) {
+    std::vector<double> v(1000);
+    std::iota(v.begin(), v.end(), 1.0);
+    std::ranges::reverse(v);  // the function sorts
+    const Percentiles p = percentiles(v);
+    EXPECT_EQ(p.count, 1000);
+    EXPECT_EQ(p.p50, 500.0);
+    EXPECT_EQ(p.p90, 900.0);
+    EXPECT_EQ(p.p99, 990.0);
+    EXPECT_EQ(p.p999, 999.0);
+    EXPECT_EQ(p.max, 1000.0);
+}
+
+TEST(Percentiles, NearestRankOnSmallSets) {
+    std::vector<double> ten(10);
+    std::iota(ten.begin(), ten.end(), 1.0);
+    const Percentiles p = percentiles(ten);
+    EXPECT_EQ(p.p50, 5.0);
+    EXPECT_EQ(p.p90, 9.0);
+    EXPECT_EQ(p.p99, 10.0);
+    EXPECT_EQ(p.p999, 10.0);
+
+    std::vector<double> one{7.5};
+    const Percentiles q = percentiles(one);
+    EXPECT_EQ(q.count, 1);
+    EXPECT_EQ(q.p50, 7.5);
+    EXPECT_EQ(q.max, 7.5);
+
+    std::vector<double> none;
+    const Percentiles z = percentiles(none);
+    EXPECT_EQ(z.count, 0);
+    EXPECT_EQ(z.p50, 0.0);
+    EXPECT_EQ(z.max, 0.0);
+}
+
+// ---- reading a run folder ------------------------------------------------------------------
+
+// A fresh folder under the system temp directory, removed at the end of the test.
+class RunFolder : public ::testing::Test {
+protected:
+    void SetUp() override {
+        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+        dir_ = fs::temp_directory_path() /
+               ("lockbench-checker-test-" + std::to_string(::getpid()) + "-" + info->name());
+        fs::remove_all(dir_);
+        fs::create_directories(dir_ / "history");
+    }
+    void TearDown() override { fs::remove_all(dir_); }
+
+    void write(const fs::path& rel, const std::string& text) const {
+        std::ofstream(dir_ / rel) << text;
+    }
+
+    // Writes `h` as a run records it: one file per client, the store's log, run.json.
+    void write_run(const RunHistory& h) const {
+        write("run.json", nlohmann::json{{"final_counter", h.final_counter}, {"clients", h.clients}}.dump());
+        std::vector<std::string> per_client(static_cast<size_t>(h.clients));
+        for (const ClientEvent& e : h.events) {
+            nlohmann::json j = {{"t_ns", e.t_ns}, {"client", e.client}, {"op", op_name(e.op)},
+                                {"type", event_type_name(e.type)}};
+            if (e.lease) j["lease"] = h.leases.at(static_cast<size_t>(*e.lease));
+            if (e.depth != 1) j["depth"] = e.depth;
+            if (e.fence) j["fence"] = *e.fence;
+            nlohmann::json nodes = nlohmann::json::array();
+            for (int n = 0; n < 32; ++n)
+                if (e.nodes & (1u << n)) nodes.push_back(n);
+            if (!nodes.empty()) j["nodes"] = nodes;
+            per_client[static_cast<size_t>(e.client)] += j.dump() + "\n";
+        }
+        for (size_t c = 0; c < per_client.size(); ++c)
+            write(fs::path("history") / ("client-" + std::to_string(c) + ".jsonl"), per_client[c]);
+        std::string store;
+        for (const StoreEntry& s : h.store) {
+            nlohmann::json j = {{"seq", s.seq}, {"kind", store_kind_name(s.kind)}, {"client", s.client},
+                                {"lease", h.leases.at(static_cast<size_t>(s.lease))},
+                                {"read", s.read}, {"prev", s.prev}, {"t_us", s.t_us}};
+            if (s.fence) j["fence"] = *s.fence;
+            store += j.dump() + "\n";
+        }
+        write("store.jsonl", store);
+    }
+
+    // The error load_run_history throws, or "" if it loads.
+    std::string load_error() const {
+        try {
+            load_run_history(dir_);
+        } catch (const std::exception& e) {
+            return e.what();
+        }
+        return "";
+    }
+
+    fs::path dir_;
+};
+
+std::string lease_name(const RunHistory& h, std::optional<int> lease) {
+    return lease ? h.leases.at(static_cast<size_t>(*lease)) : "-";
+}
+
+TEST_F(RunFolder, GeneratedHistoryRoundTrips) {
+    const RunHistory h = histgen::generate_history(3, 200, 42);
+    write_run(h);
+    const RunHistory back = load_run_history(dir_);
+
+    EXPECT_EQ(back.final_counter, h.final_counter);
+    EXPECT_EQ(back.clients, h.clients);
+    ASSERT_EQ(back.events.size(), h.events.size());
+    for (size_t i = 0; i < h.events.size(); ++i) {
+        const ClientEvent &a = h.events[i], &b = back.events[i];
+        SCOPED_TRACE("event " + std::to_string(i));
+        EXPECT_EQ(b.t_ns, a.t_ns);
+        EXPECT_EQ(b.client, a.client);
+        EXPECT_EQ(b.op, a.op);
+        EXPECT_EQ(b.type, a.type);
+        EXPECT_EQ(lease_name(back, b.lease), lease_name(h, a.lease));
+        EXPECT_EQ(b.depth, a.depth);
+        EXPECT_EQ(b.fence, a.fence);
+        EXPECT_EQ(b.nodes, a.nodes);
+    }
+    ASSERT_EQ(back.store.size(), h.store.size());
+    for (size_t i = 0; i < h.store.size(); ++i) {
+        const StoreEntry &a = h.store[i], &b = back.store[i];
+        SCOPED_TRACE("store entry " + std::to_string(i));
+        EXPECT_EQ(b.seq, a.seq);
+        EXPECT_EQ(b.kind, a.kind);
+        EXPECT_EQ(b.client, a.client);
+        EXPECT_EQ(lease_name(back, b.lease), lease_name(h, a.lease));
+        EXPECT_EQ(back.lease_client.at(static_cast<size_t>(b.lease)), a.client);
+        EXPECT_EQ(b.fence, a.fence);
+        EXPECT_EQ(b.read, a.read);
+        EXPECT_EQ(b.prev, a.prev);
+        EXPECT_EQ(b.t_us, a.t_us);
+    }
+    EXPECT_EQ(to_json(check(back), back), to_json(check(h), h));
+}
+
+TEST_F(RunFolder, MergesClientFilesByTimeAndSkipsFaultPoints) {
+    write("run.json", R"({"final_counter": 1, "clients": 2, "scenario": "x"})");
+    write("history/client-0.jsonl",
+          R"({"t_ns": 10, "client": 0, "op": "acquire", "type": "invoke"})" "\n"
+          R"({"t_ns": 30, "client": 0, "op": "acquire", "type": "ok", "lease": "c0.1", "nodes": [0, 2], "fence": 7})" "\n");
+    write("history/client-1.jsonl",
+          R"({"t_ns": 20, "client": 1, "op": "point", "name": "after_acquire"})" "\n"
+          "\n"
+          R"({"t_ns": 25, "client": 1, "op": "acquire", "type": "invoke", "depth": 2})" "\n");
+    write("store.jsonl",
+          R"({"seq": 2, "kind": "exit", "client": 0, "lease": "c0.1"})" "\n"
+          R"({"seq": 1, "kind": "enter", "client": 0, "lease": "c0.1", "fence": 7, "read": 5})" "\n");
+    const RunHistory h = load_run_history(dir_);
+    EXPECT_EQ(h.final_counter, 1);
+    EXPECT_EQ(h.clients, 2);
+    ASSERT_EQ(h.events.size(), 3u);
+    EXPECT_EQ(h.events[0].t_ns, 10);
+    EXPECT_EQ(h.events[1].t_ns, 25);
+    EXPECT_EQ(h.events[1].depth, 2);
+    EXPECT_EQ(h.events[2].nodes, 0b101u);
+    EXPECT_EQ(h.events[2].fence, 7);
+    ASSERT_EQ(h.store.size(), 2u);
+    EXPECT_EQ(h.store[0].seq, 1);
+    EXPECT_EQ(h.store[0].read, 5);
+    EXPECT_EQ(h.store[0].fence, 7);
+    EXPECT_EQ(h.store[1].kind, StoreKind::exit);
+    EXPECT_FALSE(h.store[1].fence.has_value());
+    ASSERT_EQ(h.leases.size(), 1u);
+    EXPECT_EQ(h.leases[0], "c0.1");
+}
+
+TEST_F(RunFolder, MalformedLineNamesFileAndLine) {
+    write("run.json", R"({"final_counter": 0, "clients": 1})");
+    write("history/client-0.jsonl",
+          R"({"t_ns": 10, "client": 0, "op": "acquire", "type": "invoke"})" "\n"
+          "\n"
+          R"({"t_ns": 20, "client": 0, "op": "acq)" "\n");
+    write("store.jsonl", "");
+    const std::string err = load_error();
+    EXPECT_NE(err.find("client-0.jsonl:3"), std::string::npos) << err;
+}
+
+TEST_F(RunFolder, UnknownValuesAndMissingFieldsNameFileAndLine) {
+    write("run.json", R"({"final_counter": 0, "clients": 1})");
+    write("history/client-0.jsonl", R"({"t_ns": 10, "client": 0, "op": "grab", "type": "invoke"})" "\n");
+    write("store.jsonl", "");
+    std::string err = load_error();
+    EXPECT_NE(err.find("client-0.jsonl:1"), std::string::npos) << err;
+    EXPECT_NE(err.find("grab"), std::string::npos) << err;
+
+    write("history/client-0.jsonl", "");
+    write("store.jsonl",
+          R"({"seq": 1, "kind": "enter", "client": 0, "lease": "a"})" "\n"
+          R"({"seq": 2, "client": 0, "lease": "a"})" "\n");
+    err = load_error();
+    EXPECT_NE(err.find("store.jsonl:2"), std::string::npos) << err;
+}
+
+TEST_F(RunFolder, MissingOrForeignRunJsonIsRefused) {
+    EXPECT_NE(load_error().find("run.json"), std::string::npos);
+    write("run.json", R"({"something": "else"})");
+    EXPECT_NE(load_error().find("not a lockbench run record"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace lockbench

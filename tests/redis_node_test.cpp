@@ -1,0 +1,394 @@
+// Live tests for faults/process.h and sim/redis_node.h: real redis-server processes, real
+// forks. Waits are bounded polls for an outcome; nothing asserts how long anything took.
+#include <fcntl.h>
+#include <hiredis/hiredis.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "faults/process.h"
+#include "sim/redis_node.h"
+
+namespace lockbench {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+// ---- Helpers --------------------------------------------------------------------------------
+
+using Context = std::unique_ptr<redisContext, decltype(&redisFree)>;
+using Reply = std::unique_ptr<redisReply, decltype(&freeReplyObject)>;
+
+Context connect_to(int port) {
+    Context c(redisConnectWithTimeout("127.0.0.1", port, timeval{2, 0}), redisFree);
+    if (c && !c->err) redisSetTimeout(c.get(), timeval{2, 0});
+    return c;
+}
+
+template <typename... Args>
+Reply command(const Context& c, const char* format, Args... args) {
+    return Reply(static_cast<redisReply*>(redisCommand(c.get(), format, args...)), freeReplyObject);
+}
+
+std::string text(const Reply& r) {
+    return r && (r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_STRING)
+               ? std::string(r->str, r->len)
+               : "<not text>";
+}
+
+// Sets an environment variable for one scope.
+class EnvOverride {
+public:
+    EnvOverride(const char* name, const std::string& value) : name_(name) {
+        if (const char* old = std::getenv(name)) old_ = old;
+        setenv(name, value.c_str(), 1);
+    }
+    ~EnvOverride() { old_ ? setenv(name_, old_->c_str(), 1) : unsetenv(name_); }
+
+private:
+    const char* name_;
+    std::optional<std::string> old_;
+};
+
+// The state letter from /proc/<pid>/stat ('R', 'S', 'T', 'Z', ...), or nullopt if it is gone.
+std::optional<char> process_state(pid_t pid) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) return std::nullopt;
+    const auto paren = line.rfind(')');  // the command name may itself hold spaces or ')'
+    if (paren == std::string::npos || paren + 2 >= line.size()) return std::nullopt;
+    return line[paren + 2];
+}
+
+// Gone, or a zombie whose new parent (init) has not reaped it yet: either way, dead.
+bool process_gone(pid_t pid) {
+    if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
+    const auto state = process_state(pid);
+    return !state || *state == 'Z';
+}
+
+// Polls for an outcome; the bound only keeps a broken build from hanging the suite.
+bool eventually(const std::function<bool()>& condition) {
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (!condition()) {
+        if (std::chrono::steady_clock::now() >= deadline) return false;
+        std::this_thread::sleep_for(10ms);
+    }
+    return true;
+}
+
+// A plain listening socket on 127.0.0.1:port, or -1.
+int listen_on(int port) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 && listen(fd, 1) == 0)
+        return fd;
+    close(fd);
+    return -1;
+}
+
+std::string error_of(const std::function<void()>& action) {
+    try {
+        action();
+    } catch (const std::runtime_error& e) {
+        return e.what();
+    }
+    return "<no exception>";
+}
+
+class RedisNodeTest : public ::testing::Test {
+protected:
+    void TearDown() override { fs::remove_all(run_dir); }
+    RedisNodeConfig config(Persistence persistence = Persistence::none) {
+        RedisNodeConfig c;
+        c.name = "lock0";
+        c.persistence = persistence;
+        return c;
+    }
+    fs::path run_dir = make_run_temp_dir();
+};
+
+// ---- RedisNode ------------------------------------------------------------------------------
+
+TEST_F(RedisNodeTest, StartAnswersPingOnLoopbackOnly) {
+    RedisNode node(config(), run_dir);
+    EXPECT_EQ(node.dir(), run_dir / "lock0");
+    EXPECT_TRUE(fs::exists(node.log_path()));
+    EXPECT_EQ(getpgid(node.pid()), node.pid());  // its own process group
+
+    const Context c = connect_to(node.port());
+    ASSERT_TRUE(c && !c->err);
+    EXPECT_EQ(text(command(c, "PING")), "PONG");
+    const Reply bind = command(c, "CONFIG GET bind");
+    ASSERT_TRUE(bind && bind->type == REDIS_REPLY_ARRAY && bind->elements == 2);
+    EXPECT_EQ(std::string(bind->element[1]->str), "127.0.0.1");
+    const Reply save = command(c, "CONFIG GET save");
+    ASSERT_TRUE(save && save->type == REDIS_REPLY_ARRAY && save->elements == 2);
+    EXPECT_EQ(std::string(save->element[1]->str), "");
+}
+
+TEST_F(RedisNodeTest, UsesTheGivenPortWhenFree) {
+    const int port = find_free_port();
+    RedisNodeConfig c = config();
+    c.port = port;
+    RedisNode node(c, run_dir);
+    EXPECT_EQ(node.port(), port);
+    EXPECT_TRUE(port_in_use(port));
+}
+
+TEST_F(RedisNodeTest, KillThenRestartWithoutDataComesBackEmpty) {
+    RedisNode node(config(), run_dir);
+    const int port = node.port();
+    EXPECT_EQ(text(command(connect_to(port), "SET k v")), "OK");
+    node.kill();
+    EXPECT_FALSE(node.running());
+    node.restart(false);
+    EXPECT_TRUE(node.running());
+    EXPECT_EQ(node.port(), port);
+    const Reply size = command(connect_to(port), "DBSIZE");
+    ASSERT_TRUE(size && size->type == REDIS_REPLY_INTEGER);
+    EXPECT_EQ(size->integer, 0);
+}
+
+TEST_F(RedisNodeTest, AofAlwaysKeepsAKeyAcrossKillOnlyWhenKeepingData) {
+    RedisNode node(config(Persistence::aof_always), run_dir);
+    EXPECT_EQ(text(command(connect_to(node.port()), "SET k v")), "OK");
+    node.kill();
+    node.restart(true);
+    EXPECT_EQ(text(command(connect_to(node.port()), "GET k")), "v");
+    node.restart(false);  // also kills the running server first
+    const Reply gone = command(connect_to(node.port()), "GET k");
+    ASSERT_TRUE(gone);
+    EXPECT_EQ(gone->type, REDIS_REPLY_NIL);
+}
+
+TEST_F(RedisNodeTest, StopThenStartAgainOnTheSamePort) {
+    RedisNode node(config(), run_dir);
+    const int port = node.port();
+    node.stop();
+    EXPECT_FALSE(node.running());
+    node.start();
+    EXPECT_EQ(node.port(), port);
+    EXPECT_EQ(text(command(connect_to(port), "PING")), "PONG");
+}
+
+TEST_F(RedisNodeTest, PauseStopsTheProcessAndResumeRevivesIt) {
+    RedisNode node(config(), run_dir);
+    node.pause();
+    EXPECT_TRUE(eventually([&] { return process_state(node.pid()) == 'T'; }));
+    node.resume();
+    EXPECT_TRUE(eventually([&] { return process_state(node.pid()) != 'T'; }));
+    EXPECT_EQ(text(command(connect_to(node.port()), "PING")), "PONG");
+}
+
+TEST_F(RedisNodeTest, DestructorLeavesNoProcess) {
+    pid_t pid;
+    {
+        RedisNode node(config(), run_dir);
+        pid = node.pid();
+    }
+    EXPECT_TRUE(process_gone(pid));
+}
+
+TEST_F(RedisNodeTest, PortInUseGivesAClearError) {
+    const int port = find_free_port();
+    const int listener = listen_on(port);
+    ASSERT_GE(listener, 0);
+
+    RedisNodeConfig c = config();
+    c.port = port;
+    EXPECT_EQ(error_of([&] { RedisNode node(c, run_dir); }),
+              "port " + std::to_string(port) +
+                  " on 127.0.0.1 is already in use (node lock0); choose another or leave the "
+                  "port unset");
+    close(listener);
+}
+
+TEST_F(RedisNodeTest, RestartOnAPortTakenMeanwhileGivesAClearError) {
+    RedisNode node(config(), run_dir);
+    const int port = node.port();
+    node.kill();
+    const int listener = listen_on(port);
+    ASSERT_GE(listener, 0);
+    EXPECT_EQ(error_of([&] { node.restart(true); }),
+              "port " + std::to_string(port) +
+                  " on 127.0.0.1 is already in use (node lock0); choose another or leave the "
+                  "port unset");
+    EXPECT_FALSE(node.running());
+    close(listener);
+}
+
+TEST_F(RedisNodeTest, MissingConfiguredBinaryGivesAClearError) {
+    EnvOverride env("LOCKBENCH_REDIS_SERVER", "/nonexistent/redis-server");
+    EXPECT_EQ(error_of([&] { RedisNode node(config(), run_dir); }),
+              "LOCKBENCH_REDIS_SERVER=/nonexistent/redis-server: no such executable");
+}
+
+TEST_F(RedisNodeTest, BinaryNotOnPathNamesTheFix) {
+    EnvOverride path("PATH", run_dir.string());
+    EXPECT_EQ(error_of([] { redis_server_binary(); }),
+              "redis-server not found on PATH: run scripts/setup (or apt-get install redis-server)");
+}
+
+TEST_F(RedisNodeTest, ServerThatExitsAtStartNamesItsLogFile) {
+    RedisNodeConfig c = config();
+    c.extra_args = {"--no-such-directive", "1"};
+    const std::string error = error_of([&] { RedisNode node(c, run_dir); });
+    EXPECT_NE(error.find("redis node lock0"), std::string::npos) << error;
+    EXPECT_NE(error.find("exited during start-up"), std::string::npos) << error;
+    EXPECT_NE(error.find((run_dir / "lock0" / "redis.log").string()), std::string::npos) << error;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+}
+
+TEST(RunTempDir, RemovesFoldersOfDeadRunsOnly) {
+    std::string base_pattern = (fs::temp_directory_path() / "lockbench-test.XXXXXX").string();
+    const fs::path base = mkdtemp(base_pattern.data());
+    const pid_t dead = fork();
+    if (dead == 0) _exit(0);
+    waitpid(dead, nullptr, 0);
+    const fs::path stale = base / ("lockbench." + std::to_string(dead) + ".aaaaaa");
+    const fs::path ours = base / ("lockbench." + std::to_string(getpid()) + ".bbbbbb");
+    fs::create_directories(stale / "lock0");
+    fs::create_directories(ours);
+
+    EnvOverride tmpdir("TMPDIR", base.string());
+    const fs::path fresh = make_run_temp_dir();
+    EXPECT_FALSE(fs::exists(stale));
+    EXPECT_TRUE(fs::exists(ours));
+    EXPECT_TRUE(fs::is_directory(fresh));
+    EXPECT_EQ(fresh.parent_path(), base);
+    EXPECT_TRUE(fresh.filename().string().starts_with("lockbench." + std::to_string(getpid()) + "."));
+    fs::remove_all(base);
+}
+
+// ---- ChildProcess ---------------------------------------------------------------------------
+
+SpawnOptions options(std::vector<std::string> argv, std::string stdout_path = "") {
+    SpawnOptions opts;
+    opts.argv = std::move(argv);
+    opts.stdout_path = std::move(stdout_path);
+    return opts;
+}
+
+TEST(ChildProcess, ExecFailureThrowsInsteadOfReturningADeadChild) {
+    EXPECT_EQ(error_of([] { ChildProcess::spawn(options({"/nonexistent/prog"})); }),
+              "cannot start /nonexistent/prog: No such file or directory");
+    EXPECT_EQ(error_of([] { ChildProcess::spawn(options({"lockbench-no-such-program"})); }),
+              "cannot start lockbench-no-such-program: not found on PATH");
+}
+
+TEST(ChildProcess, NonExecutableFileReportsTheChildsErrno) {
+    const fs::path dir = make_run_temp_dir();
+    const fs::path script = dir / "not-executable";
+    std::ofstream(script) << "#!/bin/sh\n";
+    EXPECT_EQ(error_of([&] { ChildProcess::spawn(options({script.string()})); }),
+              "cannot start " + script.string() + ": Permission denied");
+    const std::string missing_log = (dir / "missing" / "out.log").string();
+    EXPECT_EQ(error_of([&] {
+                  ChildProcess::spawn(options({"true"}, missing_log));
+              }),
+              "cannot start true: cannot open " + missing_log + ": No such file or directory");
+    fs::remove_all(dir);
+}
+
+TEST(ChildProcess, RunsInItsOwnGroupWithRedirectedOutputAndExtraEnvironment) {
+    const fs::path dir = make_run_temp_dir();
+    const fs::path out = dir / "out.txt";
+    SpawnOptions opts = options({"sh", "-c", "echo \"$LB_GREETING\""}, out.string());
+    opts.extra_env = {"LB_GREETING=hello"};
+    ChildProcess child = ChildProcess::spawn(opts);
+    const auto status = child.wait_for(5000ms);
+    ASSERT_TRUE(status);
+    EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0);
+    std::string line;
+    std::getline(std::ifstream(out), line);
+    EXPECT_EQ(line, "hello");
+    EXPECT_FALSE(child.running());
+    fs::remove_all(dir);
+}
+
+// Forks a helper that spawns `sleep 1000` with ChildProcess and then waits forever; returns
+// the helper's pid and the sleeper's.
+std::pair<pid_t, pid_t> helper_with_sleeping_child(bool install_cleanup) {
+    int fds[2];
+    if (pipe(fds) != 0) return {-1, -1};
+    const pid_t helper = fork();
+    if (helper == 0) {
+        close(fds[0]);
+        try {
+            if (install_cleanup) install_cleanup_on_signals();
+            ChildProcess sleeper = ChildProcess::spawn(options({"sleep", "1000"}));
+            const pid_t pid = sleeper.pid();
+            if (write(fds[1], &pid, sizeof pid) != sizeof pid) _exit(2);
+            for (;;) pause();
+        } catch (...) {
+            _exit(1);
+        }
+    }
+    close(fds[1]);
+    pid_t sleeper = -1;
+    if (read(fds[0], &sleeper, sizeof sleeper) != sizeof sleeper) sleeper = -1;
+    close(fds[0]);
+    return {helper, sleeper};
+}
+
+// While it lives, orphans are re-parented to this test process instead of init: the test can
+// then see how the orphaned sleeper died, and reap it instead of leaving a zombie behind.
+class AdoptOrphans {
+public:
+    AdoptOrphans() { prctl(PR_SET_CHILD_SUBREAPER, 1); }
+    ~AdoptOrphans() { prctl(PR_SET_CHILD_SUBREAPER, 0); }
+};
+
+// The wait status of our (adopted) child `pid` once it has died.
+std::optional<int> reap_when_dead(pid_t pid) {
+    int status = 0;
+    if (eventually([&] { return waitpid(pid, &status, WNOHANG) == pid; })) return status;
+    return std::nullopt;
+}
+
+bool killed_by(std::optional<int> status, int sig) {
+    return status && WIFSIGNALED(*status) && WTERMSIG(*status) == sig;
+}
+
+TEST(ChildProcess, DiesWhenItsParentIsKilled) {
+    AdoptOrphans adopt;
+    const auto [helper, sleeper] = helper_with_sleeping_child(false);
+    ASSERT_GT(helper, 0);
+    ASSERT_GT(sleeper, 0);
+    EXPECT_FALSE(process_gone(sleeper));
+    ::kill(helper, SIGKILL);
+    waitpid(helper, nullptr, 0);
+    EXPECT_TRUE(killed_by(reap_when_dead(sleeper), SIGKILL));
+}
+
+TEST(ChildProcess, CleanupHandlerKillsChildrenAndReraisesTheSignal) {
+    AdoptOrphans adopt;
+    const auto [helper, sleeper] = helper_with_sleeping_child(true);
+    ASSERT_GT(helper, 0);
+    ASSERT_GT(sleeper, 0);
+    ::kill(helper, SIGTERM);
+    int status = 0;
+    waitpid(helper, &status, 0);
+    EXPECT_TRUE(killed_by(status, SIGTERM));  // re-raised, so the shell sees the real cause
+    EXPECT_TRUE(killed_by(reap_when_dead(sleeper), SIGKILL));
+}
+
+}  // namespace
+}  // namespace lockbench

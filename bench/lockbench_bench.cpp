@@ -1,1 +1,249 @@
-int main(){}
+// lockbench_bench: how fast one client can take and give back a lock, and how fast the
+// checker reads a history. Google Benchmark; the binary starts its own redis-servers.
+//
+//   cycle/<algorithm>   one lock cycle (try_acquire, then release, empty critical section)
+//                       through the registry's algorithm and a LiveEnv, one client, every
+//                       iteration checking that the acquire succeeded. The names are the
+//                       CLI's: setnx, getset, token-lua, token-lua+fence, redlock, reentrant.
+//                       Redlock runs over five nodes (LiveEnv::fan_out), the others over one.
+//   cycle/bare-hiredis  token-lua's two commands (SET key token NX PX ttl, then EVAL of
+//                       kCompareAndDelete) straight through redisCommandArgv, no harness:
+//                       the floor the harness is measured against.
+//   checker/1M-events   check() over a generated valid history of a million client events
+//                       (tests/history_gen.h; generated before the timed loop).
+//
+// Counters: cycles_per_second (lock cycles per wall-clock second) and events_per_second
+// (history events checked per second). Targets, read side by side from one run:
+// token-lua >= 0.9 x bare-hiredis, redlock >= 0.35 x token-lua, checker >= 5M events/s.
+//
+// The redis-servers (five, bound to 127.0.0.1 on free ports, no persistence, in a folder from
+// make_run_temp_dir()) start the first time a cycle benchmark runs and stop at exit, so
+// `--benchmark_filter=checker` starts none. They share the machine's cores with the client,
+// which makes every cycle figure partly a measure of the scheduler: compare figures from one
+// run only. Each benchmark uses its own key and deletes it before timing.
+//
+// Build and run (2 cores here, so -j2):
+//   cmake -S . -B build && cmake --build build -j2 --target lockbench_bench
+//   build/bench/lockbench_bench --benchmark_repetitions=3 --benchmark_min_time=1
+//   build/bench/lockbench_bench --benchmark_filter='cycle/(token-lua|bare-hiredis)$'
+// Set LOCKBENCH_REDIS_SERVER to use another redis-server binary.
+#include <benchmark/benchmark.h>
+#include <hiredis/hiredis.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "analysis/checker.h"
+#include "faults/process.h"
+#include "lockimpl/registry.h"
+#include "sim/live_env.h"
+#include "sim/redis_node.h"
+#include "tests/history_gen.h"
+
+namespace lockbench {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kNodes = 5;                       // Redlock's default; node 0 serves the rest
+constexpr Duration kCommandTimeout = std::chrono::milliseconds(200);
+constexpr long long kCheckerEvents = 1'000'000;
+
+// The redis-servers, started once per process on first use and stopped at exit. Started
+// from the main thread (Google Benchmark runs single-threaded benchmarks there), as
+// ChildProcess requires for its parent-death signal.
+class Cluster {
+public:
+    static Cluster& get() {
+        static Cluster cluster;
+        return cluster;
+    }
+
+    // The first `count` nodes, as LiveEnv endpoints.
+    std::vector<Endpoint> endpoints(int count) const {
+        std::vector<Endpoint> out;
+        for (int i = 0; i < count; ++i) out.push_back({"127.0.0.1", nodes_[static_cast<size_t>(i)].port()});
+        return out;
+    }
+
+    ~Cluster() {
+        for (RedisNode& n : nodes_) n.stop();  // SIGTERM and wait; the destructor would SIGKILL
+        nodes_.clear();
+        std::error_code ec;
+        fs::remove_all(dir_, ec);
+    }
+
+private:
+    Cluster() : dir_(make_run_temp_dir()) {
+        nodes_.reserve(kNodes);
+        for (int i = 0; i < kNodes; ++i)
+            nodes_.emplace_back(RedisNodeConfig{"lock" + std::to_string(i), std::nullopt, Persistence::none, {}},
+                                dir_);
+    }
+
+    fs::path dir_;
+    std::vector<RedisNode> nodes_;
+};
+
+// One benchmark's lock under test, with the environment it runs in.
+struct LockUnderTest {
+    std::unique_ptr<LiveEnv> env;
+    std::unique_ptr<Lock> lock;
+};
+
+// Builds the algorithm from the registry, as the CLI would, and clears its keys. Throws on
+// a misspelt name or parameter: that is a bug in this file.
+LockUnderTest make_lock(const std::string& algorithm, const nlohmann::json& given, const std::string& key) {
+    const AlgorithmInfo* info = find_algorithm(algorithm);
+    if (!info) throw std::runtime_error("no algorithm " + algorithm);
+    Params params;
+    std::string error;
+    if (!resolve_params(info->params, given, params, error))
+        throw std::runtime_error(algorithm + ": " + error);
+    LiveEnvConfig config;
+    config.nodes = Cluster::get().endpoints(info->default_nodes);
+    LockUnderTest out{std::make_unique<LiveEnv>(std::move(config)),
+                      info->make(params, LockContext{key, 0, kCommandTimeout})};
+    // Also opens the connections, so that connecting is not timed.
+    out.env->fan_out({"DEL", key, key + ":fence"}, kCommandTimeout, std::nullopt);
+    return out;
+}
+
+void set_cycle_rate(benchmark::State& state) {
+    state.counters["cycles_per_second"] =
+        benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+
+// cycle/<algorithm>: acquire then release, nothing in between.
+void bm_cycle(benchmark::State& state, const std::string& name, const std::string& algorithm,
+              const nlohmann::json& given) {
+    LockUnderTest t;
+    try {
+        t = make_lock(algorithm, given, "lockbench:bench:" + name);
+    } catch (const std::exception& e) {  // redis-server missing, or a misspelt parameter
+        state.SkipWithError(e.what());
+        return;
+    }
+    for (auto _ : state) {
+        const AcquireResult acquired = t.lock->try_acquire(*t.env);
+        if (acquired.outcome != Outcome::ok || !acquired.lease) {
+            state.SkipWithError(("acquire " + std::string(outcome_name(acquired.outcome)) + ": " +
+                                 acquired.detail).c_str());
+            break;
+        }
+        const ReleaseResult released = t.lock->release(*t.env, *acquired.lease);
+        if (released.outcome != Outcome::ok) {
+            state.SkipWithError(("release: " + released.detail).c_str());
+            break;
+        }
+    }
+    set_cycle_rate(state);
+}
+
+// ---- cycle/bare-hiredis: the same two commands as token-lua, no harness -------------------
+
+using HiredisReply = std::unique_ptr<redisReply, decltype(&freeReplyObject)>;
+
+// Older hiredis declares argv as const char** although it only reads it.
+HiredisReply run_argv(redisContext* c, const std::vector<const char*>& argv, const std::vector<size_t>& lens) {
+    void* raw = redisCommandArgv(c, static_cast<int>(argv.size()), const_cast<const char**>(argv.data()),
+                                 lens.data());
+    return HiredisReply(static_cast<redisReply*>(raw), freeReplyObject);
+}
+
+void bm_bare_hiredis(benchmark::State& state) {
+    Endpoint node;
+    try {
+        node = Cluster::get().endpoints(1).front();
+    } catch (const std::exception& e) {
+        state.SkipWithError(e.what());
+        return;
+    }
+    std::unique_ptr<redisContext, decltype(&redisFree)> c(redisConnect(node.host.c_str(), node.port), redisFree);
+    if (!c || c->err) {
+        state.SkipWithError("connect failed");
+        return;
+    }
+    const std::string key = "lockbench:bench:bare-hiredis";
+    const std::string ttl = "500";   // token-lua's default ttl_ms
+    char token[33];                  // 32 hex digits, as token-lua's random_hex(env, 16)
+    std::vector<const char*> set = {"SET", key.c_str(), token, "NX", "PX", ttl.c_str()};
+    std::vector<size_t> set_lens = {3, key.size(), 32, 2, 2, ttl.size()};
+    std::vector<const char*> del = {"EVAL", kCompareAndDelete, "1", key.c_str(), token};
+    std::vector<size_t> del_lens = {4, std::char_traits<char>::length(kCompareAndDelete), 1, key.size(), 32};
+    run_argv(c.get(), {"DEL", key.c_str()}, {3, key.size()});
+    unsigned long long n = 0;
+    for (auto _ : state) {
+        std::snprintf(token, sizeof token, "%016llx%016llx", 0x5eedULL, ++n);  // unique per cycle
+        const HiredisReply acquired = run_argv(c.get(), set, set_lens);
+        if (!acquired || acquired->type != REDIS_REPLY_STATUS) {
+            state.SkipWithError("SET NX did not answer OK");
+            break;
+        }
+        const HiredisReply released = run_argv(c.get(), del, del_lens);
+        if (!released || released->type != REDIS_REPLY_INTEGER || released->integer != 1) {
+            state.SkipWithError("compare-and-delete did not delete");
+            break;
+        }
+    }
+    set_cycle_rate(state);
+}
+
+// ---- checker/1M-events -------------------------------------------------------------------
+
+void bm_checker(benchmark::State& state) {
+    const RunHistory h = histgen::generate_history(8, kCheckerEvents, 1);
+    if (check(h).safety.mutual_exclusion_violations != 0) {
+        state.SkipWithError("the generated history is not clean");
+        return;
+    }
+    for (auto _ : state) {
+        CheckResult r = check(h);
+        benchmark::DoNotOptimize(r);
+    }
+    state.counters["events_per_second"] = benchmark::Counter(
+        static_cast<double>(state.iterations()) * static_cast<double>(h.events.size()),
+        benchmark::Counter::kIsRate);
+}
+
+// Every cycle benchmark uses wall time: the client mostly waits on sockets, and CPU time
+// would leave the waiting out of the rate.
+void register_benchmarks() {
+    struct Cycle {
+        const char* name;            // as the CLI spells it
+        const char* algorithm;
+        nlohmann::json params;
+    };
+    const std::vector<Cycle> cycles = {
+        {"setnx", "setnx", nlohmann::json::object()},
+        {"getset", "getset", nlohmann::json::object()},
+        {"token-lua", "token-lua", nlohmann::json::object()},
+        {"token-lua+fence", "token-lua", {{"fence", true}}},
+        {"redlock", "redlock", nlohmann::json::object()},
+        {"reentrant", "reentrant", nlohmann::json::object()},
+    };
+    benchmark::RegisterBenchmark("cycle/bare-hiredis", bm_bare_hiredis)->UseRealTime();
+    for (const Cycle& c : cycles) {
+        benchmark::RegisterBenchmark((std::string("cycle/") + c.name).c_str(),
+                                     [c](benchmark::State& s) { bm_cycle(s, c.name, c.algorithm, c.params); })
+            ->UseRealTime();
+    }
+    benchmark::RegisterBenchmark("checker/1M-events", bm_checker)->UseRealTime()->Unit(benchmark::kMillisecond);
+}
+
+}  // namespace
+}  // namespace lockbench
+
+int main(int argc, char** argv) {
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+    lockbench::install_cleanup_on_signals();  // Ctrl-C still stops the redis-servers
+    lockbench::register_benchmarks();
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}

@@ -82,9 +82,9 @@ TEST(CheckerStore, EnterInsideAnotherSectionIsOneViolationWithWitness) {
     EXPECT_EQ(w.second.exit_seq, 6);
 
     const nlohmann::json j = to_json(r, h);
-    EXPECT_EQ(j["witnesses"][0]["kind"], "mutual_exclusion");
-    EXPECT_EQ(j["witnesses"][0]["first"]["lease"], "c0.1");
-    EXPECT_EQ(j["witnesses"][0]["second"]["lease"], "c1.1");
+    EXPECT_EQ(j["witnesses"][0]["kind"].get<std::string>(), "mutual_exclusion");
+    EXPECT_EQ(j["witnesses"][0]["first"]["lease"].get<std::string>(), "c0.1");
+    EXPECT_EQ(j["witnesses"][0]["second"]["lease"].get<std::string>(), "c1.1");
 }
 
 TEST(CheckerStore, ThreeNestedSectionsAreThreePairs) {
@@ -201,9 +201,9 @@ TEST(CheckerClients, ReleaseAfterAnotherAcquiredTheNodeIsForeign) {
     EXPECT_EQ(w.nodes, 0b1u);
 
     const nlohmann::json j = to_json(r, h)["witnesses"][0];
-    EXPECT_EQ(j["kind"], "foreign_release");
-    EXPECT_EQ(j["releaser"]["lease"], "c0.1");
-    EXPECT_EQ(j["victim"]["lease"], "c1.1");
+    EXPECT_EQ(j["kind"].get<std::string>(), "foreign_release");
+    EXPECT_EQ(j["releaser"]["lease"].get<std::string>(), "c0.1");
+    EXPECT_EQ(j["victim"]["lease"].get<std::string>(), "c1.1");
     EXPECT_EQ(j["release_t_ms"], 4.0);
     EXPECT_EQ(j["nodes"], nlohmann::json::array({0}));
 }
@@ -499,7 +499,8 @@ TEST_F(RunFolder, MergesClientFilesByTimeAndSkipsFaultPoints) {
           R"({"t_ns": 25, "client": 1, "op": "acquire", "type": "invoke", "depth": 2})" "\n");
     write("store.jsonl",
           R"({"seq": 2, "kind": "exit", "client": 0, "lease": "c0.1"})" "\n"
-          R"({"seq": 1, "kind": "enter", "client": 0, "lease": "c0.1", "fence": 7, "read": 5})" "\n");
+          // As the store's script logs it: TIME split into seconds and microseconds.
+          R"({"seq": 1, "kind": "enter", "client": 0, "lease": "c0.1", "fence": 7, "read": 5, "t_s": 1700000000, "t_usec": 250})" "\n");
     const RunHistory h = load_run_history(dir_);
     EXPECT_EQ(h.final_counter, 1);
     EXPECT_EQ(h.clients, 2);
@@ -513,6 +514,7 @@ TEST_F(RunFolder, MergesClientFilesByTimeAndSkipsFaultPoints) {
     EXPECT_EQ(h.store[0].seq, 1);
     EXPECT_EQ(h.store[0].read, 5);
     EXPECT_EQ(h.store[0].fence, 7);
+    EXPECT_EQ(h.store[0].t_us, 1'700'000'000'000'250LL);
     EXPECT_EQ(h.store[1].kind, StoreKind::exit);
     EXPECT_FALSE(h.store[1].fence.has_value());
     ASSERT_EQ(h.leases.size(), 1u);

@@ -154,7 +154,8 @@ struct Generation {
         h.store.push_back(s);
     }
 
-    // Some other clients try and fail while the lock is taken by `winner`.
+    // Some other clients try and lose to `winner`: while its acquire is in flight (the lock
+    // looks free, so this time counts as unavailable) or while it holds the lock.
     void contenders(int clients, int winner) {
         const int tries = static_cast<int>(rng.below(static_cast<std::uint64_t>(clients)));
         for (int i = 0; i < tries; ++i) {
@@ -180,7 +181,7 @@ struct Generation {
         store(StoreKind::write, w, lease, counter, counter);
         ++counter;
         event(w, OpKind::write, EventType::ok, lease);
-        store(StoreKind::exit, w, lease, counter, 0);
+        store(StoreKind::exit, w, lease, 0, 0);
         contenders(clients, w);
         event(w, OpKind::release, EventType::invoke, lease, 0, fence);
         event(w, OpKind::release, EventType::ok, lease, 1u, fence);

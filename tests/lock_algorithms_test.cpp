@@ -1,0 +1,306 @@
+// The algorithms' own properties, against live redis-server processes.
+//
+// "The lock expired" is produced by deleting or rewriting the key directly, not by waiting
+// for a TTL, so these tests do not depend on timing. The one exception, the watchdog, waits
+// for an outcome (the PTTL going back up) with a bounded poll, and asserts no durations.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <thread>
+
+#include "lockimpl/registry.h"
+#include "sim/live_env.h"
+#include "sim/redis_node.h"
+
+namespace lockbench {
+namespace {
+
+constexpr const char* kKey = "test:lock";
+
+class LockAlgorithms : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        dir_ = new std::filesystem::path(make_run_temp_dir());
+        nodes_ = new std::vector<RedisNode>();
+        for (int i = 0; i < 5; ++i) nodes_->emplace_back(RedisNodeConfig{"lock" + std::to_string(i)}, *dir_);
+    }
+    static void TearDownTestSuite() {
+        delete nodes_;
+        std::filesystem::remove_all(*dir_);
+        delete dir_;
+    }
+    void SetUp() override {
+        for (auto& n : *nodes_) n.resume();
+        LiveEnv all = env(5, 99);
+        all.fan_out({"FLUSHALL"}, std::chrono::seconds(2), std::nullopt);
+    }
+
+    static LiveEnv env(int nodes, std::uint64_t seed) {
+        LiveEnvConfig c;
+        for (int i = 0; i < nodes; ++i) c.nodes.push_back({"127.0.0.1", (*nodes_)[static_cast<size_t>(i)].port()});
+        c.seed = seed;
+        return LiveEnv(std::move(c));
+    }
+
+    static std::unique_ptr<Lock> make(const std::string& algorithm, const nlohmann::json& params, int client = 0) {
+        const AlgorithmInfo* a = find_algorithm(algorithm);
+        Params p;
+        std::string error;
+        EXPECT_TRUE(resolve_params(a->params, params.is_null() ? nlohmann::json::object() : params, p, error)) << error;
+        return a->make(p, {kKey, client, std::chrono::milliseconds(200)});
+    }
+
+    static Reply raw(Env& e, int node, Command cmd) {
+        return e.command(NodeId{node}, cmd, std::chrono::seconds(1), std::nullopt);
+    }
+
+    static std::filesystem::path* dir_;
+    static std::vector<RedisNode>* nodes_;
+};
+
+std::filesystem::path* LockAlgorithms::dir_ = nullptr;
+std::vector<RedisNode>* LockAlgorithms::nodes_ = nullptr;
+
+// ---- token-lua ---------------------------------------------------------------------------
+
+TEST_F(LockAlgorithms, TokenReleaseNeverDeletesAnotherClientsLock) {
+    LiveEnv a_env = env(1, 1), b_env = env(1, 2);
+    auto a = make("token-lua", {}), b = make("token-lua", {}, 1);
+    const AcquireResult held_a = a->try_acquire(a_env);
+    ASSERT_EQ(held_a.outcome, Outcome::ok);
+    EXPECT_EQ(b->try_acquire(b_env).outcome, Outcome::fail) << "a second holder while the first holds";
+    raw(a_env, 0, {"DEL", kKey});  // A's lock expires
+    const AcquireResult held_b = b->try_acquire(b_env);
+    ASSERT_EQ(held_b.outcome, Outcome::ok);
+
+    const ReleaseResult late = a->release(a_env, *held_a.lease);
+    EXPECT_TRUE(late.removed_on.empty());
+    EXPECT_EQ(raw(a_env, 0, {"GET", kKey}).value.str, held_b.lease->token);
+    EXPECT_EQ(b->release(b_env, *held_b.lease).removed_on.size(), 1u);
+    EXPECT_TRUE(raw(a_env, 0, {"GET", kKey}).value.is_nil());
+}
+
+TEST_F(LockAlgorithms, TokenLuaSetsTheTtlAtomically) {
+    LiveEnv e = env(1, 3);
+    auto lock = make("token-lua", {{"ttl_ms", 5000}});
+    ASSERT_EQ(lock->try_acquire(e).outcome, Outcome::ok);
+    const long long pttl = raw(e, 0, {"PTTL", kKey}).value.integer;
+    EXPECT_GT(pttl, 0);
+    EXPECT_LE(pttl, 5000);
+}
+
+TEST_F(LockAlgorithms, FencingTokensIncreaseWithEveryAcquire) {
+    LiveEnv e = env(1, 4);
+    auto lock = make("token-lua", {{"fence", true}});
+    long long last = 0;
+    for (int i = 0; i < 5; ++i) {
+        const AcquireResult r = lock->try_acquire(e);
+        ASSERT_EQ(r.outcome, Outcome::ok);
+        ASSERT_TRUE(r.lease->fencing_token);
+        EXPECT_GT(*r.lease->fencing_token, last);
+        last = *r.lease->fencing_token;
+        EXPECT_EQ(lock->try_acquire(e).outcome, Outcome::fail) << "no fence is drawn for a failed acquire";
+        lock->release(e, *r.lease);
+    }
+    EXPECT_EQ(last, 5);
+}
+
+TEST_F(LockAlgorithms, WaitWithoutReplicasFailsAndLeavesNoLock) {
+    LiveEnv e = env(1, 5);
+    auto lock = make("token-lua", {{"wait_replicas", 1}, {"wait_timeout_ms", 10}});
+    const AcquireResult r = lock->try_acquire(e);
+    EXPECT_EQ(r.outcome, Outcome::fail);
+    EXPECT_NE(r.detail.find("0 of 1 replicas"), std::string::npos) << r.detail;
+    EXPECT_TRUE(raw(e, 0, {"GET", kKey}).value.is_nil());
+}
+
+// ---- setnx: the pitfalls are behaviour, so they are asserted ------------------------------
+
+TEST_F(LockAlgorithms, SetnxPlainDelDeletesTheNextHoldersLock) {
+    LiveEnv e = env(1, 6);
+    auto a = make("setnx", {}), b = make("setnx", {}, 1);
+    const AcquireResult held_a = a->try_acquire(e);
+    ASSERT_EQ(held_a.outcome, Outcome::ok);
+    raw(e, 0, {"DEL", kKey});
+    ASSERT_EQ(b->try_acquire(e).outcome, Outcome::ok);
+    EXPECT_EQ(a->release(e, *held_a.lease).removed_on.size(), 1u) << "plain DEL removes B's lock";
+    EXPECT_TRUE(raw(e, 0, {"GET", kKey}).value.is_nil());
+}
+
+TEST_F(LockAlgorithms, SetnxGetDelProtectsOnlyWithARandomValue) {
+    for (const char* value : {"random", "fixed"}) {
+        SetUp();
+        LiveEnv e = env(1, 7);
+        auto a = make("setnx", {{"value", value}, {"release", "get-del"}});
+        auto b = make("setnx", {{"value", value}, {"release", "get-del"}}, 1);
+        const AcquireResult held_a = a->try_acquire(e);
+        ASSERT_EQ(held_a.outcome, Outcome::ok);
+        raw(e, 0, {"DEL", kKey});
+        ASSERT_EQ(b->try_acquire(e).outcome, Outcome::ok);
+        const size_t removed = a->release(e, *held_a.lease).removed_on.size();
+        EXPECT_EQ(removed, std::string(value) == "fixed" ? 1u : 0u) << "value=" << value;
+    }
+}
+
+TEST_F(LockAlgorithms, SetnxExpiryVariants) {
+    LiveEnv e = env(1, 8);
+    ASSERT_EQ(make("setnx", {{"ttl_ms", 5000}})->try_acquire(e).outcome, Outcome::ok);
+    EXPECT_GT(raw(e, 0, {"PTTL", kKey}).value.integer, 0);
+    raw(e, 0, {"DEL", kKey});
+    ASSERT_EQ(make("setnx", {{"expiry", "none"}})->try_acquire(e).outcome, Outcome::ok);
+    EXPECT_EQ(raw(e, 0, {"PTTL", kKey}).value.integer, -1) << "a lock that never expires";
+}
+
+TEST_F(LockAlgorithms, SetnxExpiryInValueTakesOverAPassedExpiry) {
+    LiveEnv e = env(1, 9);
+    auto lock = make("setnx", {{"expiry", "in-value"}});
+    raw(e, 0, {"SET", kKey, std::to_string(e.wall_ms() + 60000)});
+    EXPECT_EQ(lock->try_acquire(e).outcome, Outcome::fail) << "the holder's expiry lies ahead";
+    raw(e, 0, {"SET", kKey, std::to_string(e.wall_ms() - 1000)});
+    const AcquireResult r = lock->try_acquire(e);
+    ASSERT_EQ(r.outcome, Outcome::ok) << r.detail;
+    EXPECT_EQ(raw(e, 0, {"GET", kKey}).value.str, r.lease->token);
+}
+
+// ---- getset --------------------------------------------------------------------------------
+
+TEST_F(LockAlgorithms, GetsetStealsOnlyAnExpiredLock) {
+    LiveEnv e = env(1, 10);
+    auto lock = make("getset", {});
+    raw(e, 0, {"SET", kKey, std::to_string(e.wall_ms() + 60000)});
+    EXPECT_EQ(lock->try_acquire(e).outcome, Outcome::fail);
+    raw(e, 0, {"SET", kKey, std::to_string(e.wall_ms() - 1000)});
+    const AcquireResult r = lock->try_acquire(e);
+    ASSERT_EQ(r.outcome, Outcome::ok) << r.detail;
+    EXPECT_EQ(raw(e, 0, {"GET", kKey}).value.str, r.lease->token);
+}
+
+TEST_F(LockAlgorithms, GetsetReleaseSkipsOnceItsOwnExpiryPassed) {
+    LiveEnv e = env(1, 11);
+    auto lock = make("getset", {});
+    const AcquireResult r = lock->try_acquire(e);
+    ASSERT_EQ(r.outcome, Outcome::ok);
+    Lease expired = *r.lease;
+    expired.token = std::to_string(e.wall_ms() - 1);
+    EXPECT_TRUE(lock->release(e, expired).removed_on.empty());
+    EXPECT_FALSE(raw(e, 0, {"GET", kKey}).value.is_nil());
+    EXPECT_EQ(lock->release(e, *r.lease).removed_on.size(), 1u);
+}
+
+// ---- redlock -------------------------------------------------------------------------------
+
+// Every mask of failed nodes: a node fails the SET because another client's key is there.
+TEST_F(LockAlgorithms, RedlockNeedsAMajorityForEveryMaskOfFailedNodes) {
+    for (unsigned failed = 0; failed < 32; ++failed) {
+        SetUp();
+        LiveEnv e = env(5, 100 + failed);
+        for (int n = 0; n < 5; ++n)
+            if (failed & (1u << n)) raw(e, n, {"SET", kKey, "someone-else"});
+        auto lock = make("redlock", {{"ttl_ms", 5000}});
+        const AcquireResult r = lock->try_acquire(e);
+        const int free_nodes = 5 - std::popcount(failed);
+        ASSERT_EQ(r.outcome == Outcome::ok, free_nodes >= 3) << "mask " << failed << ": " << r.detail;
+        for (int n = 0; n < 5; ++n) {
+            const Reply v = raw(e, n, {"GET", kKey});
+            if (failed & (1u << n)) EXPECT_EQ(v.value.str, "someone-else") << "mask " << failed << " node " << n;
+            else if (r.outcome == Outcome::ok) EXPECT_EQ(v.value.str, r.lease->token);
+            else EXPECT_TRUE(v.value.is_nil()) << "[S5] left a key on node " << n << ", mask " << failed;
+        }
+        if (r.outcome == Outcome::ok)
+            EXPECT_EQ(lock->release(e, *r.lease).removed_on.size(), static_cast<size_t>(free_nodes));
+    }
+}
+
+TEST_F(LockAlgorithms, RedlockTreatsUnresponsiveNodesAsFailed) {
+    for (int paused : {2, 3}) {
+        SetUp();
+        for (int n = 0; n < paused; ++n) (*nodes_)[static_cast<size_t>(n)].pause();
+        LiveEnv e = env(5, 200 + static_cast<std::uint64_t>(paused));
+        auto lock = make("redlock", {{"ttl_ms", 5000}, {"node_timeout_ms", 30}});
+        const AcquireResult r = lock->try_acquire(e);
+        for (int n = 0; n < paused; ++n) (*nodes_)[static_cast<size_t>(n)].resume();
+        EXPECT_EQ(r.outcome == Outcome::ok, paused == 2) << paused << " paused: " << r.detail;
+    }
+}
+
+TEST_F(LockAlgorithms, RedlockRefusesAMajorityWhoseValidityIsUsedUp) {
+    LiveEnv e = env(5, 300);
+    // ttl 1 ms minus the 2 ms drift allowance leaves no validity, whatever the round trip.
+    const AcquireResult checked = make("redlock", {{"ttl_ms", 1}})->try_acquire(e);
+    EXPECT_EQ(checked.outcome, Outcome::fail);
+    EXPECT_NE(checked.detail.find("validity used up"), std::string::npos) << checked.detail;
+    SetUp();
+    EXPECT_EQ(make("redlock", {{"ttl_ms", 1}, {"check_validity", false}})->try_acquire(e).outcome, Outcome::ok);
+}
+
+// ---- reentrant -----------------------------------------------------------------------------
+
+TEST_F(LockAlgorithms, ReentrantNestsAndReleasesAtZero) {
+    LiveEnv e = env(1, 400), other_env = env(1, 401);
+    auto lock = make("reentrant", {{"lease_ms", 5000}, {"watchdog", false}});
+    auto other = make("reentrant", {{"lease_ms", 5000}}, 1);
+    const AcquireResult first = lock->try_acquire(e);
+    const AcquireResult second = lock->try_acquire(e);
+    ASSERT_EQ(first.outcome, Outcome::ok);
+    ASSERT_EQ(second.outcome, Outcome::ok);
+    EXPECT_EQ(second.lease->depth, 2);
+    EXPECT_EQ(raw(e, 0, {"HGET", kKey, first.lease->token}).value.str, "2");
+
+    const AcquireResult blocked = other->try_acquire(other_env);
+    EXPECT_EQ(blocked.outcome, Outcome::fail);
+    ASSERT_TRUE(blocked.retry_within) << "a waiter learns the PTTL";
+    EXPECT_GT(blocked.retry_within->count(), 0);
+
+    EXPECT_TRUE(lock->release(e, *second.lease).removed_on.empty());
+    EXPECT_EQ(raw(e, 0, {"HGET", kKey, first.lease->token}).value.str, "1");
+    EXPECT_EQ(lock->release(e, *first.lease).removed_on.size(), 1u);
+    EXPECT_EQ(raw(e, 0, {"EXISTS", kKey}).value.integer, 0);
+}
+
+TEST_F(LockAlgorithms, ReentrantReleaseNeverTouchesAnotherHoldersHash) {
+    LiveEnv e = env(1, 402), other_env = env(1, 403);
+    auto lock = make("reentrant", {{"lease_ms", 5000}, {"watchdog", false}});
+    auto other = make("reentrant", {{"lease_ms", 5000}, {"watchdog", false}}, 1);
+    const AcquireResult mine = lock->try_acquire(e);
+    ASSERT_EQ(mine.outcome, Outcome::ok);
+    raw(e, 0, {"DEL", kKey});
+    const AcquireResult theirs = other->try_acquire(other_env);
+    ASSERT_EQ(theirs.outcome, Outcome::ok);
+    const ReleaseResult late = lock->release(e, *mine.lease);
+    EXPECT_TRUE(late.removed_on.empty());
+    EXPECT_EQ(raw(e, 0, {"HGET", kKey, theirs.lease->token}).value.str, "1");
+}
+
+// Polls the key's PTTL for up to 5 s; returns true once it rises (a renewal) or, with
+// `until_gone`, once the key has expired.
+bool observe(Env& e, bool until_gone) {
+    long long last = e.command(NodeId{0}, {"PTTL", kKey}, std::chrono::seconds(1), std::nullopt).value.integer;
+    for (int i = 0; i < 500; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        const long long now = e.command(NodeId{0}, {"PTTL", kKey}, std::chrono::seconds(1), std::nullopt).value.integer;
+        if (until_gone ? now == -2 : now > last) return true;
+        last = now;
+    }
+    return false;
+}
+
+TEST_F(LockAlgorithms, ReentrantWatchdogRenewsTheLeaseWhileHeld) {
+    LiveEnv e = env(1, 404), probe = env(1, 405);
+    auto lock = make("reentrant", {{"lease_ms", 300}});
+    const AcquireResult r = lock->try_acquire(e);
+    ASSERT_EQ(r.outcome, Outcome::ok);
+    EXPECT_TRUE(observe(probe, false)) << "the PTTL never went back up";
+    EXPECT_TRUE(observe(probe, false)) << "renewed only once";
+    lock->release(e, *r.lease);
+    EXPECT_EQ(raw(probe, 0, {"EXISTS", kKey}).value.integer, 0);
+}
+
+TEST_F(LockAlgorithms, ReentrantWithoutWatchdogExpires) {
+    LiveEnv e = env(1, 406), probe = env(1, 407);
+    auto lock = make("reentrant", {{"lease_ms", 300}, {"watchdog", false}});
+    ASSERT_EQ(lock->try_acquire(e).outcome, Outcome::ok);
+    EXPECT_TRUE(observe(probe, true)) << "the lease should run out";
+}
+
+}  // namespace
+}  // namespace lockbench

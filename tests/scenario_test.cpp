@@ -1,0 +1,129 @@
+// The catalog's outcomes on live Redis: each scenario run through the real CLI, the
+// summary read back, and the expected outcome asserted per algorithm.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct RunOutput {
+    int status = -1;
+    nlohmann::json summary;
+};
+
+fs::path fresh_dir(const std::string& name) {
+    const fs::path dir = fs::temp_directory_path() / ("lockbench-scenario-test-" + name + "-" + std::to_string(getpid()));
+    fs::remove_all(dir);
+    return dir;
+}
+
+RunOutput run_lockbench(const std::string& args, const fs::path& out) {
+    const std::string cmd = std::string(LOCKBENCH_BINARY) + " run " + args + " --out " + out.string() + " >/dev/null 2>&1";
+    RunOutput r;
+    r.status = std::system(cmd.c_str());
+    std::ifstream in(out / "summary.json");
+    if (in) r.summary = nlohmann::json::parse(in);
+    return r;
+}
+
+const nlohmann::json& run_named(const nlohmann::json& summary, const std::string& name) {
+    for (const auto& r : summary.at("runs"))
+        if (r.at("name") == name) return r;
+    throw std::runtime_error("no run named " + name);
+}
+
+long long safety(const nlohmann::json& run, const char* key) { return run.at("safety").at(key).get<long long>(); }
+
+std::string scenario(const char* name) { return std::string(LOCKBENCH_SOURCE_DIR) + "/scenarios/" + name; }
+
+TEST(Scenario, BaselineEveryAlgorithmIsSafeWithoutFaults) {
+    const fs::path out = fresh_dir("baseline");
+    const RunOutput r = run_lockbench(scenario("baseline.json"), out);
+    ASSERT_TRUE(r.summary.is_object()) << "no summary.json";
+    EXPECT_EQ(WEXITSTATUS(r.status), 0);
+    std::map<std::string, int> algorithms;
+    for (const auto& run : r.summary.at("runs")) {
+        const std::string name = run.at("name");
+        ++algorithms[run.at("algorithm")];
+        EXPECT_EQ(safety(run, "mutual_exclusion_violations"), 0) << name;
+        EXPECT_EQ(safety(run, "lost_updates"), 0) << name;
+        EXPECT_EQ(safety(run, "foreign_releases"), 0) << name;
+        EXPECT_EQ(safety(run, "stale_writes_accepted"), 0) << name;
+        EXPECT_GE(run.at("ops").at("sections_completed").get<long long>(), 24) << name;
+        EXPECT_TRUE(run.at("expectation").at("held").get<bool>()) << name;
+    }
+    EXPECT_EQ(algorithms.size(), 5u) << "all five algorithms race in the baseline";
+    fs::remove_all(out);
+}
+
+TEST(Scenario, SlowHolderBreaksTtlLocksAndTheFenceCatchesIt) {
+    const fs::path out = fresh_dir("slow");
+    const RunOutput r = run_lockbench(scenario("slow-holder.json"), out);
+    ASSERT_TRUE(r.summary.is_object()) << "no summary.json";
+    const auto& setnx = run_named(r.summary, "setnx+ttl_ms=250");
+    EXPECT_GT(safety(setnx, "foreign_releases"), 0);
+    EXPECT_GT(safety(setnx, "mutual_exclusion_violations"), 0);
+    const auto& token = run_named(r.summary, "token-lua+ttl_ms=250");
+    EXPECT_GT(safety(token, "mutual_exclusion_violations"), 0);
+    EXPECT_EQ(safety(token, "foreign_releases"), 0) << "compare-and-delete never removes another's lock";
+    const auto& fenced = run_named(r.summary, "token-lua+ttl_ms=250+fence");
+    EXPECT_GT(safety(fenced, "stale_writes_rejected"), 0);
+    EXPECT_EQ(safety(fenced, "stale_writes_accepted"), 0);
+    EXPECT_EQ(safety(fenced, "lost_updates"), 0);
+    const auto& watchdog = run_named(r.summary, "reentrant+lease_ms=250");
+    EXPECT_EQ(safety(watchdog, "mutual_exclusion_violations"), 0) << "the watchdog keeps the lease alive";
+    // A violation comes with its witness: both leases, their clients, the store positions.
+    ASSERT_FALSE(token.at("witnesses").empty());
+    const auto& w = token.at("witnesses").at(0);
+    EXPECT_NE(w.at("first").at("lease"), w.at("second").at("lease"));
+    EXPECT_LT(w.at("first").at("enter_seq").get<long long>(), w.at("second").at("enter_seq").get<long long>());
+    EXPECT_EQ(WEXITSTATUS(r.status), 0) << "every expectation in slow-holder.json held";
+    fs::remove_all(out);
+}
+
+// Work durations per section, per client, as recorded in the write invocations.
+std::map<int, std::vector<double>> drawn_work(const fs::path& run_dir) {
+    std::map<int, std::vector<double>> work;
+    for (const auto& f : fs::directory_iterator(run_dir / "history")) {
+        std::ifstream in(f.path());
+        std::string line;
+        while (std::getline(in, line)) {
+            const auto j = nlohmann::json::parse(line);
+            if (j.at("op") == "write" && j.at("type") == "invoke") work[j.at("client")].push_back(j.at("work_ms"));
+        }
+    }
+    return work;
+}
+
+TEST(Scenario, TheSameSeedDrawsTheSameWorkload) {
+    const fs::path a = fresh_dir("seed-a"), b = fresh_dir("seed-b"), c = fresh_dir("seed-c");
+    const std::string args = scenario("baseline.json") + " --algorithm token-lua";
+    run_lockbench(args + " --seed 7", a);
+    run_lockbench(args + " --seed 7", b);
+    run_lockbench(args + " --seed 8", c);
+    const auto wa = drawn_work(a / "runs/token-lua"), wb = drawn_work(b / "runs/token-lua"),
+               wc = drawn_work(c / "runs/token-lua");
+    ASSERT_EQ(wa.size(), 8u);
+    bool differs = false;
+    for (const auto& [client, seq] : wa) {
+        // Contention decides how many sections each client gets; the sequence itself is fixed.
+        const size_t n = std::min({seq.size(), wb.at(client).size(), wc.at(client).size(), size_t{10}});
+        ASSERT_GT(n, 0u);
+        for (size_t i = 0; i < n; ++i) {
+            EXPECT_DOUBLE_EQ(seq[i], wb.at(client)[i]) << "client " << client << " section " << i;
+            differs = differs || seq[i] != wc.at(client)[i];
+        }
+    }
+    EXPECT_TRUE(differs) << "another seed should draw another workload";
+    for (const auto& d : {a, b, c}) fs::remove_all(d);
+}
+
+}  // namespace

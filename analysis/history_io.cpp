@@ -74,7 +74,11 @@ std::optional<long long> opt_int(const nlohmann::json& j, const char* key) {
 std::uint32_t node_mask(const nlohmann::json& j) {
     std::uint32_t mask = 0;
     if (auto it = j.find("nodes"); it != j.end())
-        for (const auto& n : *it) mask |= 1u << n.get<int>();
+        for (const auto& n : *it) {
+            const int node = n.get<int>();
+            if (node < 0 || node >= 32) throw std::runtime_error("node " + std::to_string(node) + " out of range 0..31");
+            mask |= 1u << node;
+        }
     return mask;
 }
 

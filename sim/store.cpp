@@ -54,6 +54,16 @@ redis.call('rpush', KEYS[2], cjson.encode(x))
 return accepted
 )lua";
 
+// KEYS: log. ARGV: client, lease.
+const char* const kAbandon = R"lua(
+local t = redis.call('time')
+local x = {kind = 'exit', client = tonumber(ARGV[1]), lease = ARGV[2], abandoned = true,
+           t_s = tonumber(t[1]), t_usec = tonumber(t[2])}
+x.seq = redis.call('llen', KEYS[1]) + 1
+redis.call('rpush', KEYS[1], cjson.encode(x))
+return 1
+)lua";
+
 std::string fence_arg(const SectionId& s) { return s.fence ? std::to_string(*s.fence) : ""; }
 
 }  // namespace
@@ -71,6 +81,10 @@ Reply Store::write_and_exit(const SectionId& s, long long read) {
                          keys_.fence_lease, std::to_string(s.client), s.lease, fence_arg(s),
                          std::to_string(read)},
                         timeout_);
+}
+
+Reply Store::abandon(const SectionId& s) {
+    return env_.command(NodeId{0}, {"EVAL", kAbandon, "1", keys_.log, std::to_string(s.client), s.lease}, timeout_);
 }
 
 }  // namespace lockbench

@@ -2,6 +2,7 @@
 // the ground truth. Each critical section is two atomic scripts:
 //
 //   enter  (read)   log {enter, client, lease, fence, read = counter}; return counter
+//   abandon         log {exit} only: the enter's reply was lost, the client gives up
 //   write  (+exit)  if fenced and the token is lower than the highest seen (or equal from
 //                   another lease): log {reject}; else counter = read + 1, log {write};
 //                   then log {exit}
@@ -37,6 +38,9 @@ public:
     Reply enter(const SectionId& s);
     // Reply value 1: written; 0: rejected by the fence.
     Reply write_and_exit(const SectionId& s, long long read);
+    // Logs only {exit}: the client leaves a section whose enter may or may not have
+    // happened (its reply was lost), so that an open section does not outlive its client.
+    Reply abandon(const SectionId& s);
 
 private:
     Env& env_;

@@ -104,7 +104,10 @@ private:
         rec_.line("read", "invoke").str("lease", lease_id).commit();
         const Reply read = store_.enter(id);
         record_store_op("read", lease_id, read, read.ok() ? "ok" : outcome_name(reply_outcome(read)));
-        if (!read.ok()) return;
+        if (!read.ok()) {
+            if (read.status == Reply::Status::unknown) store_.abandon(id);
+            return;
+        }
         env_.sleep(from_ms(work_ms));
         env_.reach(Point::before_write);
         HistoryLine invoke = rec_.line("write", "invoke").str("lease", lease_id).real("work_ms", work_ms);
@@ -113,6 +116,8 @@ private:
         const Reply write = store_.write_and_exit(id, read.value.integer);
         const char* type = !write.ok() ? outcome_name(reply_outcome(write)) : write.value.is_int(1) ? "ok" : "fail";
         record_store_op("write", lease_id, write, type);
+        // A lost reply leaves it open whether the write (and its exit) happened: close it.
+        if (write.status == Reply::Status::unknown) store_.abandon(id);
     }
 
     void record_store_op(const char* op, const std::string& lease_id, const Reply& r, const char* type) {

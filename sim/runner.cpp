@@ -1,6 +1,11 @@
 #include "sim/runner.h"
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <fstream>
+#include <functional>
 #include <iostream>
 
 #include "analysis/history_io.h"
@@ -38,10 +43,11 @@ struct Nodes {
     std::optional<RedisNode> store;
 };
 
-Nodes start_nodes(int count, const fs::path& dir) {
+Nodes start_nodes(int count, std::optional<int> base_port, const fs::path& dir) {
+    const auto port = [&](int i) { return base_port ? std::optional<int>(*base_port + i) : std::nullopt; };
     Nodes n;
-    for (int i = 0; i < count; ++i) n.lock.emplace_back(RedisNodeConfig{"lock" + std::to_string(i)}, dir);
-    n.store.emplace(RedisNodeConfig{"store"}, dir);
+    for (int i = 0; i < count; ++i) n.lock.emplace_back(RedisNodeConfig{"lock" + std::to_string(i), port(i)}, dir);
+    n.store.emplace(RedisNodeConfig{"store", port(count)}, dir);
     return n;
 }
 
@@ -104,14 +110,16 @@ nlohmann::json run_record(const Scenario& s, const RunSpec& run, std::uint64_t s
     for (const auto& e : run.expect) expect.push_back({{"metric", e.metric}, {"op", e.op}, {"value", e.value}});
     return {{"name", run.name}, {"algorithm", run.algorithm->name}, {"params", run.params.json()},
             {"nodes", run.nodes}, {"clients", s.workload.clients}, {"seed", seed}, {"scenario", s.name},
-            {"lock_key", s.lock_key}, {"expect", expect}};
+            {"lock_key", s.lock_key}, {"expect", expect}, {"workload", s.source.value("workload", nlohmann::json::object())},
+            {"command_timeout_ms", s.command_timeout_ms}, {"connect_timeout_ms", s.connect_timeout_ms}};
 }
 
 nlohmann::json execute_run(const Scenario& s, const RunSpec& run, std::uint64_t seed, const fs::path& run_dir,
-                           const fs::path& tmp, const std::string& self_exe) {
-    fs::create_directories(run_dir / "history");
+                           const fs::path& tmp, const std::string& self_exe, const std::function<void()>& started) {
     const fs::path node_dir = tmp / run.name;
-    Nodes nodes = start_nodes(run.nodes, node_dir);
+    Nodes nodes = start_nodes(run.nodes, s.base_port, node_dir);
+    fs::create_directories(run_dir / "history");
+    started();
     std::vector<ChildProcess> clients = spawn_clients(s, run, nodes, seed, run_dir, tmp, self_exe);
     wait_for_clients(clients, s, run, tmp);
     nlohmann::json record = run_record(s, run, seed);
@@ -125,43 +133,71 @@ nlohmann::json check_run(const fs::path& run_dir, const nlohmann::json& record) 
     return run_summary(record, check(h), h);
 }
 
-void announce(const RunOptions& opts, size_t i, size_t n, const RunSpec& run, const Scenario& s) {
-    if (!opts.progress) return;
+bool announce(const RunOptions& opts, size_t i, size_t n, const RunSpec& run, const Scenario& s) {
+    if (!opts.progress) return false;
     std::cerr << "lockbench: [" << i + 1 << "/" << n << "] " << run.name << ": " << s.workload.clients
               << " clients for " << s.workload.duration_ms << " ms on " << run.nodes << " lock node"
               << (run.nodes == 1 ? "" : "s") << " ..." << std::flush;
+    return true;
 }
 
 }  // namespace
 
+// Runs are recorded in OUT/.incomplete.<pid>/ and moved into OUT/runs/ only once all of
+// them are done, so an interrupted or failed run leaves no half-written results behind
+// (a folder left by a run killed with SIGKILL is removed by the next run into OUT).
+fs::path staging_dir(const fs::path& out) {
+    if (fs::is_directory(out))
+        for (const auto& e : fs::directory_iterator(out)) {
+            const std::string name = e.path().filename().string();
+            if (name.rfind(".incomplete.", 0) != 0) continue;
+            const pid_t pid = static_cast<pid_t>(std::atoi(name.c_str() + 12));
+            if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH) fs::remove_all(e.path());
+        }
+    return out / (".incomplete." + std::to_string(::getpid()));
+}
+
+void publish(const fs::path& staging, const fs::path& out, const nlohmann::json& summary, const Scenario& s) {
+    fs::create_directories(out / "runs");
+    for (const auto& run : summary.at("runs")) {
+        const std::string name = run.at("name");
+        fs::remove_all(out / "runs" / name);
+        fs::rename(staging / "runs" / name, out / "runs" / name);
+    }
+    fs::remove_all(staging);
+    write_atomically(out / "scenario.json", s.source.dump(2) + "\n");
+    write_atomically(out / "summary.json", summary.dump(2) + "\n");
+}
+
 nlohmann::json run_scenario(const Scenario& s, const RunOptions& opts) {
+    redis_server_binary();  // fails here, in one line, before anything is written
     const std::uint64_t seed = opts.seed.value_or(s.seed);
-    fs::create_directories(opts.out);
+    const bool out_existed = fs::exists(opts.out);
+    const fs::path staging = staging_dir(opts.out);
     const fs::path tmp = make_run_temp_dir();
-    std::vector<fs::path> made;
     nlohmann::json runs = nlohmann::json::array();
+    bool line_open = false;  // a progress line awaits its ending
     try {
         for (size_t i = 0; i < s.runs.size(); ++i) {
             const RunSpec& run = s.runs[i];
-            announce(opts, i, s.runs.size(), run, s);
-            const fs::path run_dir = opts.out / "runs" / run.name;
-            fs::remove_all(run_dir);
-            made.push_back(run_dir);
-            runs.push_back(check_run(run_dir, execute_run(s, run, seed, run_dir, tmp, opts.self_exe)));
-            if (opts.progress)
+            const fs::path run_dir = staging / "runs" / run.name;
+            const auto started = [&] { line_open = announce(opts, i, s.runs.size(), run, s); };
+            runs.push_back(check_run(run_dir, execute_run(s, run, seed, run_dir, tmp, opts.self_exe, started)));
+            if (line_open)
                 std::cerr << " " << runs.back()["ops"]["sections_completed"] << " sections, "
                           << runs.back()["safety"]["mutual_exclusion_violations"] << " violations\n";
+            line_open = false;
         }
     } catch (...) {
-        if (opts.progress) std::cerr << " failed\n";
-        for (const auto& d : made) fs::remove_all(d);
+        if (line_open) std::cerr << " failed\n";
+        fs::remove_all(staging);
         fs::remove_all(tmp);
+        if (!out_existed) fs::remove_all(opts.out);
         throw;
     }
     fs::remove_all(tmp);
-    nlohmann::json summary = {{"scenario", s.name}, {"scenario_file", s.path}, {"seed", seed}, {"runs", runs}};
-    write_atomically(opts.out / "scenario.json", s.source.dump(2) + "\n");
-    write_atomically(opts.out / "summary.json", summary.dump(2) + "\n");
+    const nlohmann::json summary = {{"scenario", s.name}, {"scenario_file", s.path}, {"seed", seed}, {"runs", runs}};
+    publish(staging, opts.out, summary, s);
     return summary;
 }
 

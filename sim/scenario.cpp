@@ -187,6 +187,10 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& file) {
     s.description = f.string("description", "");
     s.seed = static_cast<std::uint64_t>(f.integer("seed", 1, 0));
     s.lock_key = f.string("lock_key", s.lock_key);
+    if (f.get("base_port")) {
+        s.base_port = static_cast<int>(f.integer("base_port", 0, 1024));
+        if (*s.base_port > 65000) f.fail("base_port", "expected an integer from 1024 to 65000, got " + std::to_string(*s.base_port));
+    }
     if (const nlohmann::json* client = f.get("client")) {
         Fields c(*client, "client", file);
         s.command_timeout_ms = c.integer("command_timeout_ms", s.command_timeout_ms, 1);
@@ -202,7 +206,7 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& file) {
         const std::string path = "runs[" + std::to_string(i) + "]";
         s.runs.push_back(parse_run((*runs)[i], path, file));
         if (!names.insert(s.runs.back().name).second)
-            f.fail(path + ".name", "\"" + s.runs.back().name + "\" is used by an earlier run; give this one a \"name\"");
+            f.fail(path + ".name", "\"" + s.runs.back().name + "\" is used by an earlier run; give one of them another \"name\"");
     }
     f.finish();
     return s;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -45,6 +46,7 @@ struct Scenario {
     std::string lock_key = "lockbench:lock";
     long long command_timeout_ms = 200;
     long long connect_timeout_ms = 200;
+    std::optional<int> base_port;      // lock nodes on base_port.., the store after them
     WorkloadSpec workload;
     std::vector<RunSpec> runs;
     nlohmann::json source;             // the file as read, recorded beside the results

@@ -145,8 +145,10 @@ std::optional<std::string> LiveEnv::ensure_connected(int i, Duration timeout) {
 Reply LiveEnv::fail_connection(int i, Reply::Status status, std::string what) {
     Connection& c = connections_[static_cast<size_t>(i)];
     if (c.ctx) {
-        what += ": ";
-        what += c.ctx->errstr;
+        if (c.ctx->errstr[0] != '\0') {
+            what += ": ";
+            what += c.ctx->errstr;
+        }
         redisFree(c.ctx);  // its protocol state is unknown now: start afresh next time
         c.ctx = nullptr;
     }

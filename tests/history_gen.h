@@ -17,31 +17,23 @@
 #include <vector>
 
 #include "analysis/history.h"
+#include "sim/workload.h"
 
 namespace lockbench::histgen {
 
-// splitmix64 (Steele, Lea, Flood 2014): tiny, seedable with any value, the same everywhere.
+// The project's splitmix64 (sim/workload.h), with the two draws test data needs.
 class SplitMix64 {
 public:
-    explicit SplitMix64(std::uint64_t seed) : state_(seed) {}
-
-    std::uint64_t next() {
-        std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-        return z ^ (z >> 31);
-    }
-
+    explicit SplitMix64(std::uint64_t seed) : rng_(seed) {}
     // Uniform enough in [0, n) for test data (modulo bias is below 2^-32 for small n).
-    std::uint64_t below(std::uint64_t n) { return n == 0 ? 0 : next() % n; }
-
+    std::uint64_t below(std::uint64_t n) { return n == 0 ? 0 : rng_.next() % n; }
     // In [lo, hi], both inclusive.
     long long between(long long lo, long long hi) {
         return lo + static_cast<long long>(below(static_cast<std::uint64_t>(hi - lo) + 1));
     }
 
 private:
-    std::uint64_t state_;
+    Rng rng_;
 };
 
 // Builds a RunHistory record by record. Events may be added in any order (build() sorts

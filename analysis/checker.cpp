@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace lockbench {
 namespace {
@@ -15,8 +16,10 @@ struct LeaseState {
     bool write_rejected = false;
 };
 
+// Keeps at most max_witnesses of each kind, so that one kind cannot crowd out another.
 void add_witness(CheckResult& r, const CheckOptions& o, Witness w) {
-    if (r.witnesses.size() < o.max_witnesses) r.witnesses.push_back(std::move(w));
+    const auto same_kind = std::ranges::count(r.witnesses, w.kind, &Witness::kind);
+    if (static_cast<size_t>(same_kind) < o.max_witnesses) r.witnesses.push_back(std::move(w));
 }
 
 void check_store(const RunHistory& h, const CheckOptions& opts, CheckResult& r) {
@@ -38,7 +41,9 @@ void check_store(const RunHistory& h, const CheckOptions& opts, CheckResult& r) 
                 ++r.ops.sections_completed;
                 if (latest_enter && *latest_enter != e.lease) {
                     ++r.safety.stale_writes_accepted;
-                    add_witness(r, opts, {Witness::Kind::stale_write, l.section.value_or(SectionRef{}),
+                    SectionRef writer = l.section.value_or(SectionRef{});
+                    writer.write_seq = e.seq;
+                    add_witness(r, opts, {Witness::Kind::stale_write, writer,
                                           leases[*latest_enter].section.value_or(SectionRef{}), 0, 0});
                 }
                 break;
@@ -184,6 +189,7 @@ nlohmann::json section_json(const SectionRef& s, const RunHistory& h) {
     if (s.fence) j["fence"] = *s.fence;
     if (s.enter_seq) j["enter_seq"] = s.enter_seq;
     if (s.exit_seq) j["exit_seq"] = *s.exit_seq;
+    if (s.write_seq) j["write_seq"] = *s.write_seq;
     if (s.enter_t_us) j["enter_store_t_us"] = s.enter_t_us;
     return j;
 }
@@ -195,7 +201,7 @@ nlohmann::json node_list(std::uint32_t mask) {
     return out;
 }
 
-nlohmann::json witness_json(const Witness& w, const RunHistory& h, long long t0_ns) {
+nlohmann::json witness_sections(const Witness& w, const RunHistory& h, long long t0_ns) {
     nlohmann::json j = {{"kind", witness_kind_name(w.kind)}};
     if (w.kind == Witness::Kind::foreign_release) {
         j["releaser"] = section_json(w.first, h);
@@ -209,12 +215,41 @@ nlohmann::json witness_json(const Witness& w, const RunHistory& h, long long t0_
     return j;
 }
 
+// When each witness's leases were acquired, by the clients' common clock (ms from the
+// first event): only for the handful of leases the witnesses name.
+void add_acquire_times(nlohmann::json& section, const std::unordered_map<int, long long>& acquired, int lease,
+                       long long t0_ns) {
+    if (auto it = acquired.find(lease); it != acquired.end())
+        section["acquired_t_ms"] = static_cast<double>(it->second - t0_ns) / kNsPerMs;
+}
+
+std::unordered_map<int, long long> acquire_times(const std::vector<Witness>& ws, const RunHistory& h) {
+    std::unordered_set<int> wanted;
+    for (const Witness& w : ws) wanted.insert({w.first.lease, w.second.lease});
+    std::unordered_map<int, long long> found;
+    if (wanted.empty()) return found;
+    for (const ClientEvent& e : h.events)
+        if (e.op == OpKind::acquire && e.type == EventType::ok && e.lease && is_outer(e) && wanted.contains(*e.lease))
+            found.try_emplace(*e.lease, e.t_ns);
+    return found;
+}
+
+nlohmann::json witness_json(const Witness& w, const RunHistory& h, long long t0_ns,
+                            const std::unordered_map<int, long long>& acquired) {
+    nlohmann::json j = witness_sections(w, h, t0_ns);
+    for (auto& [key, section] : j.items())
+        if (section.is_object() && section.contains("lease"))
+            add_acquire_times(section, acquired, h.lease_ids.at(section.at("lease").get<std::string>()), t0_ns);
+    return j;
+}
+
 }  // namespace
 
 nlohmann::json to_json(const CheckResult& r, const RunHistory& h) {
     const long long t0 = h.events.empty() ? 0 : h.events.front().t_ns;
     nlohmann::json witnesses = nlohmann::json::array();
-    for (const Witness& w : r.witnesses) witnesses.push_back(witness_json(w, h, t0));
+    const auto acquired = acquire_times(r.witnesses, h);
+    for (const Witness& w : r.witnesses) witnesses.push_back(witness_json(w, h, t0, acquired));
     const double success = r.ops.acquire_attempts
         ? static_cast<double>(r.ops.acquired) / static_cast<double>(r.ops.acquire_attempts) : 0.0;
     return {

@@ -32,6 +32,7 @@ struct SectionRef {
     std::optional<long long> fence;
     long long enter_seq = 0;
     std::optional<long long> exit_seq;
+    std::optional<long long> write_seq;   // stale write: where the store took it
     long long enter_t_us = 0;
 };
 
@@ -58,11 +59,11 @@ struct CheckResult {
     Percentiles acquire_ms, acquire_wait_ms, release_ms;
     double duration_s = 0;
     double sections_per_s = 0;
-    std::vector<Witness> witnesses;     // at most max_witnesses; counts above are complete
+    std::vector<Witness> witnesses;     // at most max_witnesses of each kind; counts are complete
 };
 
 struct CheckOptions {
-    size_t max_witnesses = 20;
+    size_t max_witnesses = 20;   // per kind
 };
 
 CheckResult check(const RunHistory& h, const CheckOptions& opts = {});

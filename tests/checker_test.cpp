@@ -118,6 +118,21 @@ TEST(CheckerStore, WitnessesAreCappedButCountsAreNot) {
     EXPECT_EQ(r.witnesses.size(), 1u);
 }
 
+TEST(CheckerStore, ManyStaleWritesDoNotCrowdOutTheViolationWitness) {
+    HistoryBuilder b;
+    // A enters; B enters inside A (a violation); then A and B write after C entered: two
+    // stale writes, recorded before the violation is classified.
+    b.add_store(K::enter, 0, "a").add_store(K::enter, 1, "b").add_store(K::exit, 1, "b");
+    b.add_store(K::enter, 2, "c").add_store(K::write, 0, "a", std::nullopt, 0, 0).add_store(K::exit, 0, "a");
+    b.add_store(K::write, 1, "b", std::nullopt, 0, 1).add_store(K::exit, 2, "c");
+    const CheckResult r = check(b.final_counter(1).build(), CheckOptions{.max_witnesses = 1});
+    EXPECT_GE(r.safety.stale_writes_accepted, 2);
+    EXPECT_GE(r.safety.mutual_exclusion_violations, 1);
+    const auto kinds = [&](Witness::Kind k) { return std::ranges::count(r.witnesses, k, &Witness::kind); };
+    EXPECT_EQ(kinds(Witness::Kind::stale_write), 1);
+    EXPECT_EQ(kinds(Witness::Kind::mutual_exclusion), 1);
+}
+
 TEST(CheckerStore, OverlapWhoseWriteTheFenceRejectedIsFencedNotViolation) {
     HistoryBuilder b;
     b.add_store(K::enter, 0, "a", 1, 0)      // A holds token 1

@@ -202,9 +202,13 @@ TEST_F(LockAlgorithms, RedlockNeedsAMajorityForEveryMaskOfFailedNodes) {
         ASSERT_EQ(r.outcome == Outcome::ok, free_nodes >= 3) << "mask " << failed << ": " << r.detail;
         for (int n = 0; n < 5; ++n) {
             const Reply v = raw(e, n, {"GET", kKey});
-            if (failed & (1u << n)) EXPECT_EQ(v.value.str, "someone-else") << "mask " << failed << " node " << n;
-            else if (r.outcome == Outcome::ok) EXPECT_EQ(v.value.str, r.lease->token);
-            else EXPECT_TRUE(v.value.is_nil()) << "[S5] left a key on node " << n << ", mask " << failed;
+            if (failed & (1u << n)) {
+                EXPECT_EQ(v.value.str, "someone-else") << "mask " << failed << " node " << n;
+            } else if (r.outcome == Outcome::ok) {
+                EXPECT_EQ(v.value.str, r.lease->token);
+            } else {
+                EXPECT_TRUE(v.value.is_nil()) << "[S5] left a key on node " << n << ", mask " << failed;
+            }
         }
         if (r.outcome == Outcome::ok)
             EXPECT_EQ(lock->release(e, *r.lease).removed_on.size(), static_cast<size_t>(free_nodes));

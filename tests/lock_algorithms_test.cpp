@@ -210,8 +210,9 @@ TEST_F(LockAlgorithms, RedlockNeedsAMajorityForEveryMaskOfFailedNodes) {
                 EXPECT_TRUE(v.value.is_nil()) << "[S5] left a key on node " << n << ", mask " << failed;
             }
         }
-        if (r.outcome == Outcome::ok)
+        if (r.outcome == Outcome::ok) {
             EXPECT_EQ(lock->release(e, *r.lease).removed_on.size(), static_cast<size_t>(free_nodes));
+        }
     }
 }
 

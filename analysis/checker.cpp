@@ -13,7 +13,11 @@ constexpr double kNsPerMs = 1e6;
 
 struct LeaseState {
     std::optional<SectionRef> section;
+    bool wrote = false;
     bool write_rejected = false;
+    // Entered, then nothing: no write, no exit, and its client never came back (it died
+    // inside the section). It did nothing the store saw after its read.
+    bool vanished() const { return section && !section->exit_seq && !wrote && !write_rejected; }
 };
 
 // Keeps at most max_witnesses of each kind, so that one kind cannot crowd out another.
@@ -22,49 +26,89 @@ void add_witness(CheckResult& r, const CheckOptions& o, Witness w) {
     if (static_cast<size_t>(same_kind) < o.max_witnesses) r.witnesses.push_back(std::move(w));
 }
 
-void check_store(const RunHistory& h, const CheckOptions& opts, CheckResult& r) {
-    std::vector<LeaseState> leases(h.leases.size());
+// The sweep over the store's log: who is inside a section now, and who superseded whom.
+struct StoreSweep {
+    std::vector<LeaseState> leases;
     std::vector<int> open;                               // leases inside a section, now
+    std::vector<std::optional<int>> client_open;         // each client's open section
     std::vector<std::pair<int, int>> overlaps;           // (open lease, entering lease)
     std::optional<int> latest_enter;                     // lease of the most recent enter
+    std::optional<std::pair<long long, int>> max_fence;  // highest fence seen, and its lease
+
+    void see_fence(const StoreEntry& e) {
+        if (e.fence && (!max_fence || *e.fence > max_fence->first)) max_fence = {{*e.fence, e.lease}};
+    }
+    // A client does one thing at a time: its new section ends any it left open (a lost
+    // reply, a crash), so an abandoned section cannot overlap everything after it.
+    void close_client_section(const StoreEntry& e) {
+        if (client_open.size() <= static_cast<size_t>(e.client)) client_open.resize(static_cast<size_t>(e.client) + 1);
+        auto& mine = client_open[static_cast<size_t>(e.client)];
+        if (mine && *mine != e.lease) std::erase(open, *mine);
+        mine = e.lease;
+    }
+    // The lease a write came too late for, if any: one that entered after this lease did
+    // (unless both carry fences and the later one's is lower: it was the stale one), or one
+    // whose fence is higher than this write's (or equal, from another lease).
+    std::optional<int> superseded_by(const StoreEntry& e) const {
+        if (latest_enter && *latest_enter != e.lease) {
+            const auto& later = leases[*latest_enter].section;
+            const bool later_is_older = e.fence && later && later->fence && *later->fence < *e.fence;
+            if (!later_is_older) return latest_enter;
+        }
+        if (e.fence && max_fence && max_fence->second != e.lease && max_fence->first >= *e.fence)
+            return max_fence->second;
+        return std::nullopt;
+    }
+};
+
+void on_enter(StoreSweep& s, const StoreEntry& e) {
+    s.close_client_section(e);
+    for (int other : s.open)
+        if (other != e.lease) s.overlaps.emplace_back(other, e.lease);
+    if (std::ranges::count(s.open, e.lease) == 0) s.open.push_back(e.lease);
+    s.leases[e.lease].section = SectionRef{e.lease, e.client, e.fence, e.seq, std::nullopt, std::nullopt, e.t_us};
+    s.latest_enter = e.lease;
+    s.see_fence(e);
+}
+
+void on_write(StoreSweep& s, const StoreEntry& e, const CheckOptions& opts, CheckResult& r) {
+    ++r.ops.sections_completed;
+    s.leases[e.lease].wrote = true;
+    if (const std::optional<int> newer = s.superseded_by(e)) {
+        ++r.safety.stale_writes_accepted;
+        SectionRef writer = s.leases[e.lease].section.value_or(SectionRef{});
+        writer.write_seq = e.seq;
+        add_witness(r, opts, {Witness::Kind::stale_write, writer, s.leases[*newer].section.value_or(SectionRef{}), 0, 0});
+    }
+    s.see_fence(e);
+}
+
+void check_store(const RunHistory& h, const CheckOptions& opts, CheckResult& r) {
+    StoreSweep s;
+    s.leases.resize(h.leases.size());
     for (const StoreEntry& e : h.store) {
-        LeaseState& l = leases[e.lease];
         switch (e.kind) {
-            case StoreKind::enter:
-                for (int other : open)
-                    if (other != e.lease) overlaps.emplace_back(other, e.lease);
-                if (std::ranges::count(open, e.lease) == 0) open.push_back(e.lease);
-                l.section = SectionRef{e.lease, e.client, e.fence, e.seq, std::nullopt, e.t_us};
-                latest_enter = e.lease;
-                break;
-            case StoreKind::write:
-                ++r.ops.sections_completed;
-                if (latest_enter && *latest_enter != e.lease) {
-                    ++r.safety.stale_writes_accepted;
-                    SectionRef writer = l.section.value_or(SectionRef{});
-                    writer.write_seq = e.seq;
-                    add_witness(r, opts, {Witness::Kind::stale_write, writer,
-                                          leases[*latest_enter].section.value_or(SectionRef{}), 0, 0});
-                }
-                break;
+            case StoreKind::enter: on_enter(s, e); break;
+            case StoreKind::write: on_write(s, e, opts, r); break;
             case StoreKind::reject:
                 ++r.safety.stale_writes_rejected;
-                l.write_rejected = true;
+                s.leases[e.lease].write_rejected = true;
                 break;
             case StoreKind::exit:
-                std::erase(open, e.lease);
-                if (l.section) l.section->exit_seq = e.seq;
+                std::erase(s.open, e.lease);
+                if (s.leases[e.lease].section) s.leases[e.lease].section->exit_seq = e.seq;
                 break;
         }
     }
     // Classified at the end: whether a fence refused a section's write is known only later.
-    for (auto [a, b] : overlaps) {
-        if (leases[a].write_rejected || leases[b].write_rejected) {
+    for (auto [a, b] : s.overlaps) {
+        if (s.leases[a].vanished()) continue;
+        if (s.leases[a].write_rejected || s.leases[b].write_rejected) {
             ++r.safety.fenced_overlaps;
             continue;
         }
         ++r.safety.mutual_exclusion_violations;
-        add_witness(r, opts, {Witness::Kind::mutual_exclusion, *leases[a].section, *leases[b].section, 0, 0});
+        add_witness(r, opts, {Witness::Kind::mutual_exclusion, *s.leases[a].section, *s.leases[b].section, 0, 0});
     }
     r.safety.lost_updates = std::max(0LL, r.ops.sections_completed - h.final_counter);
 }
@@ -80,13 +124,47 @@ struct AcquireOk {
 struct ClientState {
     std::optional<long long> invoked_ns;       // the operation now in flight began then
     std::optional<long long> waiting_since_ns; // first attempt of the current acquire loop
-    std::optional<long long> acquired_ns;      // outermost acquire ok of the lease held
     bool holding = false;
-    long long last_ns = 0;
+};
+
+// Unavailable: from an acquire attempt that began while nobody held the lock and failed
+// while nobody held it still, until the next successful acquire. A free lock that nobody
+// happens to be asking for is not unavailable, nor is an attempt that met a holder. When
+// the next success was already under way before that failure came back, the two crossed
+// (the winner's SET landed first, its reply later): a hand-over, not downtime.
+struct Availability {
+    int holding = 0;
+    long long free_since_ns = 0;
+    std::optional<long long> down_since_ns;
+    long long down_failed_ns = 0;   // when the failure that opened the window came back
+    double total_ms = 0, longest_ms = 0;
+
+    void hold() { ++holding; }
+    void let_go(long long t) {
+        if (--holding == 0) free_since_ns = t;
+    }
+    void failed_attempt(long long invoked_ns, long long failed_ns) {
+        if (holding != 0 || invoked_ns < free_since_ns || down_since_ns) return;
+        down_since_ns = invoked_ns;
+        down_failed_ns = failed_ns;
+    }
+    void up(long long t, long long winner_invoked_ns) {
+        if (!down_since_ns) return;
+        if (winner_invoked_ns < down_failed_ns) {
+            down_since_ns.reset();
+            return;
+        }
+        const double ms = static_cast<double>(t - *down_since_ns) / kNsPerMs;
+        total_ms += ms;
+        longest_ms = std::max(longest_ms, ms);
+        down_since_ns.reset();
+    }
 };
 
 bool is_outer(const ClientEvent& e) { return e.depth <= 1; }
 
+// The victim is the last other lease to acquire one of the removed nodes before the release
+// began: the lock that stood there when the release arrived.
 void count_foreign_releases(const RunHistory& h, const std::vector<AcquireOk>& acquires,
                             const std::vector<std::pair<ClientEvent, long long>>& releases,
                             const CheckOptions& opts, CheckResult& r) {
@@ -94,86 +172,94 @@ void count_foreign_releases(const RunHistory& h, const std::vector<AcquireOk>& a
     for (const AcquireOk& a : acquires) acquired_at.emplace(a.lease, a.t_ns);
     for (const auto& [rel, invoked_ns] : releases) {
         if (!rel.lease || rel.nodes == 0 || !acquired_at.contains(*rel.lease)) continue;
-        const long long from = acquired_at[*rel.lease];
-        auto it = std::ranges::upper_bound(acquires, from, {}, &AcquireOk::t_ns);
-        for (; it != acquires.end() && it->t_ns < invoked_ns; ++it) {
-            if (it->lease == *rel.lease || (it->nodes & rel.nodes) == 0) continue;
-            ++r.safety.foreign_releases;
-            SectionRef culprit{*rel.lease, rel.client, rel.fence, 0, std::nullopt, 0};
-            SectionRef victim{it->lease, h.lease_client[it->lease], std::nullopt, 0, std::nullopt, 0};
-            add_witness(r, opts, {Witness::Kind::foreign_release, culprit, victim, invoked_ns,
-                                  it->nodes & rel.nodes});
-            break;
-        }
+        const auto first = std::ranges::upper_bound(acquires, acquired_at[*rel.lease], {}, &AcquireOk::t_ns);
+        const auto last = std::ranges::lower_bound(first, acquires.end(), invoked_ns, {}, &AcquireOk::t_ns);
+        const auto victim = std::find_if(std::make_reverse_iterator(last), std::make_reverse_iterator(first),
+                                         [&](const AcquireOk& a) { return a.lease != *rel.lease && (a.nodes & rel.nodes); });
+        if (victim == std::make_reverse_iterator(first)) continue;
+        ++r.safety.foreign_releases;
+        const SectionRef releaser{.lease = *rel.lease, .client = rel.client, .fence = rel.fence};
+        const SectionRef owner{.lease = victim->lease, .client = h.lease_client[static_cast<size_t>(victim->lease)]};
+        add_witness(r, opts, {Witness::Kind::foreign_release, releaser, owner, invoked_ns, victim->nodes & rel.nodes});
     }
 }
 
 // Sweeps the merged, time-ordered events once, keeping each client's state.
-void check_clients(const RunHistory& h, const CheckOptions& opts, CheckResult& r) {
-    std::vector<ClientState> clients(static_cast<size_t>(h.clients));
-    std::vector<double> acquire, wait, release;
-    std::vector<AcquireOk> acquires;
-    std::vector<std::pair<ClientEvent, long long>> releases;  // release ok, with its invoke time
-    int waiting = 0, holding = 0;
-    long long gap_start = 0, prev_ns = h.events.empty() ? 0 : h.events.front().t_ns;
-    double longest = 0;
-    const auto unavailable = [&] { return waiting > 0 && holding == 0; };
-    // A client that stops recording (it was killed) neither holds nor waits after its
-    // last event.
-    std::vector<size_t> last_event(clients.size(), 0);
-    for (size_t i = 0; i < h.events.size(); ++i) last_event[static_cast<size_t>(h.events[i].client)] = i;
-
-    for (size_t i = 0; i < h.events.size(); ++i) {
-        const ClientEvent& e = h.events[i];
-        if (unavailable()) r.availability.unavailable_ms += static_cast<double>(e.t_ns - prev_ns) / kNsPerMs;
-        const bool was_unavailable = unavailable();
-        prev_ns = e.t_ns;
-        ClientState& c = clients[static_cast<size_t>(e.client)];
-        c.last_ns = e.t_ns;
-        if (e.type == EventType::invoke) {
-            c.invoked_ns = e.t_ns;
-            if (e.op == OpKind::acquire && is_outer(e)) {
-                ++r.ops.acquire_attempts;
-                if (!c.waiting_since_ns) { c.waiting_since_ns = e.t_ns; ++waiting; }
-            }
-        } else {
-            const double took = c.invoked_ns ? static_cast<double>(e.t_ns - *c.invoked_ns) / kNsPerMs : 0;
-            if (e.op == OpKind::acquire && is_outer(e)) {
-                acquire.push_back(took);
-                if (e.type == EventType::ok) {
-                    ++r.ops.acquired;
-                    if (c.waiting_since_ns) {
-                        wait.push_back(static_cast<double>(e.t_ns - *c.waiting_since_ns) / kNsPerMs);
-                        c.waiting_since_ns.reset();
-                        --waiting;
-                    }
-                    if (!c.holding) { c.holding = true; ++holding; }
-                    if (e.lease) acquires.push_back({e.t_ns, *e.lease, e.nodes});
-                }
-            } else if (e.op == OpKind::release) {
-                if (is_outer(e)) release.push_back(took);
-                if (e.type == EventType::ok) {
-                    if (is_outer(e)) ++r.ops.released;
-                    releases.emplace_back(e, c.invoked_ns.value_or(e.t_ns));
-                }
-                if (is_outer(e) && c.holding) { c.holding = false; --holding; }
-            }
-        }
-        if (i == last_event[static_cast<size_t>(e.client)]) {
-            if (c.holding) { c.holding = false; --holding; }
-            if (c.waiting_since_ns) { c.waiting_since_ns.reset(); --waiting; }
-        }
-        if (unavailable() && !was_unavailable) gap_start = e.t_ns;
-        if (!unavailable() && was_unavailable)
-            longest = std::max(longest, static_cast<double>(e.t_ns - gap_start) / kNsPerMs);
+class ClientSweep {
+public:
+    ClientSweep(const RunHistory& h, CheckResult& r) : h_(h), r_(r), clients_(static_cast<size_t>(h.clients)) {
+        if (!h.events.empty()) availability_.free_since_ns = h.events.front().t_ns;
     }
-    if (unavailable()) longest = std::max(longest, static_cast<double>(prev_ns - gap_start) / kNsPerMs);
-    r.availability.longest_unavailable_ms = longest;
-    r.acquire_ms = percentiles(acquire);
-    r.acquire_wait_ms = percentiles(wait);
-    r.release_ms = percentiles(release);
-    count_foreign_releases(h, acquires, releases, opts, r);
-}
+
+    void run(const CheckOptions& opts) {
+        // A client that stops recording (it was killed) holds nothing after its last event.
+        std::vector<size_t> last_event(clients_.size(), 0);
+        for (size_t i = 0; i < h_.events.size(); ++i) last_event[static_cast<size_t>(h_.events[i].client)] = i;
+        for (size_t i = 0; i < h_.events.size(); ++i) {
+            const ClientEvent& e = h_.events[i];
+            ClientState& c = clients_[static_cast<size_t>(e.client)];
+            if (e.type == EventType::invoke) on_invoke(c, e);
+            else if (e.op == OpKind::acquire && is_outer(e)) on_acquired(c, e);
+            else if (e.op == OpKind::release) on_released(c, e);
+            if (i == last_event[static_cast<size_t>(e.client)]) drop_hold(c, e.t_ns);
+        }
+        if (!h_.events.empty()) availability_.up(h_.events.back().t_ns, h_.events.back().t_ns);
+        r_.availability.unavailable_ms = availability_.total_ms;
+        r_.availability.longest_unavailable_ms = availability_.longest_ms;
+        r_.acquire_ms = percentiles(acquire_);
+        r_.acquire_wait_ms = percentiles(wait_);
+        r_.release_ms = percentiles(release_);
+        count_foreign_releases(h_, acquires_, releases_, opts, r_);
+    }
+
+private:
+    double since(const std::optional<long long>& from, long long t) const {
+        return from ? static_cast<double>(t - *from) / kNsPerMs : 0;
+    }
+
+    void on_invoke(ClientState& c, const ClientEvent& e) {
+        c.invoked_ns = e.t_ns;
+        if (e.op != OpKind::acquire || !is_outer(e)) return;
+        ++r_.ops.acquire_attempts;
+        if (!c.waiting_since_ns) c.waiting_since_ns = e.t_ns;
+    }
+
+    void on_acquired(ClientState& c, const ClientEvent& e) {
+        acquire_.push_back(since(c.invoked_ns, e.t_ns));
+        if (e.type != EventType::ok) {
+            availability_.failed_attempt(c.invoked_ns.value_or(e.t_ns), e.t_ns);
+            return;
+        }
+        ++r_.ops.acquired;
+        if (c.waiting_since_ns) wait_.push_back(since(c.waiting_since_ns, e.t_ns));
+        c.waiting_since_ns.reset();
+        availability_.up(e.t_ns, c.invoked_ns.value_or(e.t_ns));
+        if (!c.holding) { c.holding = true; availability_.hold(); }
+        if (e.lease) acquires_.push_back({e.t_ns, *e.lease, e.nodes});
+    }
+
+    void on_released(ClientState& c, const ClientEvent& e) {
+        if (is_outer(e)) release_.push_back(since(c.invoked_ns, e.t_ns));
+        if (e.type == EventType::ok) {
+            if (is_outer(e)) ++r_.ops.released;
+            releases_.emplace_back(e, c.invoked_ns.value_or(e.t_ns));
+        }
+        if (is_outer(e)) drop_hold(c, e.t_ns);
+    }
+
+    void drop_hold(ClientState& c, long long t) {
+        if (c.holding) { c.holding = false; availability_.let_go(t); }
+    }
+
+    const RunHistory& h_;
+    CheckResult& r_;
+    std::vector<ClientState> clients_;
+    Availability availability_;
+    std::vector<double> acquire_, wait_, release_;
+    std::vector<AcquireOk> acquires_;
+    std::vector<std::pair<ClientEvent, long long>> releases_;  // release ok, with its invoke time
+};
+
 
 const char* witness_kind_name(Witness::Kind k) {
     switch (k) {
@@ -275,7 +361,7 @@ nlohmann::json to_json(const CheckResult& r, const RunHistory& h) {
 CheckResult check(const RunHistory& h, const CheckOptions& opts) {
     CheckResult r;
     check_store(h, opts, r);
-    check_clients(h, opts, r);
+    ClientSweep(h, r).run(opts);
     if (h.events.size() >= 2)
         r.duration_s = static_cast<double>(h.events.back().t_ns - h.events.front().t_ns) / 1e9;
     if (r.duration_s > 0) r.sections_per_s = static_cast<double>(r.ops.sections_completed) / r.duration_s;

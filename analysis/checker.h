@@ -4,15 +4,20 @@
 // - mutual-exclusion violation: an enter of lease B lands in the store between lease A's
 //   enter and A's exit (A != B). Counted once per such pair. If the fence rejected either
 //   section's write, the pair is a fenced overlap instead: the store stopped the damage.
+//   A client's new enter closes a section it left open (a lost reply), and a section that
+//   never writes nor exits (its client died inside it) overlaps nothing.
 // - lost update: completed sections (accepted writes) minus the final counter.
 // - stale write accepted: an accepted write of lease A after another lease entered later
-//   than A did; rejected: the store's fence refused the write.
+//   than A did (unless both carry fences and the later one's is lower), or after the store
+//   saw a higher fence than A's; rejected: the store's fence refused the write.
 // - foreign release: a release of lease A whose reply says it removed the key on node n,
 //   although another lease acquired node n after A acquired it and before A's release
 //   began. Any acquire of that node by another lease means A's own key was already gone
 //   (deleted, expired or overwritten), so what A removed was someone else's lock.
-// - unavailable: time in which some client was waiting to acquire and no client held the
-//   lock (from acquire ok to the end of its release, or to its last event if it died).
+// - unavailable: from an acquire attempt that began and failed while no client held the
+//   lock until the next successful acquire. A client holds from its acquire ok to the end of its release, or to its last
+//   event if it died. A free lock that nobody is asking for (a retry delay, a hand-over) is
+//   not unavailable; a lock stuck on a dead holder is.
 #pragma once
 
 #include <optional>

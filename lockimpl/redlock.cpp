@@ -10,6 +10,7 @@
 //   [S5] if not acquired, unlock on ALL instances (a SET that timed out may have landed)
 //   retry after a random delay: that is the worker's retry policy (workload.retry_ms).
 // Release runs the compare-and-delete script on every instance.
+#include <algorithm>
 #include <string>
 
 #include "lockimpl/registry.h"
@@ -36,18 +37,25 @@ public:
         if (static_cast<int>(locked.size()) >= quorum(env) && in_time)
             return AcquireResult::ok({token, {}, start + validity, locked, 1});
         unlock_everywhere(env, token);                                               // [S5]
-        return AcquireResult::fail(std::to_string(locked.size()) + " of " +
-                                   std::to_string(env.node_count()) + " nodes" +
-                                   (in_time ? "" : ", validity used up"));
+        const std::string why = std::to_string(locked.size()) + " of " + std::to_string(env.node_count()) +
+                                " nodes" + (in_time ? "" : ", validity used up");
+        // Unanswered SETs may have landed: with them a majority may have existed after all.
+        const bool maybe = in_time && static_cast<int>(locked.size() + unknown(replies)) >= quorum(env);
+        return maybe ? AcquireResult::info(why + ", others unknown") : AcquireResult::fail(why);
     }
 
     ReleaseResult release(Env& env, const Lease& lease) override {
         const std::vector<Reply> replies = unlock_everywhere(env, lease.token);
-        return {Outcome::ok, nodes_answering_one(replies), ""};
+        const Outcome outcome = unknown(replies) ? Outcome::info : Outcome::ok;
+        return {outcome, nodes_answering_one(replies), ""};
     }
 
 private:
     static int quorum(const Env& env) { return env.node_count() / 2 + 1; }
+
+    static size_t unknown(const std::vector<Reply>& replies) {
+        return static_cast<size_t>(std::ranges::count(replies, Reply::Status::unknown, &Reply::status));
+    }
 
     Duration drift() const {
         const double drift_ms = static_cast<double>(ttl_ / ms(1)) * drift_factor_ + drift_ms_;

@@ -66,7 +66,8 @@ private:
         env.reach(Point::after_seen_expired);
         env.command(NodeId{0}, {"DEL", ctx_.key}, ctx_.command_timeout);  // [E1]
         set = env.command(NodeId{0}, {"SETNX", ctx_.key, expiry}, ctx_.command_timeout);  // [E2]
-        if (!set.ok() || !set.value.is_int(1)) return AcquireResult::fail("lost the race after DEL");
+        if (!set.ok()) return AcquireResult{reply_outcome(set), {}, {}, "SETNX after DEL: " + set.error};
+        if (!set.value.is_int(1)) return AcquireResult::fail("lost the race after DEL");
         return AcquireResult::ok({expiry, {}, start + ms(ttl_ms_), {NodeId{0}}, 1});
     }
 

@@ -44,8 +44,9 @@ public:
                 ctx_.command_timeout + ms(wait_timeout_ms_));
             if (!acks.ok() || acks.value.integer < wait_replicas_) {
                 release(env, lease);
-                return AcquireResult::fail("WAIT: " + std::to_string(acks.value.integer) + " of " +
-                                           std::to_string(wait_replicas_) + " replicas acknowledged");
+                const std::string got = acks.ok() ? std::to_string(acks.value.integer) : "unknown (" + acks.error + ")";
+                return AcquireResult::fail("WAIT: " + got + " of " + std::to_string(wait_replicas_) +
+                                           " replicas acknowledged");
             }
         }
         return AcquireResult::ok(lease);

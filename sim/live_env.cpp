@@ -126,7 +126,9 @@ std::optional<std::string> LiveEnv::ensure_connected(int i, Duration timeout) {
     Connection& c = connections_[static_cast<size_t>(i)];
     if (!c.ctx) {
         const Endpoint& e = config_.nodes[static_cast<size_t>(i)];
-        c.ctx = redisConnectWithTimeout(e.host.c_str(), e.port, to_timeval(config_.connect_timeout));
+        // Never wait longer to connect than the command may take: a fan-out connects one
+        // node after another, and Redlock's validity is ticking.
+        c.ctx = redisConnectWithTimeout(e.host.c_str(), e.port, to_timeval(std::min(config_.connect_timeout, timeout)));
         c.timeout = Duration{-1};
         if (!c.ctx || c.ctx->err) {
             std::string why = c.ctx ? c.ctx->errstr : "out of memory";

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -35,6 +36,7 @@ std::string tail_of(const fs::path& file, size_t max_chars = 400) {
     std::ifstream in(file);
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+    std::ranges::replace(text, '\n', '|');  // an error stays one line
     return text.size() > max_chars ? "..." + text.substr(text.size() - max_chars) : text;
 }
 
@@ -157,13 +159,12 @@ fs::path staging_dir(const fs::path& out) {
     return out / (".incomplete." + std::to_string(::getpid()));
 }
 
+// The new runs replace the old ones as a whole; summary.json goes first and comes back
+// last, so a folder caught in between has none and reads as incomplete.
 void publish(const fs::path& staging, const fs::path& out, const nlohmann::json& summary, const Scenario& s) {
-    fs::create_directories(out / "runs");
-    for (const auto& run : summary.at("runs")) {
-        const std::string name = run.at("name");
-        fs::remove_all(out / "runs" / name);
-        fs::rename(staging / "runs" / name, out / "runs" / name);
-    }
+    fs::remove(out / "summary.json");
+    fs::remove_all(out / "runs");
+    fs::rename(staging / "runs", out / "runs");
     fs::remove_all(staging);
     write_atomically(out / "scenario.json", s.source.dump(2) + "\n");
     write_atomically(out / "summary.json", summary.dump(2) + "\n");
@@ -202,11 +203,14 @@ nlohmann::json run_scenario(const Scenario& s, const RunOptions& opts) {
 }
 
 nlohmann::json recheck(const fs::path& dir) {
-    if (!fs::is_directory(dir / "runs"))
-        throw std::runtime_error(dir.string() + ": not a lockbench results folder (no runs/ inside)");
+    if (!fs::is_directory(dir / "runs") || !fs::is_regular_file(dir / "summary.json"))
+        throw std::runtime_error(dir.string() + ": not a complete lockbench results folder (no summary.json and runs/)");
+    std::ifstream summary_in(dir / "summary.json");
+    const nlohmann::json recorded = nlohmann::json::parse(summary_in, nullptr, false);
+    if (recorded.is_discarded() || !recorded.contains("runs"))
+        throw std::runtime_error((dir / "summary.json").string() + ": not a lockbench summary");
     std::vector<fs::path> run_dirs;
-    for (const auto& e : fs::directory_iterator(dir / "runs")) run_dirs.push_back(e.path());
-    std::ranges::sort(run_dirs);
+    for (const auto& run : recorded.at("runs")) run_dirs.push_back(dir / run.value("run_dir", ""));
     nlohmann::json runs = nlohmann::json::array();
     std::string scenario;
     for (const auto& run_dir : run_dirs) {

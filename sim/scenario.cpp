@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -106,6 +107,13 @@ WorkloadSpec parse_workload(const nlohmann::json& j, const std::string& file) {
     return w;
 }
 
+// Names become folder names: keep them to one harmless path component.
+void check_name(Fields& f, const std::string& field, const std::string& name) {
+    static const std::regex ok("[A-Za-z0-9][A-Za-z0-9._+=-]*");
+    if (!std::regex_match(name, ok))
+        f.fail(field, "expected a name of letters, digits and . _ + = - (not starting with . or -), got \"" + name + "\"");
+}
+
 Expectation parse_expectation(const std::string& metric, const nlohmann::json& v, const std::string& path,
                               const std::string& file) {
     const auto& known = expectable_metrics();
@@ -141,6 +149,7 @@ RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::s
     r.nodes = static_cast<int>(f.integer("nodes", r.algorithm->default_nodes, 1));
     if (r.nodes > 16) f.fail(f.at("nodes"), "expected at most 16 nodes, got " + std::to_string(r.nodes));
     r.name = f.string("name", default_run_name(algorithm, r.algorithm->params, r.params));
+    check_name(f, f.at("name"), r.name);
     if (const nlohmann::json* expect = f.get("expect")) {
         Fields e(*expect, f.at("expect"), file);
         for (const auto& [metric, v] : expect->items()) {
@@ -184,6 +193,7 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& file) {
     s.path = file;
     s.source = j;
     s.name = f.required_string("name");
+    check_name(f, "name", s.name);
     s.description = f.string("description", "");
     s.seed = static_cast<std::uint64_t>(f.integer("seed", 1, 0));
     s.lock_key = f.string("lock_key", s.lock_key);

@@ -105,7 +105,7 @@ private:
         const Reply read = store_.enter(id);
         record_store_op("read", lease_id, read, read.ok() ? "ok" : outcome_name(reply_outcome(read)));
         if (!read.ok()) {
-            if (read.status == Reply::Status::unknown) store_.abandon(id);
+            store_.abandon(id);  // the enter may have landed: leave no section open
             return;
         }
         env_.sleep(from_ms(work_ms));
@@ -116,8 +116,8 @@ private:
         const Reply write = store_.write_and_exit(id, read.value.integer);
         const char* type = !write.ok() ? outcome_name(reply_outcome(write)) : write.value.is_int(1) ? "ok" : "fail";
         record_store_op("write", lease_id, write, type);
-        // A lost reply leaves it open whether the write (and its exit) happened: close it.
-        if (write.status == Reply::Status::unknown) store_.abandon(id);
+        // Without a clear answer it is unknown whether the write and its exit happened: close it.
+        if (!write.ok()) store_.abandon(id);
     }
 
     void record_store_op(const char* op, const std::string& lease_id, const Reply& r, const char* type) {

@@ -6,6 +6,9 @@
 //                       iteration checking that the acquire succeeded. The names are the
 //                       CLI's: setnx, getset, token-lua, token-lua+fence, redlock, reentrant.
 //                       Redlock runs over five nodes (LiveEnv::fan_out), the others over one.
+//   cycle/token-lua+history  the same cycle, also writing the four history lines a worker
+//                       writes for it (acquire and release, invoke and ok) to a file: what
+//                       recording costs.
 //   cycle/bare-hiredis  token-lua's two commands (SET key token NX PX ttl, then EVAL of
 //                       kCompareAndDelete) straight through redisCommandArgv, no harness:
 //                       the floor the harness is measured against.
@@ -33,6 +36,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
+
+#include <unistd.h>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -41,6 +47,7 @@
 #include "faults/process.h"
 #include "lockimpl/registry.h"
 #include "sim/live_env.h"
+#include "sim/recorder.h"
 #include "sim/redis_node.h"
 #include "tests/history_gen.h"
 
@@ -120,7 +127,7 @@ void set_cycle_rate(benchmark::State& state) {
 
 // cycle/<algorithm>: acquire then release, nothing in between.
 void bm_cycle(benchmark::State& state, const std::string& name, const std::string& algorithm,
-              const nlohmann::json& given) {
+              const nlohmann::json& given, bool record = false) {
     LockUnderTest t;
     try {
         t = make_lock(algorithm, given, "lockbench:bench:" + name);
@@ -128,20 +135,29 @@ void bm_cycle(benchmark::State& state, const std::string& name, const std::strin
         state.SkipWithError(e.what());
         return;
     }
+    const fs::path history = fs::temp_directory_path() / ("lockbench-bench-history-" + std::to_string(getpid()));
+    std::optional<Recorder> rec;
+    if (record) rec.emplace(history.string(), 0);
     for (auto _ : state) {
+        if (rec) rec->line("acquire", "invoke").num("depth", 1).commit();
         const AcquireResult acquired = t.lock->try_acquire(*t.env);
         if (acquired.outcome != Outcome::ok || !acquired.lease) {
             state.SkipWithError(("acquire " + std::string(outcome_name(acquired.outcome)) + ": " +
                                  acquired.detail).c_str());
             break;
         }
+        if (rec) rec->line("acquire", "ok").num("depth", 1).str("lease", "c0.1").str("token", acquired.lease->token).nodes(1).commit();
+        if (rec) rec->line("release", "invoke").str("lease", "c0.1").num("depth", 1).commit();
         const ReleaseResult released = t.lock->release(*t.env, *acquired.lease);
+        if (rec) rec->line("release", "ok").str("lease", "c0.1").num("depth", 1).nodes(1).commit();
         if (released.outcome != Outcome::ok) {
             state.SkipWithError(("release: " + released.detail).c_str());
             break;
         }
     }
     set_cycle_rate(state);
+    rec.reset();
+    fs::remove(history);
 }
 
 // ---- cycle/bare-hiredis: the same two commands as token-lua, no harness -------------------
@@ -232,6 +248,9 @@ void register_benchmarks() {
                                      [c](benchmark::State& s) { bm_cycle(s, c.name, c.algorithm, c.params); })
             ->UseRealTime();
     }
+    benchmark::RegisterBenchmark("cycle/token-lua+history", [](benchmark::State& s) {
+        bm_cycle(s, "token-lua+history", "token-lua", nlohmann::json::object(), true);
+    })->UseRealTime();
     benchmark::RegisterBenchmark("checker/1M-events", bm_checker)->UseRealTime()->Unit(benchmark::kMillisecond);
 }
 

@@ -200,6 +200,7 @@ SpawnOptions RedisNode::spawn_options(const std::string& binary) const {
     opts.argv.insert(opts.argv.end(), config_.extra_args.begin(), config_.extra_args.end());
     // Errors in the arguments go to stderr before the log file is open: keep them with the log.
     opts.stdout_path = opts.stderr_path = log_path().string();
+    opts.extra_env = config_.extra_env;
     return opts;
 }
 

@@ -24,6 +24,7 @@ struct RedisNodeConfig {
     std::optional<int> port;               // none: a free port is found
     Persistence persistence = Persistence::none;
     std::vector<std::string> extra_args;   // more "--name value" pairs for redis-server
+    std::vector<std::string> extra_env;    // "NAME=value" for its environment (the clock shim)
 };
 
 class RedisNode {

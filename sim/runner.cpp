@@ -11,6 +11,7 @@
 
 #include "analysis/history_io.h"
 #include "sim/live_env.h"
+#include "sim/nemesis.h"
 #include "sim/redis_node.h"
 #include "sim/summary.h"
 #include "sim/worker.h"
@@ -53,26 +54,30 @@ Nodes start_nodes(int count, std::optional<int> base_port, const fs::path& dir) 
     return n;
 }
 
+struct Launch {
+    std::uint64_t seed = 0;
+    long long start_at_ns = 0;
+    const Nemesis* nemesis = nullptr;
+};
+
 nlohmann::json client_spec(const Scenario& s, const RunSpec& run, const Nodes& nodes, int client,
-                           std::uint64_t seed, long long start_at_ns, const fs::path& run_dir) {
+                           const Launch& launch, const fs::path& run_dir) {
     nlohmann::json ports = nlohmann::json::array();
     for (const auto& n : nodes.lock) ports.push_back(n.port());
     return {{"scenario", s.source}, {"scenario_path", s.path}, {"run", run.name}, {"client", client},
-            {"seed", derive_seed(seed, 1000 + static_cast<std::uint64_t>(client))}, {"lock_ports", ports},
-            {"store_port", nodes.store->port()}, {"start_at_ns", start_at_ns},
+            {"seed", derive_seed(launch.seed, 1000 + static_cast<std::uint64_t>(client))}, {"lock_ports", ports},
+            {"store_port", nodes.store->port()}, {"start_at_ns", launch.start_at_ns},
+            {"control_socket", launch.nemesis->socket_path().string()}, {"armed", launch.nemesis->armed_points()},
             {"history", (run_dir / "history" / ("client-" + std::to_string(client) + ".jsonl")).string()}};
 }
 
 std::vector<ChildProcess> spawn_clients(const Scenario& s, const RunSpec& run, const Nodes& nodes,
-                                        std::uint64_t seed, const fs::path& run_dir, const fs::path& tmp,
+                                        const Launch& launch, const fs::path& run_dir, const fs::path& tmp,
                                         const std::string& self_exe) {
-    const int clients = s.workload.clients;
-    // Every client waits for the same start instant, so none gets a head start.
-    const long long start_at = monotonic_ns() + (200 + 20LL * clients) * 1000000LL;
     std::vector<ChildProcess> children;
-    for (int c = 0; c < clients; ++c) {
+    for (int c = 0; c < s.workload.clients; ++c) {
         const fs::path spec = tmp / (run.name + ".client-" + std::to_string(c) + ".json");
-        std::ofstream(spec) << client_spec(s, run, nodes, c, seed, start_at, run_dir).dump();
+        std::ofstream(spec) << client_spec(s, run, nodes, c, launch, run_dir).dump();
         const std::string log = (tmp / (run.name + ".client-" + std::to_string(c) + ".log")).string();
         children.push_back(ChildProcess::spawn({{self_exe, "client", spec.string()}, log, log, {}}));
     }
@@ -80,7 +85,7 @@ std::vector<ChildProcess> spawn_clients(const Scenario& s, const RunSpec& run, c
 }
 
 void wait_for_clients(std::vector<ChildProcess>& children, const Scenario& s, const RunSpec& run,
-                      const fs::path& tmp) {
+                      const fs::path& tmp, const Nemesis& nemesis) {
     const auto limit = std::chrono::milliseconds(s.workload.duration_ms + 30000);
     const auto deadline = std::chrono::steady_clock::now() + limit;
     for (size_t c = 0; c < children.size(); ++c) {
@@ -90,7 +95,8 @@ void wait_for_clients(std::vector<ChildProcess>& children, const Scenario& s, co
         if (!status)
             throw std::runtime_error("run " + run.name + ": client " + std::to_string(c) + " did not finish within " +
                                      std::to_string(limit.count()) + " ms; its log: " + tail_of(log));
-        if (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0)
+        const bool killed_on_purpose = WIFSIGNALED(*status) && nemesis.killed(static_cast<int>(c));
+        if (!killed_on_purpose && (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0))
             throw std::runtime_error("run " + run.name + ": client " + std::to_string(c) + " failed: " + tail_of(log));
     }
 }
@@ -122,9 +128,18 @@ nlohmann::json execute_run(const Scenario& s, const RunSpec& run, std::uint64_t 
     Nodes nodes = start_nodes(run.nodes, s.base_port, node_dir);
     fs::create_directories(run_dir / "history");
     started();
-    std::vector<ChildProcess> clients = spawn_clients(s, run, nodes, seed, run_dir, tmp, self_exe);
-    wait_for_clients(clients, s, run, tmp);
+    Nemesis nemesis(run.faults, tmp / "nemesis.sock", run_dir / "nemesis.jsonl");
+    // Every client waits for the same start instant, so none gets a head start.
+    const Launch launch{seed, monotonic_ns() + (200 + 20LL * s.workload.clients) * 1000000LL, &nemesis};
+    std::vector<ChildProcess> clients = spawn_clients(s, run, nodes, launch, run_dir, tmp, self_exe);
+    std::vector<pid_t> pids;
+    for (const auto& c : clients) pids.push_back(c.pid());
+    nemesis.start(pids, launch.start_at_ns);
+    wait_for_clients(clients, s, run, tmp, nemesis);
+    nemesis.stop();
     nlohmann::json record = run_record(s, run, seed);
+    record["faults"] = nemesis.report();
+    record["faults_injected"] = nemesis.injected();
     record["final_counter"] = export_store(*nodes.store, run_dir);
     write_atomically(run_dir / "run.json", record.dump(2) + "\n");
     return record;
@@ -235,8 +250,14 @@ int client_main(const fs::path& spec_file) {
     const std::uint64_t seed = spec.at("seed").get<std::uint64_t>();
 
     Recorder rec(spec.at("history").get<std::string>(), client);
-    LiveEnvConfig lock_config{{}, std::chrono::milliseconds(s.connect_timeout_ms), seed,
-                              [&rec](Point p) { rec.line("point", "reached").str("name", point_name(p)).commit(); }};
+    std::optional<PointGate> gate;
+    if (spec.contains("control_socket") && !spec.at("armed").empty())
+        gate.emplace(spec.at("control_socket").get<std::string>(), client,
+                     spec.at("armed").get<std::vector<std::string>>());
+    LiveEnvConfig lock_config{{}, std::chrono::milliseconds(s.connect_timeout_ms), seed, [&rec, &gate](Point p) {
+                                  rec.line("point", "reached").str("name", point_name(p)).commit();
+                                  if (gate) gate->reached(p);
+                              }};
     for (const auto& port : spec.at("lock_ports")) lock_config.nodes.push_back({"127.0.0.1", port.get<int>()});
     LiveEnv lock_env(std::move(lock_config));
     LiveEnv store_env({{{"127.0.0.1", spec.at("store_port").get<int>()}},

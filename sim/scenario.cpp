@@ -132,7 +132,62 @@ Expectation parse_expectation(const std::string& metric, const nlohmann::json& v
     return e;
 }
 
-RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::string& file) {
+FaultSpec parse_fault(const nlohmann::json& j, const std::string& path, const std::string& file,
+                      const WorkloadSpec& w) {
+    Fields f(j, path, file);
+    FaultSpec s;
+    const std::string kind = f.required_string("fault");
+    if (kind == "pause") s.kind = FaultSpec::Kind::pause;
+    else if (kind == "kill") s.kind = FaultSpec::Kind::kill;
+    else if (kind == "gate") s.kind = FaultSpec::Kind::gate;
+    else f.fail(f.at("fault"), "expected \"pause\", \"kill\" or \"gate\", got \"" + kind + "\"");
+    const bool by_point = f.get("point") != nullptr, by_time = f.get("at_ms") != nullptr;
+    if (by_point == by_time) f.fail(path, "expected exactly one of \"point\" or \"at_ms\"");
+    if (by_point) {
+        const std::string name = f.string("point", "");
+        s.point = parse_point(name);
+        if (!s.point) f.fail(f.at("point"), "expected after_acquire, during_acquire, after_seen_expired, before_write, "
+                                            "between_setnx_and_expire or before_release, got \"" + name + "\"");
+        s.occurrence = static_cast<int>(f.integer("occurrence", 1, 1));
+    } else {
+        s.at_ms = f.integer("at_ms", 0, 0);
+        if (*s.at_ms >= w.duration_ms)
+            f.fail(f.at("at_ms"), "the run ends at " + std::to_string(w.duration_ms) + " ms (workload.duration_ms)");
+        if (!f.get("client")) f.fail(f.at("client"), "required with at_ms: which client");
+    }
+    if (f.get("client")) {
+        s.client = static_cast<int>(f.integer("client", 0, 0));
+        if (*s.client >= w.clients)
+            f.fail(f.at("client"), "no such client: the workload has " + std::to_string(w.clients) + " (0.." +
+                                       std::to_string(w.clients - 1) + ")");
+    }
+    if (s.kind == FaultSpec::Kind::pause) {
+        if (!f.get("duration_ms")) f.fail(f.at("duration_ms"), "required for a pause");
+        s.duration_ms = f.integer("duration_ms", 0, 1);
+        if (s.at_ms.value_or(0) + s.duration_ms > w.duration_ms)
+            f.fail(f.at("duration_ms"), "the pause would end after the run (workload.duration_ms = " +
+                                            std::to_string(w.duration_ms) + ")");
+    }
+    if (s.kind == FaultSpec::Kind::gate) {
+        s.count = static_cast<int>(f.integer("count", 2, 2));
+        if (s.count > w.clients) f.fail(f.at("count"), "more than the workload's " + std::to_string(w.clients) + " clients");
+        s.stagger_ms = f.integer("stagger_ms", 0, 0);
+        if (!s.point) f.fail(path, "a gate holds clients at a point: give \"point\"");
+    }
+    f.finish();
+    return s;
+}
+
+std::vector<FaultSpec> parse_faults(const nlohmann::json& j, const std::string& path, const std::string& file,
+                                    const WorkloadSpec& w) {
+    if (!j.is_array()) throw ScenarioError(file + ": " + path + ": expected an array of faults, got " + j.dump());
+    std::vector<FaultSpec> out;
+    for (size_t i = 0; i < j.size(); ++i) out.push_back(parse_fault(j[i], path + "[" + std::to_string(i) + "]", file, w));
+    return out;
+}
+
+RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::string& file,
+                  const WorkloadSpec& w, const nlohmann::json& scenario_faults) {
     Fields f(j, path, file);
     RunSpec r;
     const std::string algorithm = f.required_string("algorithm");
@@ -150,6 +205,9 @@ RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::s
     if (r.nodes > 16) f.fail(f.at("nodes"), "expected at most 16 nodes, got " + std::to_string(r.nodes));
     r.name = f.string("name", default_run_name(algorithm, r.algorithm->params, r.params));
     check_name(f, f.at("name"), r.name);
+    const nlohmann::json* own = f.get("faults");
+    r.faults_source = own ? *own : scenario_faults;
+    r.faults = parse_faults(r.faults_source, own ? f.at("faults") : "faults", file, w);
     if (const nlohmann::json* expect = f.get("expect")) {
         Fields e(*expect, f.at("expect"), file);
         for (const auto& [metric, v] : expect->items()) {
@@ -168,7 +226,8 @@ const std::vector<std::string>& expectable_metrics() {
     static const std::vector<std::string> metrics = {
         "acquire_attempts", "acquired", "released", "sections_completed",
         "mutual_exclusion_violations", "fenced_overlaps", "lost_updates", "stale_writes_accepted",
-        "stale_writes_rejected", "foreign_releases", "unavailable_ms", "longest_unavailable_ms"};
+        "stale_writes_rejected", "foreign_releases", "unavailable_ms", "longest_unavailable_ms",
+        "faults_injected"};
     return metrics;
 }
 
@@ -208,13 +267,15 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& file) {
         c.finish();
     }
     if (const nlohmann::json* w = f.get("workload")) s.workload = parse_workload(*w, file);
+    const nlohmann::json* faults = f.get("faults");
+    const nlohmann::json scenario_faults = faults ? *faults : nlohmann::json::array();
     const nlohmann::json* runs = f.get("runs");
     if (!runs || !runs->is_array() || runs->empty())
         f.fail("runs", "required, expected a non-empty array of runs");
     std::set<std::string> names;
     for (size_t i = 0; i < runs->size(); ++i) {
         const std::string path = "runs[" + std::to_string(i) + "]";
-        s.runs.push_back(parse_run((*runs)[i], path, file));
+        s.runs.push_back(parse_run((*runs)[i], path, file, s.workload, scenario_faults));
         if (!names.insert(s.runs.back().name).second)
             f.fail(path + ".name", "\"" + s.runs.back().name + "\" is used by an earlier run; give one of them another \"name\"");
     }

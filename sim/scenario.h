@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lockimpl/registry.h"
+#include "sim/nemesis.h"
 #include "sim/workload.h"
 
 namespace lockbench {
@@ -36,6 +37,8 @@ struct RunSpec {
     Params params;
     int nodes = 1;
     std::vector<Expectation> expect;
+    std::vector<FaultSpec> faults;     // the scenario's, unless the run names its own
+    nlohmann::json faults_source = nlohmann::json::array();
 };
 
 struct Scenario {

@@ -46,6 +46,8 @@ nlohmann::json run_summary(const nlohmann::json& record, const CheckResult& resu
         {"run_dir", "runs/" + record.at("name").get<std::string>()},
     };
     run.update(to_json(result, h));
+    run["ops"]["faults_injected"] = record.value("faults_injected", 0);
+    run["faults"] = record.value("faults", nlohmann::json::array());
     run["expectations"] = judge(run, record.value("expect", nlohmann::json::array()));
     run["expectations_held"] = all_held(run);
     return run;

@@ -373,6 +373,27 @@ TEST_F(CliTest, RejectsDuplicateExplicitRunName) {
         {"runs[1].name", "\"a\"", "earlier run"});
 }
 
+TEST_F(CliTest, RejectsAFaultAimedAtAClientThatDoesNotExist) {
+    expect_rejected(
+        R"({"name": "x", "workload": {"clients": 2, "duration_ms": 1000},
+            "faults": [{"fault": "pause", "at_ms": 100, "client": 5, "duration_ms": 100}],
+            "runs": [{"algorithm": "setnx"}]})",
+        {"faults[0].client", "no such client"});
+}
+
+TEST_F(CliTest, RejectsAScheduleThatEndsAfterTheRun) {
+    expect_rejected(
+        R"({"name": "x", "workload": {"clients": 2, "duration_ms": 1000},
+            "runs": [{"algorithm": "setnx", "faults": [{"fault": "pause", "at_ms": 800, "client": 0, "duration_ms": 500}]}]})",
+        {"runs[0].faults[0].duration_ms", "after the run"});
+}
+
+TEST_F(CliTest, RejectsAnUnknownPoint) {
+    expect_rejected(
+        R"({"name": "x", "faults": [{"fault": "kill", "point": "after_aquire"}], "runs": [{"algorithm": "setnx"}]})",
+        {"faults[0].point", "after_aquire", "after_acquire"});
+}
+
 TEST_F(CliTest, RejectsFileThatIsNotJson) {
     expect_rejected("this is { not json\n", {"not valid JSON"});
 }

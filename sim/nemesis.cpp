@@ -1,0 +1,337 @@
+#include "sim/nemesis.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+#include "sim/live_env.h"
+
+namespace lockbench {
+
+struct Nemesis::Armed {
+    FaultSpec spec;
+    int seen = 0;                 // reaches of its point so far
+    std::vector<int> fired_on;    // clients it struck
+    std::vector<int> held;        // gate: clients held now
+    bool done = false;
+};
+
+struct Nemesis::Connection {
+    int fd = -1;
+    std::optional<int> client;
+    std::string buffer;
+};
+
+struct Nemesis::Timer {
+    enum class What { resume, release, fire };
+    long long at_ns = 0;
+    What what = What::resume;
+    size_t fault = 0;
+    int client = 0;
+};
+
+namespace {
+
+sockaddr_un unix_address(const std::filesystem::path& path) {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (path.string().size() >= sizeof addr.sun_path)
+        throw std::runtime_error("socket path too long: " + path.string());
+    std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+    return addr;
+}
+
+void write_all(int fd, const std::string& text) {
+    const char* p = text.data();
+    size_t left = text.size();
+    while (left > 0) {
+        const ssize_t n = ::write(fd, p, left);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return;  // the peer is gone (killed): nothing to tell it
+        p += n;
+        left -= static_cast<size_t>(n);
+    }
+}
+
+}  // namespace
+
+const char* fault_kind_name(FaultSpec::Kind k) {
+    switch (k) {
+        case FaultSpec::Kind::pause: return "pause";
+        case FaultSpec::Kind::kill: return "kill";
+        case FaultSpec::Kind::gate: return "gate";
+    }
+    return "?";
+}
+
+std::optional<Point> parse_point(const std::string& name) {
+    for (Point p : {Point::during_acquire, Point::between_setnx_and_expire, Point::after_seen_expired,
+                    Point::after_acquire, Point::before_write, Point::before_release})
+        if (name == point_name(p)) return p;
+    return std::nullopt;
+}
+
+std::string FaultSpec::label() const {
+    std::string s = fault_kind_name(kind);
+    if (kind == Kind::pause) s += " " + std::to_string(duration_ms) + " ms";
+    if (kind == Kind::gate) s += " " + std::to_string(count) + " clients";
+    if (point) s += std::string(" at ") + point_name(*point) + " #" + std::to_string(occurrence);
+    if (at_ms) s += " at " + std::to_string(*at_ms) + " ms";
+    if (client) s += " on client " + std::to_string(*client);
+    return s;
+}
+
+Nemesis::Nemesis(std::vector<FaultSpec> faults, std::filesystem::path socket_path, std::filesystem::path log_path)
+    : socket_path_(std::move(socket_path)) {
+    for (auto& f : faults) faults_.push_back(Armed{std::move(f), 0, {}, {}, false});
+    log_fd_ = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+    if (log_fd_ < 0) throw std::runtime_error(log_path.string() + ": " + std::strerror(errno));
+    listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const sockaddr_un addr = unix_address(socket_path_);
+    ::unlink(socket_path_.c_str());
+    if (listen_fd_ < 0 || ::bind(listen_fd_, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::listen(listen_fd_, 64) != 0)
+        throw std::runtime_error("nemesis socket " + socket_path_.string() + ": " + std::strerror(errno));
+    if (::pipe2(wake_fd_, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+}
+
+Nemesis::~Nemesis() {
+    stop();
+    for (int fd : {log_fd_, listen_fd_, wake_fd_[0], wake_fd_[1]})
+        if (fd >= 0) ::close(fd);
+    ::unlink(socket_path_.c_str());
+}
+
+std::vector<std::string> Nemesis::armed_points() const {
+    std::vector<std::string> names;
+    for (const auto& f : faults_)
+        if (f.spec.point) names.push_back(point_name(*f.spec.point));
+    std::ranges::sort(names);
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    return names;
+}
+
+void Nemesis::start(std::vector<pid_t> clients, long long start_at_ns) {
+    pids_ = std::move(clients);
+    killed_.assign(pids_.size(), false);
+    start_at_ns_ = start_at_ns;
+    for (size_t i = 0; i < faults_.size(); ++i)
+        if (faults_[i].spec.at_ms)
+            timers_.push_back({start_at_ns + *faults_[i].spec.at_ms * 1000000, Timer::What::fire, i,
+                               faults_[i].spec.client.value_or(0)});
+    running_ = true;
+    thread_ = std::thread([this] { loop(); });
+}
+
+void Nemesis::stop() {
+    if (!thread_.joinable()) return;
+    running_ = false;
+    write_all(wake_fd_[1], "x");
+    thread_.join();
+    // Heal: whatever is still in force ends now.
+    for (const Timer& t : timers_) {
+        if (t.what == Timer::What::resume) {
+            ::kill(-pids_[static_cast<size_t>(t.client)], SIGCONT);
+            log("end", faults_[t.fault], t.client);
+        } else if (t.what == Timer::What::release) {
+            reply(t.client, "go\n");
+        }
+    }
+    timers_.clear();
+    for (auto& f : faults_)
+        for (int c : f.held) reply(c, "go\n");
+    for (auto& c : connections_) ::close(c.fd);
+    connections_.clear();
+}
+
+void Nemesis::loop() {
+    while (running_) {
+        std::vector<pollfd> fds{{wake_fd_[0], POLLIN, 0}, {listen_fd_, POLLIN, 0}};
+        for (const auto& c : connections_) fds.push_back({c.fd, POLLIN, 0});
+        long long wait_ms = 100;
+        const long long now = monotonic_ns();
+        for (const Timer& t : timers_) wait_ms = std::min(wait_ms, std::max(0LL, (t.at_ns - now) / 1000000 + 1));
+        ::poll(fds.data(), fds.size(), static_cast<int>(wait_ms));
+        if (fds[0].revents) break;
+        if (fds[1].revents & POLLIN) {
+            const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+            if (fd >= 0) connections_.push_back({fd, std::nullopt, ""});
+        }
+        for (size_t i = 2; i < fds.size(); ++i) {
+            if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+            Connection& c = connections_[i - 2];
+            char buf[512];
+            const ssize_t n = ::read(c.fd, buf, sizeof buf);
+            if (n <= 0) continue;  // gone (finished or killed); its fd stays until stop()
+            c.buffer.append(buf, static_cast<size_t>(n));
+            for (size_t nl; (nl = c.buffer.find('\n')) != std::string::npos;) {
+                const std::string line = c.buffer.substr(0, nl);
+                c.buffer.erase(0, nl + 1);
+                on_line(c, line);
+            }
+        }
+        run_timers(monotonic_ns());
+    }
+}
+
+void Nemesis::on_line(Connection& c, const std::string& line) {
+    if (line.rfind("hello ", 0) == 0) {
+        c.client = std::stoi(line.substr(6));
+    } else if (line.rfind("reach ", 0) == 0 && c.client) {
+        if (const auto p = parse_point(line.substr(6))) on_reach(c, *p);
+        else reply(*c.client, "go\n");
+    }
+}
+
+void Nemesis::on_reach(Connection& c, Point p) {
+    const int client = *c.client;
+    bool still_armed = false;
+    for (Armed& f : faults_) {
+        if (f.done || f.spec.point != p || (f.spec.client && *f.spec.client != client)) continue;
+        if (++f.seen >= f.spec.occurrence) {
+            fire(f, client, &c);
+            return;  // fire() answers the client, or holds it
+        }
+        still_armed = true;
+    }
+    reply(client, still_armed ? "go\n" : "disarm\n");
+}
+
+void Nemesis::fire(Armed& f, int client, Connection* c) {
+    const pid_t pid = pids_[static_cast<size_t>(client)];
+    const size_t index = static_cast<size_t>(&f - faults_.data());
+    const long long now = monotonic_ns();
+    {
+        std::lock_guard lock(mutex_);
+        f.fired_on.push_back(client);
+    }
+    switch (f.spec.kind) {
+        case FaultSpec::Kind::pause:
+            ::kill(-pid, SIGSTOP);  // in place before the client may go on
+            log("start", f, client);
+            if (c) reply(client, "go\n");
+            timers_.push_back({now + f.spec.duration_ms * 1000000, Timer::What::resume, index, client});
+            f.done = true;
+            break;
+        case FaultSpec::Kind::kill:
+            ::kill(-pid, SIGKILL);
+            log("start", f, client);
+            {
+                std::lock_guard lock(mutex_);
+                killed_[static_cast<size_t>(client)] = true;
+            }
+            f.done = true;
+            break;
+        case FaultSpec::Kind::gate:
+            f.held.push_back(client);
+            log("start", f, client);
+            if (static_cast<int>(f.held.size()) < f.spec.count) return;
+            for (size_t i = 0; i < f.held.size(); ++i)
+                timers_.push_back({now + static_cast<long long>(i) * f.spec.stagger_ms * 1000000,
+                                   Timer::What::release, index, f.held[i]});
+            f.held.clear();
+            f.done = true;
+            break;
+    }
+}
+
+void Nemesis::run_timers(long long now_ns) {
+    std::vector<Timer> due;
+    std::erase_if(timers_, [&](const Timer& t) {
+        if (t.at_ns > now_ns) return false;
+        due.push_back(t);
+        return true;
+    });
+    for (const Timer& t : due) {
+        Armed& f = faults_[t.fault];
+        switch (t.what) {
+            case Timer::What::resume:
+                ::kill(-pids_[static_cast<size_t>(t.client)], SIGCONT);
+                log("end", f, t.client);
+                break;
+            case Timer::What::release:
+                reply(t.client, "go\n");
+                log("end", f, t.client);
+                break;
+            case Timer::What::fire:
+                if (!f.done) fire(f, t.client, nullptr);
+                break;
+        }
+    }
+}
+
+void Nemesis::reply(int client, const char* word) {
+    for (const auto& c : connections_)
+        if (c.client == client) write_all(c.fd, word);
+}
+
+void Nemesis::log(const char* type, const Armed& f, int client) {
+    std::string line = "{\"t_ns\":" + std::to_string(monotonic_ns()) + ",\"op\":\"fault\",\"type\":\"" + type +
+                       "\",\"fault\":\"" + fault_kind_name(f.spec.kind) + "\",\"label\":\"" + f.spec.label() +
+                       "\",\"client\":" + std::to_string(client) + "}\n";
+    write_all(log_fd_, line);
+}
+
+bool Nemesis::killed(int client) const {
+    std::lock_guard lock(mutex_);
+    return client >= 0 && static_cast<size_t>(client) < killed_.size() && killed_[static_cast<size_t>(client)];
+}
+
+nlohmann::json Nemesis::report() const {
+    std::lock_guard lock(mutex_);
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& f : faults_)
+        out.push_back({{"fault", fault_kind_name(f.spec.kind)}, {"label", f.spec.label()},
+                       {"fired", f.fired_on.size()}, {"clients", f.fired_on}});
+    return out;
+}
+
+long long Nemesis::injected() const {
+    std::lock_guard lock(mutex_);
+    long long n = 0;
+    for (const auto& f : faults_) n += static_cast<long long>(f.fired_on.size());
+    return n;
+}
+
+// ---- the client's side -------------------------------------------------------------------
+
+PointGate::PointGate(const std::string& socket_path, int client, const std::vector<std::string>& armed)
+    : armed_(armed) {
+    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const sockaddr_un addr = unix_address(socket_path);
+    if (fd_ < 0 || ::connect(fd_, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0)
+        throw std::runtime_error("cannot reach the nemesis at " + socket_path + ": " + std::strerror(errno));
+    write_all(fd_, "hello " + std::to_string(client) + "\n");
+}
+
+PointGate::~PointGate() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
+void PointGate::reached(Point p) {
+    const std::string name = point_name(p);
+    if (std::ranges::find(armed_, name) == armed_.end()) return;
+    write_all(fd_, "reach " + name + "\n");
+    // Blocks until the nemesis has put its fault in place (a SIGSTOP lands before this
+    // answer can be read).
+    while (buffer_.find('\n') == std::string::npos) {
+        char buf[64];
+        const ssize_t n = ::read(fd_, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return;  // the nemesis is gone: go on
+        buffer_.append(buf, static_cast<size_t>(n));
+    }
+    const std::string answer = buffer_.substr(0, buffer_.find('\n'));
+    buffer_.erase(0, buffer_.find('\n') + 1);
+    if (answer == "disarm") std::erase(armed_, name);
+}
+
+}  // namespace lockbench

@@ -1,0 +1,116 @@
+// The nemesis: the fault schedule of one run, carried out from the parent process.
+//
+//   client ──reach(point)──► "reach after_acquire\n" ──unix socket──► Nemesis thread
+//     (blocks)                                                          │ fault armed here?
+//                                                                       ├─ pause: SIGSTOP the client
+//                                                                       ├─ kill:  SIGKILL the client
+//                                                                       ├─ gate:  hold it until N
+//                                                                       │         clients are held
+//   client ◄──────────── "go\n" / "disarm\n" ◄──────────────────────────┘ (once the fault is in place)
+//
+// A client at an armed point waits for the answer, so a pause "right after acquiring"
+// begins right there in every run: the SIGSTOP lands before the "go" is written, and the
+// client reads it only when it is resumed. Faults can also fire at a time after the start.
+// Every fault's start and end goes to nemesis.jsonl (CLOCK_MONOTONIC, as the histories),
+// and stop() heals whatever is still in force: no client is left stopped or held.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lockimpl/env.h"
+
+namespace lockbench {
+
+struct FaultSpec {
+    enum class Kind { pause, kill, gate };
+    Kind kind = Kind::pause;
+    std::optional<Point> point;      // armed at a point, fires on the Nth reach ...
+    int occurrence = 1;
+    std::optional<long long> at_ms;  // ... or at this time after the clients start
+    std::optional<int> client;       // only this client (required with at_ms)
+    long long duration_ms = 0;       // pause: how long the client stays stopped
+    int count = 2;                   // gate: how many clients it holds before letting go
+    long long stagger_ms = 0;        // gate: lets them go one by one, this far apart
+
+    std::string label() const;       // "pause 600 ms at after_acquire #1"
+};
+
+const char* fault_kind_name(FaultSpec::Kind k);
+std::optional<Point> parse_point(const std::string& name);
+
+class Nemesis {
+public:
+    // Listens on `socket_path`; writes the fault log to `log_path`.
+    Nemesis(std::vector<FaultSpec> faults, std::filesystem::path socket_path, std::filesystem::path log_path);
+    ~Nemesis();
+    Nemesis(const Nemesis&) = delete;
+    Nemesis& operator=(const Nemesis&) = delete;
+
+    // Point names some fault is armed at: the clients report only these.
+    std::vector<std::string> armed_points() const;
+    const std::filesystem::path& socket_path() const { return socket_path_; }
+
+    // Starts the fault thread; clients[i] is client i's process id. Time-based faults count
+    // from `start_at_ns` (CLOCK_MONOTONIC).
+    void start(std::vector<pid_t> clients, long long start_at_ns);
+    // Heals every fault still in force (resumes paused clients, lets held ones go) and
+    // stops the thread.
+    void stop();
+
+    bool killed(int client) const;
+    // Per fault: its label and how often it fired, on which clients.
+    nlohmann::json report() const;
+    long long injected() const;
+
+private:
+    struct Armed;
+    struct Connection;
+    void loop();
+    void on_line(Connection& c, const std::string& line);
+    void on_reach(Connection& c, Point p);
+    void fire(Armed& f, int client, Connection* c);
+    void run_timers(long long now_ns);
+    void reply(int client, const char* word);
+    void log(const char* type, const Armed& f, int client);
+
+    std::vector<Armed> faults_;
+    std::filesystem::path socket_path_;
+    int log_fd_ = -1;
+    int listen_fd_ = -1;
+    int wake_fd_[2] = {-1, -1};      // stop() writes here to end the loop
+    std::vector<pid_t> pids_;
+    long long start_at_ns_ = 0;
+    std::vector<Connection> connections_;
+    struct Timer;
+    std::vector<Timer> timers_;
+    mutable std::mutex mutex_;       // guards the figures report() and killed() read
+    std::vector<bool> killed_;
+    std::thread thread_;
+    std::atomic<bool> running_{false};
+};
+
+// The client's side: reports armed points and waits for the answer.
+class PointGate {
+public:
+    // Connects to the nemesis; `armed` are the point names to report.
+    PointGate(const std::string& socket_path, int client, const std::vector<std::string>& armed);
+    ~PointGate();
+    void reached(Point p);
+
+private:
+    int fd_ = -1;
+    std::vector<std::string> armed_;
+    std::string buffer_;
+};
+
+}  // namespace lockbench

@@ -68,6 +68,7 @@ const char* fault_kind_name(FaultSpec::Kind k) {
         case FaultSpec::Kind::pause: return "pause";
         case FaultSpec::Kind::kill: return "kill";
         case FaultSpec::Kind::gate: return "gate";
+        case FaultSpec::Kind::clock: return "clock";
     }
     return "?";
 }
@@ -83,6 +84,11 @@ std::string FaultSpec::label() const {
     std::string s = fault_kind_name(kind);
     if (kind == Kind::pause) s += " " + std::to_string(duration_ms) + " ms";
     if (kind == Kind::gate) s += " " + std::to_string(count) + " clients";
+    if (kind == Kind::clock) {
+        if (jump_ms) s += " " + std::string(jump_ms > 0 ? "+" : "") + std::to_string(jump_ms) + " ms";
+        if (rate) s += " rate " + std::to_string(*rate);
+        if (node) s += " on node " + std::to_string(*node);
+    }
     if (point) s += std::string(" at ") + point_name(*point) + " #" + std::to_string(occurrence);
     if (at_ms) s += " at " + std::to_string(*at_ms) + " ms";
     if (client) s += " on client " + std::to_string(*client);
@@ -117,6 +123,19 @@ std::vector<std::string> Nemesis::armed_points() const {
     std::ranges::sort(names);
     names.erase(std::unique(names.begin(), names.end()), names.end());
     return names;
+}
+
+bool Nemesis::skews_clients() const {
+    return std::ranges::any_of(faults_, [](const Armed& f) { return f.spec.kind == FaultSpec::Kind::clock && !f.spec.node; });
+}
+
+bool Nemesis::skews_nodes() const {
+    return std::ranges::any_of(faults_, [](const Armed& f) { return f.spec.kind == FaultSpec::Kind::clock && f.spec.node; });
+}
+
+void Nemesis::set_clocks(std::vector<ClockControl*> clients, std::vector<ClockControl*> nodes) {
+    client_clocks_ = std::move(clients);
+    node_clocks_ = std::move(nodes);
 }
 
 void Nemesis::start(std::vector<pid_t> clients, long long start_at_ns) {
@@ -230,6 +249,16 @@ void Nemesis::fire(Armed& f, int client, Connection* c) {
             }
             f.done = true;
             break;
+        case FaultSpec::Kind::clock: {
+            ClockControl* clock = f.spec.node ? node_clocks_.at(static_cast<size_t>(*f.spec.node))
+                                              : client_clocks_.at(static_cast<size_t>(client));
+            clock->jump(std::chrono::milliseconds(f.spec.jump_ms));
+            if (f.spec.rate) clock->set_rate(*f.spec.rate);
+            log("start", f, client);
+            if (c) reply(client, "go\n");
+            f.done = true;
+            break;
+        }
         case FaultSpec::Kind::gate:
             f.held.push_back(client);
             log("start", f, client);

@@ -6,6 +6,9 @@
 //                                                                       ├─ kill:  SIGKILL the client
 //                                                                       ├─ gate:  hold it until N
 //                                                                       │         clients are held
+//                                                                       ├─ clock: step or drift the
+//                                                                       │         client's or a node's
+//                                                                       │         wall clock (shim)
 //   client ◄──────────── "go\n" / "disarm\n" ◄──────────────────────────┘ (once the fault is in place)
 //
 // A client at an armed point waits for the answer, so a pause "right after acquiring"
@@ -27,12 +30,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "faults/clock_control.h"
 #include "lockimpl/env.h"
 
 namespace lockbench {
 
 struct FaultSpec {
-    enum class Kind { pause, kill, gate };
+    enum class Kind { pause, kill, gate, clock };
     Kind kind = Kind::pause;
     std::optional<Point> point;      // armed at a point, fires on the Nth reach ...
     int occurrence = 1;
@@ -41,6 +45,9 @@ struct FaultSpec {
     long long duration_ms = 0;       // pause: how long the client stays stopped
     int count = 2;                   // gate: how many clients it holds before letting go
     long long stagger_ms = 0;        // gate: lets them go one by one, this far apart
+    long long jump_ms = 0;           // clock: step the wall clock by this much (negative: back)
+    std::optional<double> rate;      // clock: then let it run this many seconds per second
+    std::optional<int> node;         // clock: a lock node's clock rather than a client's
 
     std::string label() const;       // "pause 600 ms at after_acquire #1"
 };
@@ -58,6 +65,11 @@ public:
 
     // Point names some fault is armed at: the clients report only these.
     std::vector<std::string> armed_points() const;
+    // Whether some clock fault aims at clients / at lock nodes: they then run under the shim.
+    bool skews_clients() const;
+    bool skews_nodes() const;
+    // The clock controls of the clients and of the lock nodes, by index (before start()).
+    void set_clocks(std::vector<ClockControl*> clients, std::vector<ClockControl*> nodes);
     const std::filesystem::path& socket_path() const { return socket_path_; }
 
     // Starts the fault thread; clients[i] is client i's process id. Time-based faults count
@@ -89,6 +101,7 @@ private:
     int listen_fd_ = -1;
     int wake_fd_[2] = {-1, -1};      // stop() writes here to end the loop
     std::vector<pid_t> pids_;
+    std::vector<ClockControl*> client_clocks_, node_clocks_;
     long long start_at_ns_ = 0;
     std::vector<Connection> connections_;
     struct Timer;

@@ -11,6 +11,7 @@
 
 #include "analysis/history_io.h"
 #include "sim/live_env.h"
+#include "faults/clock_control.h"
 #include "sim/nemesis.h"
 #include "sim/redis_node.h"
 #include "sim/summary.h"
@@ -46,10 +47,29 @@ struct Nodes {
     std::optional<RedisNode> store;
 };
 
-Nodes start_nodes(int count, std::optional<int> base_port, const fs::path& dir) {
+// One clock control per process when some fault skews that kind of process; none otherwise,
+// so that runs without clock faults do not load the shim at all.
+std::vector<ClockControl> make_clocks(bool wanted, int count, const fs::path& dir, const std::string& label) {
+    std::vector<ClockControl> clocks;
+    for (int i = 0; wanted && i < count; ++i) clocks.emplace_back(dir, label + std::to_string(i));
+    return clocks;
+}
+
+std::vector<ClockControl*> pointers(std::vector<ClockControl>& clocks) {
+    std::vector<ClockControl*> out;
+    for (auto& c : clocks) out.push_back(&c);
+    return out;
+}
+
+std::vector<std::string> clock_env(const std::vector<ClockControl>& clocks, int i) {
+    return clocks.empty() ? std::vector<std::string>{} : clocks[static_cast<size_t>(i)].env();
+}
+
+Nodes start_nodes(int count, std::optional<int> base_port, const fs::path& dir, const std::vector<ClockControl>& clocks) {
     const auto port = [&](int i) { return base_port ? std::optional<int>(*base_port + i) : std::nullopt; };
     Nodes n;
-    for (int i = 0; i < count; ++i) n.lock.emplace_back(RedisNodeConfig{"lock" + std::to_string(i), port(i)}, dir);
+    for (int i = 0; i < count; ++i)
+        n.lock.emplace_back(RedisNodeConfig{"lock" + std::to_string(i), port(i), Persistence::none, {}, clock_env(clocks, i)}, dir);
     n.store.emplace(RedisNodeConfig{"store", port(count)}, dir);
     return n;
 }
@@ -58,6 +78,7 @@ struct Launch {
     std::uint64_t seed = 0;
     long long start_at_ns = 0;
     const Nemesis* nemesis = nullptr;
+    const std::vector<ClockControl>* clocks = nullptr;   // the clients', if skewed
 };
 
 nlohmann::json client_spec(const Scenario& s, const RunSpec& run, const Nodes& nodes, int client,
@@ -79,7 +100,7 @@ std::vector<ChildProcess> spawn_clients(const Scenario& s, const RunSpec& run, c
         const fs::path spec = tmp / (run.name + ".client-" + std::to_string(c) + ".json");
         std::ofstream(spec) << client_spec(s, run, nodes, c, launch, run_dir).dump();
         const std::string log = (tmp / (run.name + ".client-" + std::to_string(c) + ".log")).string();
-        children.push_back(ChildProcess::spawn({{self_exe, "client", spec.string()}, log, log, {}}));
+        children.push_back(ChildProcess::spawn({{self_exe, "client", spec.string()}, log, log, clock_env(*launch.clocks, c)}));
     }
     return children;
 }
@@ -125,12 +146,15 @@ nlohmann::json run_record(const Scenario& s, const RunSpec& run, std::uint64_t s
 nlohmann::json execute_run(const Scenario& s, const RunSpec& run, std::uint64_t seed, const fs::path& run_dir,
                            const fs::path& tmp, const std::string& self_exe, const std::function<void()>& started) {
     const fs::path node_dir = tmp / run.name;
-    Nodes nodes = start_nodes(run.nodes, s.base_port, node_dir);
     fs::create_directories(run_dir / "history");
-    started();
     Nemesis nemesis(run.faults, tmp / "nemesis.sock", run_dir / "nemesis.jsonl");
+    std::vector<ClockControl> node_clocks = make_clocks(nemesis.skews_nodes(), run.nodes, tmp, run.name + ".node");
+    std::vector<ClockControl> client_clocks = make_clocks(nemesis.skews_clients(), s.workload.clients, tmp, run.name + ".client");
+    nemesis.set_clocks(pointers(client_clocks), pointers(node_clocks));
+    Nodes nodes = start_nodes(run.nodes, s.base_port, node_dir, node_clocks);
+    started();
     // Every client waits for the same start instant, so none gets a head start.
-    const Launch launch{seed, monotonic_ns() + (200 + 20LL * s.workload.clients) * 1000000LL, &nemesis};
+    const Launch launch{seed, monotonic_ns() + (200 + 20LL * s.workload.clients) * 1000000LL, &nemesis, &client_clocks};
     std::vector<ChildProcess> clients = spawn_clients(s, run, nodes, launch, run_dir, tmp, self_exe);
     std::vector<pid_t> pids;
     for (const auto& c : clients) pids.push_back(c.pid());

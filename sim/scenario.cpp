@@ -140,7 +140,8 @@ FaultSpec parse_fault(const nlohmann::json& j, const std::string& path, const st
     if (kind == "pause") s.kind = FaultSpec::Kind::pause;
     else if (kind == "kill") s.kind = FaultSpec::Kind::kill;
     else if (kind == "gate") s.kind = FaultSpec::Kind::gate;
-    else f.fail(f.at("fault"), "expected \"pause\", \"kill\" or \"gate\", got \"" + kind + "\"");
+    else if (kind == "clock") s.kind = FaultSpec::Kind::clock;
+    else f.fail(f.at("fault"), "expected \"pause\", \"kill\", \"gate\" or \"clock\", got \"" + kind + "\"");
     const bool by_point = f.get("point") != nullptr, by_time = f.get("at_ms") != nullptr;
     if (by_point == by_time) f.fail(path, "expected exactly one of \"point\" or \"at_ms\"");
     if (by_point) {
@@ -153,7 +154,7 @@ FaultSpec parse_fault(const nlohmann::json& j, const std::string& path, const st
         s.at_ms = f.integer("at_ms", 0, 0);
         if (*s.at_ms >= w.duration_ms)
             f.fail(f.at("at_ms"), "the run ends at " + std::to_string(w.duration_ms) + " ms (workload.duration_ms)");
-        if (!f.get("client")) f.fail(f.at("client"), "required with at_ms: which client");
+        if (!f.get("client") && !f.get("node")) f.fail(f.at("client"), "required with at_ms: which client");
     }
     if (f.get("client")) {
         s.client = static_cast<int>(f.integer("client", 0, 0));
@@ -167,6 +168,17 @@ FaultSpec parse_fault(const nlohmann::json& j, const std::string& path, const st
         if (s.at_ms.value_or(0) + s.duration_ms > w.duration_ms)
             f.fail(f.at("duration_ms"), "the pause would end after the run (workload.duration_ms = " +
                                             std::to_string(w.duration_ms) + ")");
+    }
+    if (s.kind == FaultSpec::Kind::clock) {
+        const bool jumps = f.get("jump_ms") != nullptr, drifts = f.get("rate") != nullptr;
+        if (!jumps && !drifts) f.fail(path, "a clock fault needs \"jump_ms\", \"rate\" or both");
+        s.jump_ms = f.value<long long>("jump_ms", 0, [](const auto& x) { return x.is_number_integer(); }, "an integer");
+        if (drifts)
+            s.rate = f.value<double>("rate", 1.0, [](const auto& x) { return x.is_number() && x.template get<double>() > 0; },
+                                     "a number > 0");
+        if (f.get("node")) s.node = static_cast<int>(f.integer("node", 0, 0));
+    } else if (f.get("node")) {
+        f.fail(f.at("node"), "only a clock fault aims at a node");
     }
     if (s.kind == FaultSpec::Kind::gate) {
         s.count = static_cast<int>(f.integer("count", 2, 2));
@@ -208,6 +220,10 @@ RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::s
     const nlohmann::json* own = f.get("faults");
     r.faults_source = own ? *own : scenario_faults;
     r.faults = parse_faults(r.faults_source, own ? f.at("faults") : "faults", file, w);
+    for (size_t i = 0; i < r.faults.size(); ++i)
+        if (r.faults[i].node && *r.faults[i].node >= r.nodes)
+            f.fail((own ? f.at("faults") : std::string("faults")) + "[" + std::to_string(i) + "].node",
+                   "no such node: this run has " + std::to_string(r.nodes) + " lock node(s)");
     if (const nlohmann::json* expect = f.get("expect")) {
         Fields e(*expect, f.at("expect"), file);
         for (const auto& [metric, v] : expect->items()) {

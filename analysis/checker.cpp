@@ -119,6 +119,7 @@ struct AcquireOk {
     long long t_ns;
     int lease;
     std::uint32_t nodes;
+    long long invoked_ns;   // when its attempt began: its SETs landed after this
 };
 
 struct ClientState {
@@ -164,7 +165,9 @@ struct Availability {
 bool is_outer(const ClientEvent& e) { return e.depth <= 1; }
 
 // The victim is the last other lease to acquire one of the removed nodes before the release
-// began: the lock that stood there when the release arrived.
+// began, with an attempt that began after this lease had acquired: its SET landed after
+// ours, so our key was gone by then (an older attempt's SET, however late its reply,
+// proves nothing).
 void count_foreign_releases(const RunHistory& h, const std::vector<AcquireOk>& acquires,
                             const std::vector<std::pair<ClientEvent, long long>>& releases,
                             const CheckOptions& opts, CheckResult& r) {
@@ -172,10 +175,14 @@ void count_foreign_releases(const RunHistory& h, const std::vector<AcquireOk>& a
     for (const AcquireOk& a : acquires) acquired_at.emplace(a.lease, a.t_ns);
     for (const auto& [rel, invoked_ns] : releases) {
         if (!rel.lease || rel.nodes == 0 || !acquired_at.contains(*rel.lease)) continue;
-        const auto first = std::ranges::upper_bound(acquires, acquired_at[*rel.lease], {}, &AcquireOk::t_ns);
+        const long long mine = acquired_at[*rel.lease];
+        const auto first = std::ranges::upper_bound(acquires, mine, {}, &AcquireOk::t_ns);
         const auto last = std::ranges::lower_bound(first, acquires.end(), invoked_ns, {}, &AcquireOk::t_ns);
         const auto victim = std::find_if(std::make_reverse_iterator(last), std::make_reverse_iterator(first),
-                                         [&](const AcquireOk& a) { return a.lease != *rel.lease && (a.nodes & rel.nodes); });
+                                         [&](const AcquireOk& a) {
+                                             return a.lease != *rel.lease && (a.nodes & rel.nodes) &&
+                                                    a.invoked_ns > mine;
+                                         });
         if (victim == std::make_reverse_iterator(first)) continue;
         ++r.safety.foreign_releases;
         const SectionRef releaser{.lease = *rel.lease, .client = rel.client, .fence = rel.fence};
@@ -235,7 +242,7 @@ private:
         c.waiting_since_ns.reset();
         availability_.up(e.t_ns, c.invoked_ns.value_or(e.t_ns));
         if (!c.holding) { c.holding = true; availability_.hold(); }
-        if (e.lease) acquires_.push_back({e.t_ns, *e.lease, e.nodes});
+        if (e.lease) acquires_.push_back({e.t_ns, *e.lease, e.nodes, c.invoked_ns.value_or(e.t_ns)});
     }
 
     void on_released(ClientState& c, const ClientEvent& e) {

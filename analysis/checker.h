@@ -11,9 +11,10 @@
 //   than A did (unless both carry fences and the later one's is lower), or after the store
 //   saw a higher fence than A's; rejected: the store's fence refused the write.
 // - foreign release: a release of lease A whose reply says it removed the key on node n,
-//   although another lease acquired node n after A acquired it and before A's release
-//   began. Any acquire of that node by another lease means A's own key was already gone
-//   (deleted, expired or overwritten), so what A removed was someone else's lock.
+//   although another lease acquired node n with an attempt that began after A acquired it
+//   and ended before A's release began. That acquire's SET landed after A's, so A's own
+//   key was already gone (deleted, expired or overwritten): what A removed was someone
+//   else's lock.
 // - unavailable: from an acquire attempt that began and failed while no client held the
 //   lock until the next successful acquire. A client holds from its acquire ok to the end of its release, or to its last
 //   event if it died. A free lock that nobody is asking for (a retry delay, a hand-over) is

@@ -94,6 +94,7 @@ WorkloadSpec parse_workload(const nlohmann::json& j, const std::string& file) {
     w.work_ms = distribution(f, "work_ms", w.work_ms, file);
     w.retry_ms = distribution(f, "retry_ms", w.retry_ms, file);
     w.think_ms = distribution(f, "think_ms", w.think_ms, file);
+    w.start_stagger_ms = f.integer("start_stagger_ms", 0, 0);
     if (const nlohmann::json* slow = f.get("slow")) {
         Fields s(*slow, "workload.slow", file);
         w.slow_probability = s.value<double>("probability", 0.0, [](const auto& x) {

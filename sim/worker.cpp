@@ -19,8 +19,14 @@ public:
           work_rng_(derive_seed(spec.seed, 1)), retry_rng_(derive_seed(spec.seed, 2)) {}
 
     WorkerTotals run() {
-        if (spec_.start_at) env_.sleep(*spec_.start_at - env_.now());
-        deadline_ = env_.now() + std::chrono::milliseconds(spec_.workload.duration_ms);
+        if (spec_.start_at) {
+            // Everyone shares one deadline; a staggered client just starts later.
+            deadline_ = *spec_.start_at + std::chrono::milliseconds(spec_.workload.duration_ms);
+            env_.sleep(*spec_.start_at + std::chrono::milliseconds(spec_.workload.start_stagger_ms * spec_.client) -
+                       env_.now());
+        } else {
+            deadline_ = env_.now() + std::chrono::milliseconds(spec_.workload.duration_ms);
+        }
         const auto limit = spec_.workload.sections_per_client;
         while (env_.now() < deadline_ && (!limit || totals_.sections < *limit)) {
             const double work_ms = draw_work_ms();  // drawn first: the same per section index

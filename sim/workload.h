@@ -49,6 +49,7 @@ struct WorkloadSpec {
     Distribution slow_work_ms{Distribution::Kind::fixed, 0, 0};
     Distribution retry_ms{Distribution::Kind::uniform, 1, 5};
     Distribution think_ms{Distribution::Kind::fixed, 0, 0};
+    long long start_stagger_ms = 0;                // client i starts i times this much later
 };
 
 }  // namespace lockbench

@@ -280,6 +280,17 @@ TEST(CheckerClients, TheVictimIsTheLeaseHoldingTheNodeWhenTheReleaseBegan) {
     EXPECT_EQ(h.leases.at(static_cast<size_t>(r.witnesses[0].second.lease)), "c2.1");
 }
 
+TEST(CheckerClients, AStaleAcquireWhoseSetsLandedEarlierIsNoVictim) {
+    HistoryBuilder b;  // client 1 sent its SETs at 0 ms and read the replies only at 3 ms
+    b.add_event(1, 0, Op::acquire, T::invoke)
+        .add_event(0, 1 * kMs, Op::acquire, T::invoke)
+        .add_event(0, 2 * kMs, Op::acquire, T::ok, "c0.1", 1)
+        .add_event(1, 3 * kMs, Op::acquire, T::ok, "c1.1", 1)
+        .add_event(0, 4 * kMs, Op::release, T::invoke, "c0.1")
+        .add_event(0, 5 * kMs, Op::release, T::ok, "c0.1", 1);
+    EXPECT_EQ(check(b.build()).safety.foreign_releases, 0);
+}
+
 TEST(CheckerClients, ReleaseThatRemovedNothingIsNotForeign) {
     EXPECT_EQ(check(release_race(0b1, 0b1, 3 * kMs, 0)).safety.foreign_releases, 0);
 }

@@ -132,12 +132,12 @@ std::map<int, std::vector<double>> drawn_work(const fs::path& run_dir) {
 
 TEST(Scenario, TheSameSeedDrawsTheSameWorkload) {
     const fs::path a = fresh_dir("seed-a"), b = fresh_dir("seed-b"), c = fresh_dir("seed-c");
-    const std::string args = scenario("baseline.json") + " --algorithm token-lua";
+    const std::string args = scenario("baseline.json") + " --algorithm setnx";
     run_lockbench(args + " --seed 7", a);
     run_lockbench(args + " --seed 7", b);
     run_lockbench(args + " --seed 8", c);
-    const auto wa = drawn_work(a / "runs/token-lua"), wb = drawn_work(b / "runs/token-lua"),
-               wc = drawn_work(c / "runs/token-lua");
+    const auto wa = drawn_work(a / "runs/setnx"), wb = drawn_work(b / "runs/setnx"),
+               wc = drawn_work(c / "runs/setnx");
     ASSERT_EQ(wa.size(), 8u);
     bool differs = false;
     for (const auto& [client, seq] : wa) {

@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "sim/live_env.h"
+#include "sim/redis_node.h"
 
 namespace lockbench {
 
@@ -31,7 +32,7 @@ struct Nemesis::Connection {
 };
 
 struct Nemesis::Timer {
-    enum class What { resume, release, fire };
+    enum class What { resume, release, fire, heal_links, restart };
     long long at_ns = 0;
     What what = What::resume;
     size_t fault = 0;
@@ -69,6 +70,8 @@ const char* fault_kind_name(FaultSpec::Kind k) {
         case FaultSpec::Kind::kill: return "kill";
         case FaultSpec::Kind::gate: return "gate";
         case FaultSpec::Kind::clock: return "clock";
+        case FaultSpec::Kind::link: return "link";
+        case FaultSpec::Kind::crash: return "crash";
     }
     return "?";
 }
@@ -88,6 +91,16 @@ std::string FaultSpec::label() const {
         if (jump_ms) s += " " + std::string(jump_ms > 0 ? "+" : "") + std::to_string(jump_ms) + " ms";
         if (rate) s += " rate " + std::to_string(*rate);
         if (node) s += " on node " + std::to_string(*node);
+    }
+    if (kind == Kind::link) {
+        s += " " + describe(link);
+        for (int n : link_nodes) s += " n" + std::to_string(n);
+        if (link_store) s += " store";
+        if (duration_ms) s += " for " + std::to_string(duration_ms) + " ms";
+    }
+    if (kind == Kind::crash) {
+        s += " node " + std::to_string(node.value_or(0));
+        s += restart_after_ms ? ", restart after " + std::to_string(*restart_after_ms) + " ms" : ", no restart";
     }
     if (point) s += std::string(" at ") + point_name(*point) + " #" + std::to_string(occurrence);
     if (at_ms) s += " at " + std::to_string(*at_ms) + " ms";
@@ -138,6 +151,32 @@ void Nemesis::set_clocks(std::vector<ClockControl*> clients, std::vector<ClockCo
     node_clocks_ = std::move(nodes);
 }
 
+bool Nemesis::needs_proxies() const {
+    return std::ranges::any_of(faults_, [](const Armed& f) { return f.spec.kind == FaultSpec::Kind::link; });
+}
+
+void Nemesis::set_world(ProxyHub* proxies, std::vector<RedisNode*> nodes) {
+    proxies_ = proxies;
+    nodes_ = std::move(nodes);
+}
+
+// Applies (or heals) a link fault on the paths it names: of every client, or of `client`.
+void Nemesis::set_links(const FaultSpec& f, int client, bool heal) {
+    const LinkFault fault = heal ? LinkFault::pass() : f.link;
+    for (int c = 0; c < static_cast<int>(pids_.size()); ++c) {
+        if (!f.all_clients && c != client) continue;
+        std::vector<std::string> names;
+        for (int n : f.link_nodes) names.push_back("c" + std::to_string(c) + "-n" + std::to_string(n));
+        if (f.link_store) names.push_back("c" + std::to_string(c) + "-store");
+        for (const auto& name : names) {
+            LinkProxy* link = proxies_ ? proxies_->find(name) : nullptr;
+            if (!link) continue;
+            if (f.direction) link->set(*f.direction, fault);
+            else link->set_both(fault);
+        }
+    }
+}
+
 void Nemesis::start(std::vector<pid_t> clients, long long start_at_ns) {
     pids_ = std::move(clients);
     killed_.assign(pids_.size(), false);
@@ -162,8 +201,11 @@ void Nemesis::stop() {
             log("end", faults_[t.fault], t.client);
         } else if (t.what == Timer::What::release) {
             reply(t.client, "go\n");
+        } else if (t.what == Timer::What::heal_links) {
+            end_fault(t);
         }
     }
+    if (proxies_) proxies_->heal_all();
     timers_.clear();
     for (auto& f : faults_)
         for (int c : f.held) reply(c, "go\n");
@@ -259,6 +301,22 @@ void Nemesis::fire(Armed& f, int client, Connection* c) {
             f.done = true;
             break;
         }
+        case FaultSpec::Kind::link:
+            set_links(f.spec, client, false);  // in place before the client may go on
+            log("start", f, client);
+            if (c) reply(client, "go\n");
+            if (f.spec.duration_ms)
+                timers_.push_back({now + f.spec.duration_ms * 1000000, Timer::What::heal_links, index, client});
+            f.done = true;
+            break;
+        case FaultSpec::Kind::crash:
+            nodes_.at(static_cast<size_t>(*f.spec.node))->kill();
+            log("start", f, client);
+            if (c) reply(client, "go\n");
+            if (f.spec.restart_after_ms)
+                timers_.push_back({now + *f.spec.restart_after_ms * 1000000, Timer::What::restart, index, client});
+            f.done = true;
+            break;
         case FaultSpec::Kind::gate:
             f.held.push_back(client);
             log("start", f, client);
@@ -293,8 +351,28 @@ void Nemesis::run_timers(long long now_ns) {
             case Timer::What::fire:
                 if (!f.done) fire(f, t.client, nullptr);
                 break;
+            case Timer::What::heal_links:
+            case Timer::What::restart:
+                end_fault(t);
+                break;
         }
     }
+}
+
+void Nemesis::end_fault(const Timer& t) {
+    Armed& f = faults_[t.fault];
+    if (t.what == Timer::What::heal_links) {
+        set_links(f.spec, t.client, true);
+    } else {
+        // keep_data: what the node's persistence kept (nothing, without AOF) comes back.
+        try {
+            nodes_.at(static_cast<size_t>(*f.spec.node))->restart(true);
+        } catch (const std::exception&) {
+            log("failed", f, t.client);  // recorded; the checker sees a node that stayed down
+            return;
+        }
+    }
+    log("end", f, t.client);
 }
 
 void Nemesis::reply(int client, const char* word) {

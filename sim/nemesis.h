@@ -9,6 +9,11 @@
 //                                                                       ├─ clock: step or drift the
 //                                                                       │         client's or a node's
 //                                                                       │         wall clock (shim)
+//                                                                       ├─ link:  blackhole / hold /
+//                                                                       │         delay / reset the
+//                                                                       │         client's proxied paths
+//                                                                       └─ crash: SIGKILL a lock node,
+//                                                                                 restart it later
 //   client ◄──────────── "go\n" / "disarm\n" ◄──────────────────────────┘ (once the fault is in place)
 //
 // A client at an armed point waits for the answer, so a pause "right after acquiring"
@@ -31,12 +36,13 @@
 #include <nlohmann/json.hpp>
 
 #include "faults/clock_control.h"
+#include "faults/link_proxy.h"
 #include "lockimpl/env.h"
 
 namespace lockbench {
 
 struct FaultSpec {
-    enum class Kind { pause, kill, gate, clock };
+    enum class Kind { pause, kill, gate, clock, link, crash };
     Kind kind = Kind::pause;
     std::optional<Point> point;      // armed at a point, fires on the Nth reach ...
     int occurrence = 1;
@@ -47,7 +53,14 @@ struct FaultSpec {
     long long stagger_ms = 0;        // gate: lets them go one by one, this far apart
     long long jump_ms = 0;           // clock: step the wall clock by this much (negative: back)
     std::optional<double> rate;      // clock: then let it run this many seconds per second
-    std::optional<int> node;         // clock: a lock node's clock rather than a client's
+    std::optional<int> node;         // clock: a lock node's clock rather than a client's;
+                                     // crash: the node
+    LinkFault link;                  // link: what happens to the bytes
+    std::optional<Direction> direction;  // link: one direction, or both when unset
+    std::vector<int> link_nodes;     // link: the lock nodes whose paths it affects
+    bool link_store = false;         // link: the path to the protected store too
+    bool all_clients = false;        // link: every client's paths, not only the one at the point
+    std::optional<long long> restart_after_ms;  // crash: restart then (unset: stays down)
 
     std::string label() const;       // "pause 600 ms at after_acquire #1"
 };
@@ -70,6 +83,12 @@ public:
     bool skews_nodes() const;
     // The clock controls of the clients and of the lock nodes, by index (before start()).
     void set_clocks(std::vector<ClockControl*> clients, std::vector<ClockControl*> nodes);
+    // Whether some fault acts on links: the clients then reach every node through proxies.
+    bool needs_proxies() const;
+    // The proxies ("c<client>-n<node>", "c<client>-store") and the lock nodes (before start()).
+    // A node restarted by a crash fault is started from the fault thread, so it dies with
+    // that thread at stop(): after the clients are done, which is when nodes are let go.
+    void set_world(ProxyHub* proxies, std::vector<class RedisNode*> nodes);
     const std::filesystem::path& socket_path() const { return socket_path_; }
 
     // Starts the fault thread; clients[i] is client i's process id. Time-based faults count
@@ -102,9 +121,13 @@ private:
     int wake_fd_[2] = {-1, -1};      // stop() writes here to end the loop
     std::vector<pid_t> pids_;
     std::vector<ClockControl*> client_clocks_, node_clocks_;
+    ProxyHub* proxies_ = nullptr;
+    std::vector<RedisNode*> nodes_;
+    void set_links(const FaultSpec& f, int client, bool heal);
     long long start_at_ns_ = 0;
     std::vector<Connection> connections_;
     struct Timer;
+    void end_fault(const Timer& t);
     std::vector<Timer> timers_;
     mutable std::mutex mutex_;       // guards the figures report() and killed() read
     std::vector<bool> killed_;

@@ -12,6 +12,7 @@
 #include "analysis/history_io.h"
 #include "sim/live_env.h"
 #include "faults/clock_control.h"
+#include "faults/link_proxy.h"
 #include "sim/nemesis.h"
 #include "sim/redis_node.h"
 #include "sim/summary.h"
@@ -65,11 +66,13 @@ std::vector<std::string> clock_env(const std::vector<ClockControl>& clocks, int 
     return clocks.empty() ? std::vector<std::string>{} : clocks[static_cast<size_t>(i)].env();
 }
 
-Nodes start_nodes(int count, std::optional<int> base_port, const fs::path& dir, const std::vector<ClockControl>& clocks) {
+Nodes start_nodes(const RunSpec& run, std::optional<int> base_port, const fs::path& dir,
+                  const std::vector<ClockControl>& clocks) {
     const auto port = [&](int i) { return base_port ? std::optional<int>(*base_port + i) : std::nullopt; };
     Nodes n;
+    const int count = run.nodes;
     for (int i = 0; i < count; ++i)
-        n.lock.emplace_back(RedisNodeConfig{"lock" + std::to_string(i), port(i), Persistence::none, {}, clock_env(clocks, i)}, dir);
+        n.lock.emplace_back(RedisNodeConfig{"lock" + std::to_string(i), port(i), run.persistence, {}, clock_env(clocks, i)}, dir);
     n.store.emplace(RedisNodeConfig{"store", port(count)}, dir);
     return n;
 }
@@ -79,15 +82,33 @@ struct Launch {
     long long start_at_ns = 0;
     const Nemesis* nemesis = nullptr;
     const std::vector<ClockControl>* clocks = nullptr;   // the clients', if skewed
+    ProxyHub* proxies = nullptr;                         // every client's own paths, if any
 };
+
+// The port client `client` dials for `target` ("n<i>" or "store"): its own proxy when the
+// run has link faults, else the node itself.
+int port_for(const Launch& launch, int client, const std::string& target, int direct) {
+    if (!launch.proxies) return direct;
+    return launch.proxies->find("c" + std::to_string(client) + "-" + target)->port();
+}
+
+// One proxy per client and node, so that a fault can cut one client off from some nodes.
+void add_proxies(ProxyHub& hub, const Nodes& nodes, int clients) {
+    for (int c = 0; c < clients; ++c) {
+        for (size_t i = 0; i < nodes.lock.size(); ++i)
+            hub.add("c" + std::to_string(c) + "-n" + std::to_string(i), {"127.0.0.1", nodes.lock[i].port()});
+        hub.add("c" + std::to_string(c) + "-store", {"127.0.0.1", nodes.store->port()});
+    }
+}
 
 nlohmann::json client_spec(const Scenario& s, const RunSpec& run, const Nodes& nodes, int client,
                            const Launch& launch, const fs::path& run_dir) {
     nlohmann::json ports = nlohmann::json::array();
-    for (const auto& n : nodes.lock) ports.push_back(n.port());
+    for (size_t i = 0; i < nodes.lock.size(); ++i)
+        ports.push_back(port_for(launch, client, "n" + std::to_string(i), nodes.lock[i].port()));
     return {{"scenario", s.source}, {"scenario_path", s.path}, {"run", run.name}, {"client", client},
             {"seed", derive_seed(launch.seed, 1000 + static_cast<std::uint64_t>(client))}, {"lock_ports", ports},
-            {"store_port", nodes.store->port()}, {"start_at_ns", launch.start_at_ns},
+            {"store_port", port_for(launch, client, "store", nodes.store->port())}, {"start_at_ns", launch.start_at_ns},
             {"control_socket", launch.nemesis->socket_path().string()}, {"armed", launch.nemesis->armed_points()},
             {"history", (run_dir / "history" / ("client-" + std::to_string(client) + ".jsonl")).string()}};
 }
@@ -151,10 +172,22 @@ nlohmann::json execute_run(const Scenario& s, const RunSpec& run, std::uint64_t 
     std::vector<ClockControl> node_clocks = make_clocks(nemesis.skews_nodes(), run.nodes, tmp, run.name + ".node");
     std::vector<ClockControl> client_clocks = make_clocks(nemesis.skews_clients(), s.workload.clients, tmp, run.name + ".client");
     nemesis.set_clocks(pointers(client_clocks), pointers(node_clocks));
-    Nodes nodes = start_nodes(run.nodes, s.base_port, node_dir, node_clocks);
+    Nodes nodes = start_nodes(run, s.base_port, node_dir, node_clocks);
+    std::optional<ProxyHub> proxies;
+    if (nemesis.needs_proxies()) add_proxies(proxies.emplace(seed), nodes, s.workload.clients);
+    std::vector<RedisNode*> lock_nodes;
+    for (auto& n : nodes.lock) lock_nodes.push_back(&n);
+    nemesis.set_world(proxies ? &*proxies : nullptr, lock_nodes);
+    // Whatever happens next, the fault thread stops (and heals) before the proxies and the
+    // nodes it works on go away.
+    struct StopFirst {
+        Nemesis& nemesis;
+        ~StopFirst() { nemesis.stop(); }
+    } stop_first{nemesis};
     started();
     // Every client waits for the same start instant, so none gets a head start.
-    const Launch launch{seed, monotonic_ns() + (200 + 20LL * s.workload.clients) * 1000000LL, &nemesis, &client_clocks};
+    const Launch launch{seed, monotonic_ns() + (200 + 20LL * s.workload.clients) * 1000000LL, &nemesis, &client_clocks,
+                        proxies ? &*proxies : nullptr};
     std::vector<ChildProcess> clients = spawn_clients(s, run, nodes, launch, run_dir, tmp, self_exe);
     std::vector<pid_t> pids;
     for (const auto& c : clients) pids.push_back(c.pid());

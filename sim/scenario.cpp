@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -133,6 +134,36 @@ Expectation parse_expectation(const std::string& metric, const nlohmann::json& v
     return e;
 }
 
+void parse_link(Fields& f, FaultSpec& s, const WorkloadSpec& w) {
+    const std::string mode = f.required_string("mode");
+    const std::map<std::string, LinkFault::Kind> modes{{"pass", LinkFault::Kind::pass}, {"delay", LinkFault::Kind::delay},
+        {"blackhole", LinkFault::Kind::blackhole}, {"hold", LinkFault::Kind::hold}, {"reset", LinkFault::Kind::reset}};
+    if (!modes.contains(mode)) f.fail(f.at("mode"), "expected pass, delay, blackhole, hold or reset, got \"" + mode + "\"");
+    s.link.kind = modes.at(mode);
+    s.link.latency = std::chrono::milliseconds(f.integer("latency_ms", 0, 0));
+    s.link.jitter = std::chrono::milliseconds(f.integer("jitter_ms", 0, 0));
+    const std::string direction = f.string("direction", "both");
+    if (direction == "upstream") s.direction = Direction::upstream;
+    else if (direction == "downstream") s.direction = Direction::downstream;
+    else if (direction != "both") f.fail(f.at("direction"), "expected both, upstream or downstream, got \"" + direction + "\"");
+    if (const nlohmann::json* nodes = f.get("nodes")) {
+        if (!nodes->is_array()) f.fail(f.at("nodes"), "expected an array of lock node indices, got " + nodes->dump());
+        for (const auto& n : *nodes) {
+            if (!n.is_number_integer() || n.get<int>() < 0) f.fail(f.at("nodes"), "expected node indices >= 0, got " + n.dump());
+            s.link_nodes.push_back(n.get<int>());
+        }
+    }
+    s.link_store = f.value<bool>("store", false, [](const auto& x) { return x.is_boolean(); }, "true or false");
+    if (s.link_nodes.empty() && !s.link_store) f.fail(f.at("nodes"), "a link fault needs \"nodes\", \"store\" or both");
+    const std::string clients = f.string("clients", s.client ? "one" : s.point ? "reacher" : "all");
+    if (clients != "all" && clients != "one" && clients != "reacher")
+        f.fail(f.at("clients"), "expected \"all\" (or leave it out and give \"client\"), got \"" + clients + "\"");
+    s.all_clients = clients == "all";
+    s.duration_ms = f.integer("duration_ms", 0, 1);
+    if (s.at_ms && s.at_ms.value() + s.duration_ms > w.duration_ms)
+        f.fail(f.at("duration_ms"), "the fault would end after the run (workload.duration_ms = " + std::to_string(w.duration_ms) + ")");
+}
+
 FaultSpec parse_fault(const nlohmann::json& j, const std::string& path, const std::string& file,
                       const WorkloadSpec& w) {
     Fields f(j, path, file);
@@ -142,7 +173,9 @@ FaultSpec parse_fault(const nlohmann::json& j, const std::string& path, const st
     else if (kind == "kill") s.kind = FaultSpec::Kind::kill;
     else if (kind == "gate") s.kind = FaultSpec::Kind::gate;
     else if (kind == "clock") s.kind = FaultSpec::Kind::clock;
-    else f.fail(f.at("fault"), "expected \"pause\", \"kill\", \"gate\" or \"clock\", got \"" + kind + "\"");
+    else if (kind == "link") s.kind = FaultSpec::Kind::link;
+    else if (kind == "crash") s.kind = FaultSpec::Kind::crash;
+    else f.fail(f.at("fault"), "expected \"pause\", \"kill\", \"gate\", \"clock\", \"link\" or \"crash\", got \"" + kind + "\"");
     const bool by_point = f.get("point") != nullptr, by_time = f.get("at_ms") != nullptr;
     if (by_point == by_time) f.fail(path, "expected exactly one of \"point\" or \"at_ms\"");
     if (by_point) {
@@ -155,7 +188,8 @@ FaultSpec parse_fault(const nlohmann::json& j, const std::string& path, const st
         s.at_ms = f.integer("at_ms", 0, 0);
         if (*s.at_ms >= w.duration_ms)
             f.fail(f.at("at_ms"), "the run ends at " + std::to_string(w.duration_ms) + " ms (workload.duration_ms)");
-        if (!f.get("client") && !f.get("node")) f.fail(f.at("client"), "required with at_ms: which client");
+        const bool has_target = f.get("client") || f.get("node") || s.kind == FaultSpec::Kind::link;
+        if (!has_target) f.fail(f.at("client"), "required with at_ms: which client");
     }
     if (f.get("client")) {
         s.client = static_cast<int>(f.integer("client", 0, 0));
@@ -178,9 +212,16 @@ FaultSpec parse_fault(const nlohmann::json& j, const std::string& path, const st
             s.rate = f.value<double>("rate", 1.0, [](const auto& x) { return x.is_number() && x.template get<double>() > 0; },
                                      "a number > 0");
         if (f.get("node")) s.node = static_cast<int>(f.integer("node", 0, 0));
+    } else if (s.kind == FaultSpec::Kind::crash) {
+        if (!f.get("node")) f.fail(f.at("node"), "required: which lock node crashes");
+        s.node = static_cast<int>(f.integer("node", 0, 0));
+        if (f.get("restart_after_ms")) s.restart_after_ms = f.integer("restart_after_ms", 0, 0);
     } else if (f.get("node")) {
-        f.fail(f.at("node"), "only a clock fault aims at a node");
+        f.fail(f.at("node"), "only a clock or crash fault aims at a node");
     }
+    if (s.kind == FaultSpec::Kind::link) parse_link(f, s, w);
+    if (s.kind != FaultSpec::Kind::pause && s.kind != FaultSpec::Kind::link && f.get("duration_ms"))
+        f.fail(f.at("duration_ms"), "only a pause or a link fault lasts a duration");
     if (s.kind == FaultSpec::Kind::gate) {
         s.count = static_cast<int>(f.integer("count", 2, 2));
         if (s.count > w.clients) f.fail(f.at("count"), "more than the workload's " + std::to_string(w.clients) + " clients");
@@ -221,10 +262,18 @@ RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::s
     const nlohmann::json* own = f.get("faults");
     r.faults_source = own ? *own : scenario_faults;
     r.faults = parse_faults(r.faults_source, own ? f.at("faults") : "faults", file, w);
-    for (size_t i = 0; i < r.faults.size(); ++i)
-        if (r.faults[i].node && *r.faults[i].node >= r.nodes)
-            f.fail((own ? f.at("faults") : std::string("faults")) + "[" + std::to_string(i) + "].node",
-                   "no such node: this run has " + std::to_string(r.nodes) + " lock node(s)");
+    for (size_t i = 0; i < r.faults.size(); ++i) {
+        const std::string at = (own ? f.at("faults") : std::string("faults")) + "[" + std::to_string(i) + "]";
+        const std::string has = "no such node: this run has " + std::to_string(r.nodes) + " lock node(s)";
+        if (r.faults[i].node && *r.faults[i].node >= r.nodes) f.fail(at + ".node", has);
+        for (int n : r.faults[i].link_nodes)
+            if (n >= r.nodes) f.fail(at + ".nodes", has + ", got " + std::to_string(n));
+    }
+    const std::string persistence = f.string("persistence", "none");
+    if (persistence == "aof-always") r.persistence = Persistence::aof_always;
+    else if (persistence == "aof-everysec") r.persistence = Persistence::aof_everysec;
+    else if (persistence != "none")
+        f.fail(f.at("persistence"), "expected none, aof-always or aof-everysec, got \"" + persistence + "\"");
     if (const nlohmann::json* expect = f.get("expect")) {
         Fields e(*expect, f.at("expect"), file);
         for (const auto& [metric, v] : expect->items()) {

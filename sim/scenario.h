@@ -14,6 +14,7 @@
 
 #include "lockimpl/registry.h"
 #include "sim/nemesis.h"
+#include "sim/redis_node.h"
 #include "sim/workload.h"
 
 namespace lockbench {
@@ -37,6 +38,7 @@ struct RunSpec {
     Params params;
     int nodes = 1;
     std::vector<Expectation> expect;
+    Persistence persistence = Persistence::none;   // of the lock nodes
     std::vector<FaultSpec> faults;     // the scenario's, unless the run names its own
     nlohmann::json faults_source = nlohmann::json::array();
 };

@@ -323,7 +323,7 @@ int client_main(const fs::path& spec_file) {
         run->params, {s.lock_key, client, std::chrono::milliseconds(s.command_timeout_ms)});
 
     WorkerSpec w{client, seed, s.workload, std::chrono::milliseconds(1000),
-                 Instant{Duration{spec.at("start_at_ns").get<long long>()}}};
+                 Instant{Duration{spec.at("start_at_ns").get<long long>()}}, run->check_lease_before_write};
     run_worker(lock_env, store_env, *lock, rec, w);
     return 0;
 }

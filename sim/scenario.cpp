@@ -269,6 +269,8 @@ RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::s
         for (int n : r.faults[i].link_nodes)
             if (n >= r.nodes) f.fail(at + ".nodes", has + ", got " + std::to_string(n));
     }
+    r.check_lease_before_write =
+        f.value<bool>("check_lease_before_write", false, [](const auto& x) { return x.is_boolean(); }, "true or false");
     const std::string persistence = f.string("persistence", "none");
     if (persistence == "aof-always") r.persistence = Persistence::aof_always;
     else if (persistence == "aof-everysec") r.persistence = Persistence::aof_everysec;

@@ -39,6 +39,7 @@ struct RunSpec {
     int nodes = 1;
     std::vector<Expectation> expect;
     Persistence persistence = Persistence::none;   // of the lock nodes
+    bool check_lease_before_write = false;          // the worker checks its lease's validity first
     std::vector<FaultSpec> faults;     // the scenario's, unless the run names its own
     nlohmann::json faults_source = nlohmann::json::array();
 };

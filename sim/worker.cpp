@@ -115,6 +115,13 @@ private:
             return;
         }
         env_.sleep(from_ms(work_ms));
+        if (spec_.check_lease_before_write && lease.valid_until && env_.now() >= *lease.valid_until) {
+            // The careful client: its lease ran out while it worked, so it does not write.
+            rec_.line("write", "invoke").str("lease", lease_id).real("work_ms", work_ms).commit();
+            rec_.line("write", "fail").str("lease", lease_id).str("detail", "lease expired before the write").commit();
+            store_.abandon(id);
+            return;
+        }
         env_.reach(Point::before_write);
         HistoryLine invoke = rec_.line("write", "invoke").str("lease", lease_id).real("work_ms", work_ms);
         if (lease.fencing_token) invoke.num("fence", *lease.fencing_token);

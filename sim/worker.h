@@ -27,6 +27,7 @@ struct WorkerSpec {
     WorkloadSpec workload;
     Duration store_timeout = std::chrono::milliseconds(1000);
     std::optional<Instant> start_at;   // wait until then, so that every client starts together
+    bool check_lease_before_write = false;  // skip the write if the lease's validity has run out
 };
 
 struct WorkerTotals {

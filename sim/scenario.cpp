@@ -159,7 +159,7 @@ void parse_link(Fields& f, FaultSpec& s, const WorkloadSpec& w) {
     if (clients != "all" && clients != "one" && clients != "reacher")
         f.fail(f.at("clients"), "expected \"all\" (or leave it out and give \"client\"), got \"" + clients + "\"");
     s.all_clients = clients == "all";
-    s.duration_ms = f.integer("duration_ms", 0, 1);
+    if (f.get("duration_ms")) s.duration_ms = f.integer("duration_ms", 0, 1);  // unset: until the run ends
     if (s.at_ms && s.at_ms.value() + s.duration_ms > w.duration_ms)
         f.fail(f.at("duration_ms"), "the fault would end after the run (workload.duration_ms = " + std::to_string(w.duration_ms) + ")");
 }

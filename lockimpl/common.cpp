@@ -15,6 +15,7 @@ const char* const kCompareAndDelete =
 
 const char* point_name(Point p) {
     switch (p) {
+        case Point::before_acquire: return "before_acquire";
         case Point::during_acquire: return "during_acquire";
         case Point::between_setnx_and_expire: return "between_setnx_and_expire";
         case Point::after_seen_expired: return "after_seen_expired";

@@ -78,6 +78,7 @@ struct Reply {
 // Named points a client passes; a fault injector may be armed at any of them. The live
 // environment records each in the history; with nothing armed, reaching one costs nothing.
 enum class Point {
+    before_acquire,            // an acquire attempt is about to send its commands
     during_acquire,            // acquire commands sent, replies not yet read
     between_setnx_and_expire,  // setnx: the key exists but has no expiry yet
     after_seen_expired,        // a waiter has seen the holder's lock as expired

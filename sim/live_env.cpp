@@ -125,7 +125,12 @@ LiveEnv::~LiveEnv() {
 std::optional<std::string> LiveEnv::ensure_connected(int i, Duration timeout) {
     Connection& c = connections_[static_cast<size_t>(i)];
     if (!c.ctx) {
-        const Endpoint& e = config_.nodes[static_cast<size_t>(i)];
+        Endpoint e = config_.nodes[static_cast<size_t>(i)];
+        if (auto d = config_.discovery.find(i); d != config_.discovery.end()) {
+            const std::optional<Endpoint> found = discover(d->second, timeout);
+            if (!found) return "no Sentinel named a master for " + d->second.master_name;
+            e = *found;
+        }
         // Never wait longer to connect than the command may take: a fan-out connects one
         // node after another, and Redlock's validity is ticking.
         c.ctx = redisConnectWithTimeout(e.host.c_str(), e.port, to_timeval(std::min(config_.connect_timeout, timeout)));
@@ -140,6 +145,31 @@ std::optional<std::string> LiveEnv::ensure_connected(int i, Duration timeout) {
     if (c.timeout != timeout) {
         redisSetTimeout(c.ctx, to_timeval(timeout));
         c.timeout = timeout;
+    }
+    return std::nullopt;
+}
+
+// Asks each Sentinel in turn where the master is; the first answer wins.
+std::optional<Endpoint> LiveEnv::discover(const SentinelDiscovery& d, Duration timeout) {
+    const Duration limit = std::min(config_.connect_timeout, timeout);
+    for (const Endpoint& s : d.sentinels) {
+        redisContext* ctx = redisConnectWithTimeout(s.host.c_str(), s.port, to_timeval(limit));
+        if (!ctx || ctx->err) {
+            if (ctx) redisFree(ctx);
+            continue;
+        }
+        redisSetTimeout(ctx, to_timeval(limit));
+        auto* r = static_cast<redisReply*>(redisCommand(ctx, "SENTINEL get-master-addr-by-name %s", d.master_name.c_str()));
+        std::optional<Endpoint> found;
+        if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2) {
+            const std::string host(r->element[0]->str, r->element[0]->len);
+            const std::string port(r->element[1]->str, r->element[1]->len);
+            auto mapped = d.address_map.find(host + ":" + port);
+            found = mapped != d.address_map.end() ? mapped->second : Endpoint{host, std::stoi(port)};
+        }
+        if (r) freeReplyObject(r);
+        redisFree(ctx);
+        if (found) return found;
     }
     return std::nullopt;
 }

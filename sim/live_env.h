@@ -10,6 +10,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -25,11 +26,21 @@ struct Endpoint {
     int port = 0;
 };
 
+// Finds a node's current master through Redis Sentinel before each (re)connect. The
+// Sentinels' answer ("host:port") is translated through `address_map` when it has an entry:
+// a client's own path to that server.
+struct SentinelDiscovery {
+    std::vector<Endpoint> sentinels;
+    std::string master_name;
+    std::map<std::string, Endpoint> address_map;
+};
+
 struct LiveEnvConfig {
     std::vector<Endpoint> nodes;
     Duration connect_timeout = std::chrono::milliseconds(200);
     std::uint64_t seed = 1;
     std::function<void(Point)> on_point;   // called on every reach(); may be empty
+    std::map<int, SentinelDiscovery> discovery;  // nodes found through Sentinel, by index
 };
 
 class LiveEnv final : public Env {
@@ -59,6 +70,7 @@ private:
 
     // Connects node i if needed; returns an error message if it cannot.
     std::optional<std::string> ensure_connected(int i, Duration timeout);
+    std::optional<Endpoint> discover(const SentinelDiscovery& d, Duration timeout);
     bool send(int i, const Command& cmd, Reply& reply);
     Reply fail_connection(int i, Reply::Status status, std::string what);
     Reply read_one(int i, Reply reply);

@@ -77,7 +77,7 @@ const char* fault_kind_name(FaultSpec::Kind k) {
 }
 
 std::optional<Point> parse_point(const std::string& name) {
-    for (Point p : {Point::during_acquire, Point::between_setnx_and_expire, Point::after_seen_expired,
+    for (Point p : {Point::before_acquire, Point::during_acquire, Point::between_setnx_and_expire, Point::after_seen_expired,
                     Point::after_acquire, Point::before_write, Point::before_release})
         if (name == point_name(p)) return p;
     return std::nullopt;
@@ -96,6 +96,7 @@ std::string FaultSpec::label() const {
         s += " " + describe(link);
         for (int n : link_nodes) s += " n" + std::to_string(n);
         if (link_store) s += " store";
+        if (link_replication) s += " replication";
         if (duration_ms) s += " for " + std::to_string(duration_ms) + " ms";
     }
     if (kind == Kind::crash) {
@@ -152,7 +153,9 @@ void Nemesis::set_clocks(std::vector<ClockControl*> clients, std::vector<ClockCo
 }
 
 bool Nemesis::needs_proxies() const {
-    return std::ranges::any_of(faults_, [](const Armed& f) { return f.spec.kind == FaultSpec::Kind::link; });
+    return std::ranges::any_of(faults_, [](const Armed& f) {
+        return f.spec.kind == FaultSpec::Kind::link && (!f.spec.link_nodes.empty() || f.spec.link_store);
+    });
 }
 
 void Nemesis::set_world(ProxyHub* proxies, std::vector<RedisNode*> nodes) {
@@ -163,17 +166,18 @@ void Nemesis::set_world(ProxyHub* proxies, std::vector<RedisNode*> nodes) {
 // Applies (or heals) a link fault on the paths it names: of every client, or of `client`.
 void Nemesis::set_links(const FaultSpec& f, int client, bool heal) {
     const LinkFault fault = heal ? LinkFault::pass() : f.link;
+    const auto apply = [&](LinkProxy* link) {
+        if (!link) return;
+        if (f.direction) link->set(*f.direction, fault);
+        else link->set_both(fault);
+    };
+    if (f.link_replication && proxies_) apply(proxies_->find("repl"));  // one link, whoever the client
     for (int c = 0; c < static_cast<int>(pids_.size()); ++c) {
         if (!f.all_clients && c != client) continue;
         std::vector<std::string> names;
         for (int n : f.link_nodes) names.push_back("c" + std::to_string(c) + "-n" + std::to_string(n));
         if (f.link_store) names.push_back("c" + std::to_string(c) + "-store");
-        for (const auto& name : names) {
-            LinkProxy* link = proxies_ ? proxies_->find(name) : nullptr;
-            if (!link) continue;
-            if (f.direction) link->set(*f.direction, fault);
-            else link->set_both(fault);
-        }
+        for (const auto& name : names) apply(proxies_ ? proxies_->find(name) : nullptr);
     }
 }
 
@@ -181,10 +185,13 @@ void Nemesis::start(std::vector<pid_t> clients, long long start_at_ns) {
     pids_ = std::move(clients);
     killed_.assign(pids_.size(), false);
     start_at_ns_ = start_at_ns;
-    for (size_t i = 0; i < faults_.size(); ++i)
-        if (faults_[i].spec.at_ms)
-            timers_.push_back({start_at_ns + *faults_[i].spec.at_ms * 1000000, Timer::What::fire, i,
-                               faults_[i].spec.client.value_or(0)});
+    for (size_t i = 0; i < faults_.size(); ++i) {
+        const auto& spec = faults_[i].spec;
+        if (!spec.at_ms) continue;
+        // A fault "at 0 ms" is in place before any client starts, not racing the first one.
+        if (*spec.at_ms == 0) fire(faults_[i], spec.client.value_or(0), nullptr);
+        else timers_.push_back({start_at_ns + *spec.at_ms * 1000000, Timer::What::fire, i, spec.client.value_or(0)});
+    }
     running_ = true;
     thread_ = std::thread([this] { loop(); });
 }

@@ -59,6 +59,7 @@ struct FaultSpec {
     std::optional<Direction> direction;  // link: one direction, or both when unset
     std::vector<int> link_nodes;     // link: the lock nodes whose paths it affects
     bool link_store = false;         // link: the path to the protected store too
+    bool link_replication = false;   // link: the master→replica link (topology "sentinel")
     bool all_clients = false;        // link: every client's paths, not only the one at the point
     std::optional<long long> restart_after_ms;  // crash: restart then (unset: stays down)
 

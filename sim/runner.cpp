@@ -14,6 +14,7 @@
 #include "faults/clock_control.h"
 #include "faults/link_proxy.h"
 #include "sim/nemesis.h"
+#include "sim/sentinel.h"
 #include "sim/redis_node.h"
 #include "sim/summary.h"
 #include "sim/worker.h"
@@ -46,7 +47,23 @@ std::string tail_of(const fs::path& file, size_t max_chars = 400) {
 struct Nodes {
     std::vector<RedisNode> lock;
     std::optional<RedisNode> store;
+    std::optional<RedisNode> replica;          // topology "sentinel": lock0's replica
+    std::optional<SentinelGroup> sentinels;
+    int repl_port = 0;                         // the replication proxy to lock0
 };
+
+const char* const kMasterName = "lockbench";
+
+// Topology "sentinel": lock0 becomes a master with a replica behind the replication proxy,
+// watched by three Sentinels that know the master by that proxy's address.
+void add_failover(Nodes& n, ProxyHub& hub, const fs::path& dir, const RunSpec& run) {
+    n.repl_port = hub.add("repl", {"127.0.0.1", n.lock[0].port()}).port();
+    n.replica.emplace(RedisNodeConfig{"lock0-replica", std::nullopt, run.persistence,
+                                      {"--replicaof", "127.0.0.1", std::to_string(n.repl_port)}},
+                      dir);
+    wait_for_replica_in_sync(n.replica->port(), std::chrono::seconds(5));
+    n.sentinels.emplace(kMasterName, Endpoint{"127.0.0.1", n.repl_port}, dir / "sentinel", SentinelSettings{});
+}
 
 // One clock control per process when some fault skews that kind of process; none otherwise,
 // so that runs without clock faults do not load the shim at all.
@@ -71,8 +88,12 @@ Nodes start_nodes(const RunSpec& run, std::optional<int> base_port, const fs::pa
     const auto port = [&](int i) { return base_port ? std::optional<int>(*base_port + i) : std::nullopt; };
     Nodes n;
     const int count = run.nodes;
+    // A master syncs its replica at once rather than after the default 5 s wait.
+    const std::vector<std::string> master_args{"--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0"};
     for (int i = 0; i < count; ++i)
-        n.lock.emplace_back(RedisNodeConfig{"lock" + std::to_string(i), port(i), run.persistence, {}, clock_env(clocks, i)}, dir);
+        n.lock.emplace_back(RedisNodeConfig{"lock" + std::to_string(i), port(i), run.persistence,
+                                            run.sentinel ? master_args : std::vector<std::string>{}, clock_env(clocks, i)},
+                            dir);
     n.store.emplace(RedisNodeConfig{"store", port(count)}, dir);
     return n;
 }
@@ -88,8 +109,8 @@ struct Launch {
 // The port client `client` dials for `target` ("n<i>" or "store"): its own proxy when the
 // run has link faults, else the node itself.
 int port_for(const Launch& launch, int client, const std::string& target, int direct) {
-    if (!launch.proxies) return direct;
-    return launch.proxies->find("c" + std::to_string(client) + "-" + target)->port();
+    LinkProxy* own = launch.proxies ? launch.proxies->find("c" + std::to_string(client) + "-" + target) : nullptr;
+    return own ? own->port() : direct;
 }
 
 // One proxy per client and node, so that a fault can cut one client off from some nodes.
@@ -106,11 +127,20 @@ nlohmann::json client_spec(const Scenario& s, const RunSpec& run, const Nodes& n
     nlohmann::json ports = nlohmann::json::array();
     for (size_t i = 0; i < nodes.lock.size(); ++i)
         ports.push_back(port_for(launch, client, "n" + std::to_string(i), nodes.lock[i].port()));
-    return {{"scenario", s.source}, {"scenario_path", s.path}, {"run", run.name}, {"client", client},
+    nlohmann::json spec = {{"scenario", s.source}, {"scenario_path", s.path}, {"run", run.name}, {"client", client},
             {"seed", derive_seed(launch.seed, 1000 + static_cast<std::uint64_t>(client))}, {"lock_ports", ports},
             {"store_port", port_for(launch, client, "store", nodes.store->port())}, {"start_at_ns", launch.start_at_ns},
             {"control_socket", launch.nemesis->socket_path().string()}, {"armed", launch.nemesis->armed_points()},
             {"history", (run_dir / "history" / ("client-" + std::to_string(client) + ".jsonl")).string()}};
+    if (nodes.sentinels) {
+        nlohmann::json sentinels = nlohmann::json::array();
+        for (const auto& e : nodes.sentinels->endpoints()) sentinels.push_back(e.port);
+        // What the Sentinels will name, and this client's own way to each.
+        spec["sentinels"] = sentinels;
+        spec["address_map"] = {{"127.0.0.1:" + std::to_string(nodes.repl_port), ports[0]},
+                               {"127.0.0.1:" + std::to_string(nodes.replica->port()), nodes.replica->port()}};
+    }
+    return spec;
 }
 
 std::vector<ChildProcess> spawn_clients(const Scenario& s, const RunSpec& run, const Nodes& nodes,
@@ -175,6 +205,7 @@ nlohmann::json execute_run(const Scenario& s, const RunSpec& run, std::uint64_t 
     Nodes nodes = start_nodes(run, s.base_port, node_dir, node_clocks);
     std::optional<ProxyHub> proxies;
     if (nemesis.needs_proxies()) add_proxies(proxies.emplace(seed), nodes, s.workload.clients);
+    if (run.sentinel) add_failover(nodes, proxies ? *proxies : proxies.emplace(seed), node_dir, run);
     std::vector<RedisNode*> lock_nodes;
     for (auto& n : nodes.lock) lock_nodes.push_back(&n);
     nemesis.set_world(proxies ? &*proxies : nullptr, lock_nodes);
@@ -316,6 +347,13 @@ int client_main(const fs::path& spec_file) {
                                   if (gate) gate->reached(p);
                               }};
     for (const auto& port : spec.at("lock_ports")) lock_config.nodes.push_back({"127.0.0.1", port.get<int>()});
+    if (spec.contains("sentinels")) {
+        SentinelDiscovery d;
+        for (const auto& p : spec.at("sentinels")) d.sentinels.push_back({"127.0.0.1", p.get<int>()});
+        d.master_name = kMasterName;
+        for (const auto& [addr, port] : spec.at("address_map").items()) d.address_map[addr] = {"127.0.0.1", port.get<int>()};
+        lock_config.discovery[0] = std::move(d);
+    }
     LiveEnv lock_env(std::move(lock_config));
     LiveEnv store_env({{{"127.0.0.1", spec.at("store_port").get<int>()}},
                        std::chrono::milliseconds(s.connect_timeout_ms), derive_seed(seed, 7), {}});

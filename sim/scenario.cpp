@@ -154,7 +154,9 @@ void parse_link(Fields& f, FaultSpec& s, const WorkloadSpec& w) {
         }
     }
     s.link_store = f.value<bool>("store", false, [](const auto& x) { return x.is_boolean(); }, "true or false");
-    if (s.link_nodes.empty() && !s.link_store) f.fail(f.at("nodes"), "a link fault needs \"nodes\", \"store\" or both");
+    s.link_replication = f.value<bool>("replication", false, [](const auto& x) { return x.is_boolean(); }, "true or false");
+    if (s.link_nodes.empty() && !s.link_store && !s.link_replication)
+        f.fail(f.at("nodes"), "a link fault needs \"nodes\", \"store\" or \"replication\"");
     const std::string clients = f.string("clients", s.client ? "one" : s.point ? "reacher" : "all");
     if (clients != "all" && clients != "one" && clients != "reacher")
         f.fail(f.at("clients"), "expected \"all\" (or leave it out and give \"client\"), got \"" + clients + "\"");
@@ -181,7 +183,7 @@ FaultSpec parse_fault(const nlohmann::json& j, const std::string& path, const st
     if (by_point) {
         const std::string name = f.string("point", "");
         s.point = parse_point(name);
-        if (!s.point) f.fail(f.at("point"), "expected after_acquire, during_acquire, after_seen_expired, before_write, "
+        if (!s.point) f.fail(f.at("point"), "expected before_acquire, after_acquire, during_acquire, after_seen_expired, before_write, "
                                             "between_setnx_and_expire or before_release, got \"" + name + "\"");
         s.occurrence = static_cast<int>(f.integer("occurrence", 1, 1));
     } else {
@@ -269,6 +271,15 @@ RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::s
         for (int n : r.faults[i].link_nodes)
             if (n >= r.nodes) f.fail(at + ".nodes", has + ", got " + std::to_string(n));
     }
+    const std::string topology = f.string("topology", "plain");
+    if (topology != "plain" && topology != "sentinel")
+        f.fail(f.at("topology"), "expected \"plain\" or \"sentinel\", got \"" + topology + "\"");
+    r.sentinel = topology == "sentinel";
+    if (r.sentinel && r.nodes != 1) f.fail(f.at("topology"), "a sentinel topology has one lock node (a master), not " + std::to_string(r.nodes));
+    for (size_t i = 0; i < r.faults.size(); ++i)
+        if (r.faults[i].link_replication && !r.sentinel)
+            f.fail((own ? f.at("faults") : std::string("faults")) + "[" + std::to_string(i) + "].replication",
+                   "there is a replication link only with \"topology\": \"sentinel\"");
     r.check_lease_before_write =
         f.value<bool>("check_lease_before_write", false, [](const auto& x) { return x.is_boolean(); }, "true or false");
     const std::string persistence = f.string("persistence", "none");

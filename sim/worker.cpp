@@ -68,6 +68,7 @@ private:
     // One acquire attempt after another until one succeeds or the deadline passes.
     std::optional<Lease> acquire(const std::string& lease_id, int depth) {
         while (env_.now() < deadline_) {
+            env_.reach(Point::before_acquire);
             rec_.line("acquire", "invoke").num("depth", depth).commit();
             ++totals_.acquire_attempts;
             const AcquireResult r = lock_.try_acquire(env_);

@@ -1,0 +1,50 @@
+// A master with one replica and three Sentinels, on loopback, for the failover cases.
+//
+//   clients ──(Sentinel: where is the master?)──► sentinel ×3 ── monitor ──► repl proxy ──► master
+//                                                                              ▲
+//   replica ── REPLICAOF repl proxy ───────────────────────────────────────────┘
+//
+// The Sentinels and the replica know the master by the replication proxy's address, so
+// holding that link keeps a write off the replica, and Sentinel never "fixes" the replica
+// to point at the master directly (+fix-slave-config) around the proxy. Clients ask a
+// Sentinel for the master and translate its answer through an address map to their own
+// path (the master directly, not through the held replication link).
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "faults/process.h"
+#include "sim/live_env.h"
+
+namespace lockbench {
+
+struct SentinelSettings {
+    long long down_after_ms = 200;     // lower and Sentinel sees a live master as down
+    long long failover_timeout_ms = 3000;
+};
+
+class SentinelGroup {
+public:
+    // Starts three Sentinels watching `master_name` at `master` (the replication proxy) and
+    // waits until each knows the master and the other two (about 2 s). Throws one clear
+    // line on failure.
+    SentinelGroup(const std::string& master_name, Endpoint master, const std::filesystem::path& dir,
+                  const SentinelSettings& settings);
+    ~SentinelGroup() = default;
+    SentinelGroup(SentinelGroup&&) = default;
+
+    const std::vector<Endpoint>& endpoints() const { return endpoints_; }
+    const std::string& master_name() const { return master_name_; }
+
+private:
+    std::string master_name_;
+    std::vector<Endpoint> endpoints_;
+    std::vector<ChildProcess> processes_;
+};
+
+// Blocks (bounded) until the replica at `port` reports its link to the master up.
+void wait_for_replica_in_sync(int port, std::chrono::milliseconds limit);
+
+}  // namespace lockbench

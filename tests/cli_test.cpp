@@ -612,9 +612,8 @@ protected:
 
     // Starts a 5 s redlock run (5 lock nodes + store, 2 clients) and waits (up to 10 s) until
     // all its redis-server children and its client processes exist.
-    std::unique_ptr<Tool> start_busy_run() {
-        const fs::path file = write_file(
-            "busy.json", scenario(2, 5000, R"([{"algorithm": "redlock", "name": "busy-redlock"}])"));
+    std::unique_ptr<Tool> start_busy_run(const std::string& runs = R"([{"algorithm": "redlock", "name": "busy-redlock"}])") {
+        const fs::path file = write_file("busy.json", scenario(2, 5000, runs));
         auto tool = start({"run", file.string(), "--out", (dir() / "out").string()});
         const auto deadline = std::chrono::steady_clock::now() + 10s;
         std::vector<ProcInfo> kids;
@@ -663,6 +662,27 @@ TEST_F(LifetimeTest, SigkillLeavesNoRedisServerOrClient) {
     EXPECT_TRUE(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGKILL) << r.describe();
     expect_all_gone();
     EXPECT_FALSE(fs::exists(dir() / "out" / "summary.json"));
+}
+
+TEST_F(LifetimeTest, SigintInTheMiddleOfFaultsLeavesNothingStoppedOrRunning) {
+    // Client 0 is stopped (SIGSTOP) from the start; client 1's links to two nodes are held.
+    auto tool = start_busy_run(R"([{"algorithm": "redlock", "name": "busy-redlock", "faults": [
+        {"fault": "pause", "at_ms": 0, "client": 0, "duration_ms": 4500},
+        {"fault": "link", "at_ms": 0, "client": 1, "mode": "hold", "nodes": [0, 1]}]}])");
+    ASSERT_TRUE(tool);
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    bool stopped = false;
+    while (!stopped && std::chrono::steady_clock::now() < deadline) {
+        for (const auto& p : children_of(tool->pid()))
+            if (p.comm == "lockbench" && p.state == 'T') stopped = true;
+        std::this_thread::sleep_for(20ms);
+    }
+    ASSERT_TRUE(stopped) << "client 0 should be stopped by the pause fault";
+    ASSERT_EQ(::kill(tool->pid(), SIGINT), 0);
+    const Result r = tool->finish(10s);
+    EXPECT_TRUE(WIFSIGNALED(r.status) || (WIFEXITED(r.status) && WEXITSTATUS(r.status) != 0)) << r.describe();
+    expect_all_gone();
+    EXPECT_FALSE(fs::exists(dir() / "out" / "summary.json")) << r.describe();
 }
 
 TEST_F(LifetimeTest, SigintLeavesNoRedisServerOrClient) {

@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/redis_test_util.h"
 #include "faults/clock_control.h"
 #include "faults/process.h"
 #include "sim/redis_node.h"
@@ -31,19 +32,10 @@ constexpr int64_t margin_ns = ns_per_s;  // for two reads of a clock a few sysca
 
 // ---- Redis helpers --------------------------------------------------------------------------
 
-using Context = std::unique_ptr<redisContext, decltype(&redisFree)>;
-using Reply = std::unique_ptr<redisReply, decltype(&freeReplyObject)>;
-
-Context connect_to(int port) {
-    Context c(redisConnectWithTimeout("127.0.0.1", port, timeval{2, 0}), redisFree);
-    if (c && !c->err) redisSetTimeout(c.get(), timeval{2, 0});
-    return c;
-}
-
-template <typename... Args>
-Reply command(const Context& c, const char* format, Args... args) {
-    return Reply(static_cast<redisReply*>(redisCommand(c.get(), format, args...)), freeReplyObject);
-}
+using testing_util::command;
+using testing_util::connect_to;
+using testing_util::Context;
+using testing_util::Reply;
 
 std::string text(const Reply& r) {
     if (!r) return "<no reply>";

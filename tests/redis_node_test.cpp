@@ -18,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/redis_test_util.h"
 #include "faults/process.h"
 #include "sim/redis_node.h"
 
@@ -29,19 +30,10 @@ namespace fs = std::filesystem;
 
 // ---- Helpers --------------------------------------------------------------------------------
 
-using Context = std::unique_ptr<redisContext, decltype(&redisFree)>;
-using Reply = std::unique_ptr<redisReply, decltype(&freeReplyObject)>;
-
-Context connect_to(int port) {
-    Context c(redisConnectWithTimeout("127.0.0.1", port, timeval{2, 0}), redisFree);
-    if (c && !c->err) redisSetTimeout(c.get(), timeval{2, 0});
-    return c;
-}
-
-template <typename... Args>
-Reply command(const Context& c, const char* format, Args... args) {
-    return Reply(static_cast<redisReply*>(redisCommand(c.get(), format, args...)), freeReplyObject);
-}
+using testing_util::command;
+using testing_util::connect_to;
+using testing_util::Context;
+using testing_util::Reply;
 
 std::string text(const Reply& r) {
     return r && (r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_STRING)

@@ -50,11 +50,13 @@ sockaddr_un unix_address(const std::filesystem::path& path) {
     return addr;
 }
 
-void write_all(int fd, const std::string& text) {
+// send() on sockets with MSG_NOSIGNAL: a client that died must not take lockbench with it
+// (SIGPIPE); plain write() on files.
+void write_all(int fd, const std::string& text, bool socket = true) {
     const char* p = text.data();
     size_t left = text.size();
     while (left > 0) {
-        const ssize_t n = ::write(fd, p, left);
+        const ssize_t n = socket ? ::send(fd, p, left, MSG_NOSIGNAL) : ::write(fd, p, left);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) return;  // the peer is gone (killed): nothing to tell it
         p += n;
@@ -199,7 +201,7 @@ void Nemesis::start(std::vector<pid_t> clients, long long start_at_ns) {
 void Nemesis::stop() {
     if (!thread_.joinable()) return;
     running_ = false;
-    write_all(wake_fd_[1], "x");
+    write_all(wake_fd_[1], "x", false);
     thread_.join();
     // Heal: whatever is still in force ends now.
     for (const Timer& t : timers_) {
@@ -214,16 +216,24 @@ void Nemesis::stop() {
     }
     if (proxies_) proxies_->heal_all();
     timers_.clear();
-    for (auto& f : faults_)
-        for (int c : f.held) reply(c, "go\n");
-    for (auto& c : connections_) ::close(c.fd);
+    for (auto& f : faults_) {
+        for (int c : f.held) {
+            reply(c, "go\n");
+            log("end", f, c);
+        }
+        f.held.clear();
+        const bool open_link = f.spec.kind == FaultSpec::Kind::link && !f.spec.duration_ms && !f.fired_on.empty();
+        if (open_link) log("end", f, f.fired_on.front());  // healed by heal_all() below
+    }
+    for (auto& c : connections_)
+        if (c.fd >= 0) ::close(c.fd);
     connections_.clear();
 }
 
 void Nemesis::loop() {
     while (running_) {
         std::vector<pollfd> fds{{wake_fd_[0], POLLIN, 0}, {listen_fd_, POLLIN, 0}};
-        for (const auto& c : connections_) fds.push_back({c.fd, POLLIN, 0});
+        for (const auto& c : connections_) fds.push_back({c.fd, POLLIN, 0});  // poll skips fd -1
         long long wait_ms = 100;
         const long long now = monotonic_ns();
         for (const Timer& t : timers_) wait_ms = std::min(wait_ms, std::max(0LL, (t.at_ns - now) / 1000000 + 1));
@@ -238,7 +248,13 @@ void Nemesis::loop() {
             Connection& c = connections_[i - 2];
             char buf[512];
             const ssize_t n = ::read(c.fd, buf, sizeof buf);
-            if (n <= 0) continue;  // gone (finished or killed); its fd stays until stop()
+            if (n <= 0) {
+                // Gone (finished or killed): out of the poll set, and let go of any gate.
+                ::close(c.fd);
+                c.fd = -1;
+                if (c.client) let_go(*c.client);
+                continue;
+            }
             c.buffer.append(buf, static_cast<size_t>(n));
             for (size_t nl; (nl = c.buffer.find('\n')) != std::string::npos;) {
                 const std::string line = c.buffer.substr(0, nl);
@@ -259,21 +275,26 @@ void Nemesis::on_line(Connection& c, const std::string& line) {
     }
 }
 
+// Every fault armed at this point counts the reach; those that are due fire, all of them in
+// place before the client hears anything. A killed client hears nothing, a held one not yet.
 void Nemesis::on_reach(Connection& c, Point p) {
     const int client = *c.client;
+    std::vector<Armed*> due;
     bool still_armed = false;
     for (Armed& f : faults_) {
         if (f.done || f.spec.point != p || (f.spec.client && *f.spec.client != client)) continue;
-        if (++f.seen >= f.spec.occurrence) {
-            fire(f, client, &c);
-            return;  // fire() answers the client, or holds it
-        }
-        still_armed = true;
+        if (++f.seen >= f.spec.occurrence) due.push_back(&f);
     }
-    reply(client, still_armed ? "go\n" : "disarm\n");
+    bool answer = true;
+    for (Armed* f : due) answer = fire(*f, client, &c) && answer;
+    for (const Armed& f : faults_)
+        if (!f.done && f.spec.point == p && (!f.spec.client || *f.spec.client == client)) still_armed = true;
+    if (answer) reply(client, still_armed ? "go\n" : "disarm\n");
 }
 
-void Nemesis::fire(Armed& f, int client, Connection* c) {
+// Puts the fault in place. Returns false when the client must not be answered now (killed,
+// or held at a gate).
+bool Nemesis::fire(Armed& f, int client, Connection*) {
     const pid_t pid = pids_[static_cast<size_t>(client)];
     const size_t index = static_cast<size_t>(&f - faults_.data());
     const long long now = monotonic_ns();
@@ -285,33 +306,31 @@ void Nemesis::fire(Armed& f, int client, Connection* c) {
         case FaultSpec::Kind::pause:
             ::kill(-pid, SIGSTOP);  // in place before the client may go on
             log("start", f, client);
-            if (c) reply(client, "go\n");
             timers_.push_back({now + f.spec.duration_ms * 1000000, Timer::What::resume, index, client});
             f.done = true;
             break;
         case FaultSpec::Kind::kill:
-            ::kill(-pid, SIGKILL);
-            log("start", f, client);
             {
+                // Marked first: the main thread may reap the client the moment it dies.
                 std::lock_guard lock(mutex_);
                 killed_[static_cast<size_t>(client)] = true;
             }
+            ::kill(-pid, SIGKILL);
+            log("start", f, client);
             f.done = true;
-            break;
+            return false;
         case FaultSpec::Kind::clock: {
             ClockControl* clock = f.spec.node ? node_clocks_.at(static_cast<size_t>(*f.spec.node))
                                               : client_clocks_.at(static_cast<size_t>(client));
             clock->jump(std::chrono::milliseconds(f.spec.jump_ms));
             if (f.spec.rate) clock->set_rate(*f.spec.rate);
             log("start", f, client);
-            if (c) reply(client, "go\n");
             f.done = true;
             break;
         }
         case FaultSpec::Kind::link:
             set_links(f.spec, client, false);  // in place before the client may go on
             log("start", f, client);
-            if (c) reply(client, "go\n");
             if (f.spec.duration_ms)
                 timers_.push_back({now + f.spec.duration_ms * 1000000, Timer::What::heal_links, index, client});
             f.done = true;
@@ -319,7 +338,6 @@ void Nemesis::fire(Armed& f, int client, Connection* c) {
         case FaultSpec::Kind::crash:
             nodes_.at(static_cast<size_t>(*f.spec.node))->kill();
             log("start", f, client);
-            if (c) reply(client, "go\n");
             if (f.spec.restart_after_ms)
                 timers_.push_back({now + *f.spec.restart_after_ms * 1000000, Timer::What::restart, index, client});
             f.done = true;
@@ -327,14 +345,15 @@ void Nemesis::fire(Armed& f, int client, Connection* c) {
         case FaultSpec::Kind::gate:
             f.held.push_back(client);
             log("start", f, client);
-            if (static_cast<int>(f.held.size()) < f.spec.count) return;
+            if (static_cast<int>(f.held.size()) < f.spec.count) return false;
             for (size_t i = 0; i < f.held.size(); ++i)
                 timers_.push_back({now + static_cast<long long>(i) * f.spec.stagger_ms * 1000000,
                                    Timer::What::release, index, f.held[i]});
             f.held.clear();
             f.done = true;
-            break;
+            return false;  // the release timers answer them
     }
+    return true;
 }
 
 void Nemesis::run_timers(long long now_ns) {
@@ -384,14 +403,27 @@ void Nemesis::end_fault(const Timer& t) {
 
 void Nemesis::reply(int client, const char* word) {
     for (const auto& c : connections_)
-        if (c.client == client) write_all(c.fd, word);
+        if (c.client == client && c.fd >= 0) write_all(c.fd, word);
+}
+
+// A client that is gone cannot complete a gate: let the others it holds go on.
+void Nemesis::let_go(int gone) {
+    for (Armed& f : faults_) {
+        if (std::erase(f.held, gone) == 0) continue;
+        for (int c : f.held) {
+            reply(c, "go\n");
+            log("end", f, c);
+        }
+        f.held.clear();
+        f.done = true;
+    }
 }
 
 void Nemesis::log(const char* type, const Armed& f, int client) {
     std::string line = "{\"t_ns\":" + std::to_string(monotonic_ns()) + ",\"op\":\"fault\",\"type\":\"" + type +
                        "\",\"fault\":\"" + fault_kind_name(f.spec.kind) + "\",\"label\":\"" + f.spec.label() +
                        "\",\"client\":" + std::to_string(client) + "}\n";
-    write_all(log_fd_, line);
+    write_all(log_fd_, line, false);
 }
 
 bool Nemesis::killed(int client) const {

@@ -110,7 +110,8 @@ private:
     void loop();
     void on_line(Connection& c, const std::string& line);
     void on_reach(Connection& c, Point p);
-    void fire(Armed& f, int client, Connection* c);
+    bool fire(Armed& f, int client, Connection* c);
+    void let_go(int gone);
     void run_timers(long long now_ns);
     void reply(int client, const char* word);
     void log(const char* type, const Armed& f, int client);

@@ -142,6 +142,11 @@ void parse_link(Fields& f, FaultSpec& s, const WorkloadSpec& w) {
     s.link.kind = modes.at(mode);
     s.link.latency = std::chrono::milliseconds(f.integer("latency_ms", 0, 0));
     s.link.jitter = std::chrono::milliseconds(f.integer("jitter_ms", 0, 0));
+    const bool timed = s.link.latency.count() > 0 || s.link.jitter.count() > 0;
+    if (s.link.kind == LinkFault::Kind::delay && !timed)
+        f.fail(f.at("latency_ms"), "a delay needs latency_ms or jitter_ms above 0");
+    if (s.link.kind != LinkFault::Kind::delay && timed)
+        f.fail(f.at("latency_ms"), "latency_ms and jitter_ms belong to mode \"delay\" only");
     const std::string direction = f.string("direction", "both");
     if (direction == "upstream") s.direction = Direction::upstream;
     else if (direction == "downstream") s.direction = Direction::downstream;
@@ -157,10 +162,14 @@ void parse_link(Fields& f, FaultSpec& s, const WorkloadSpec& w) {
     s.link_replication = f.value<bool>("replication", false, [](const auto& x) { return x.is_boolean(); }, "true or false");
     if (s.link_nodes.empty() && !s.link_store && !s.link_replication)
         f.fail(f.at("nodes"), "a link fault needs \"nodes\", \"store\" or \"replication\"");
-    const std::string clients = f.string("clients", s.client ? "one" : s.point ? "reacher" : "all");
-    if (clients != "all" && clients != "one" && clients != "reacher")
-        f.fail(f.at("clients"), "expected \"all\" (or leave it out and give \"client\"), got \"" + clients + "\"");
-    s.all_clients = clients == "all";
+    // Whose paths: every client's ("clients": "all"), the given client's, or at a point the
+    // client that reached it; at a time with no client named, everyone's.
+    if (f.get("clients")) {
+        const std::string clients = f.string("clients", "");
+        if (clients != "all") f.fail(f.at("clients"), "expected \"all\" (or leave it out and give \"client\"), got \"" + clients + "\"");
+        if (s.client) f.fail(f.at("clients"), "give either \"clients\": \"all\" or \"client\", not both");
+    }
+    s.all_clients = f.get("clients") != nullptr || (s.at_ms && !s.client);
     if (f.get("duration_ms")) s.duration_ms = f.integer("duration_ms", 0, 1);  // unset: until the run ends
     if (s.at_ms && s.at_ms.value() + s.duration_ms > w.duration_ms)
         f.fail(f.at("duration_ms"), "the fault would end after the run (workload.duration_ms = " + std::to_string(w.duration_ms) + ")");
@@ -202,6 +211,7 @@ FaultSpec parse_fault(const nlohmann::json& j, const std::string& path, const st
     if (s.kind == FaultSpec::Kind::pause) {
         if (!f.get("duration_ms")) f.fail(f.at("duration_ms"), "required for a pause");
         s.duration_ms = f.integer("duration_ms", 0, 1);
+        // At a point its start is unknown; at the least it must fit in the run.
         if (s.at_ms.value_or(0) + s.duration_ms > w.duration_ms)
             f.fail(f.at("duration_ms"), "the pause would end after the run (workload.duration_ms = " +
                                             std::to_string(w.duration_ms) + ")");
@@ -218,6 +228,9 @@ FaultSpec parse_fault(const nlohmann::json& j, const std::string& path, const st
         if (!f.get("node")) f.fail(f.at("node"), "required: which lock node crashes");
         s.node = static_cast<int>(f.integer("node", 0, 0));
         if (f.get("restart_after_ms")) s.restart_after_ms = f.integer("restart_after_ms", 0, 0);
+        if (s.restart_after_ms && s.at_ms.value_or(0) + *s.restart_after_ms >= w.duration_ms)
+            f.fail(f.at("restart_after_ms"), "the restart would come after the run (workload.duration_ms = " +
+                                                 std::to_string(w.duration_ms) + ")");
     } else if (f.get("node")) {
         f.fail(f.at("node"), "only a clock or crash fault aims at a node");
     }
@@ -229,6 +242,7 @@ FaultSpec parse_fault(const nlohmann::json& j, const std::string& path, const st
         if (s.count > w.clients) f.fail(f.at("count"), "more than the workload's " + std::to_string(w.clients) + " clients");
         s.stagger_ms = f.integer("stagger_ms", 0, 0);
         if (!s.point) f.fail(path, "a gate holds clients at a point: give \"point\"");
+        if (s.client) f.fail(f.at("client"), "a gate gathers several clients: it cannot name one");
     }
     f.finish();
     return s;

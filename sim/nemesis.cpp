@@ -186,12 +186,11 @@ void Nemesis::set_links(const FaultSpec& f, int client, bool heal) {
 void Nemesis::start(std::vector<pid_t> clients, long long start_at_ns) {
     pids_ = std::move(clients);
     killed_.assign(pids_.size(), false);
-    start_at_ns_ = start_at_ns;
     for (size_t i = 0; i < faults_.size(); ++i) {
         const auto& spec = faults_[i].spec;
         if (!spec.at_ms) continue;
         // A fault "at 0 ms" is in place before any client starts, not racing the first one.
-        if (*spec.at_ms == 0) fire(faults_[i], spec.client.value_or(0), nullptr);
+        if (*spec.at_ms == 0) fire(faults_[i], spec.client.value_or(0));
         else timers_.push_back({start_at_ns + *spec.at_ms * 1000000, Timer::What::fire, i, spec.client.value_or(0)});
     }
     running_ = true;
@@ -286,7 +285,7 @@ void Nemesis::on_reach(Connection& c, Point p) {
         if (++f.seen >= f.spec.occurrence) due.push_back(&f);
     }
     bool answer = true;
-    for (Armed* f : due) answer = fire(*f, client, &c) && answer;
+    for (Armed* f : due) answer = fire(*f, client) && answer;
     for (const Armed& f : faults_)
         if (!f.done && f.spec.point == p && (!f.spec.client || *f.spec.client == client)) still_armed = true;
     if (answer) reply(client, still_armed ? "go\n" : "disarm\n");
@@ -294,7 +293,7 @@ void Nemesis::on_reach(Connection& c, Point p) {
 
 // Puts the fault in place. Returns false when the client must not be answered now (killed,
 // or held at a gate).
-bool Nemesis::fire(Armed& f, int client, Connection*) {
+bool Nemesis::fire(Armed& f, int client) {
     const pid_t pid = pids_[static_cast<size_t>(client)];
     const size_t index = static_cast<size_t>(&f - faults_.data());
     const long long now = monotonic_ns();
@@ -375,7 +374,7 @@ void Nemesis::run_timers(long long now_ns) {
                 log("end", f, t.client);
                 break;
             case Timer::What::fire:
-                if (!f.done) fire(f, t.client, nullptr);
+                if (!f.done) fire(f, t.client);
                 break;
             case Timer::What::heal_links:
             case Timer::What::restart:

@@ -110,7 +110,7 @@ private:
     void loop();
     void on_line(Connection& c, const std::string& line);
     void on_reach(Connection& c, Point p);
-    bool fire(Armed& f, int client, Connection* c);
+    bool fire(Armed& f, int client);
     void let_go(int gone);
     void run_timers(long long now_ns);
     void reply(int client, const char* word);
@@ -126,7 +126,6 @@ private:
     ProxyHub* proxies_ = nullptr;
     std::vector<RedisNode*> nodes_;
     void set_links(const FaultSpec& f, int client, bool heal);
-    long long start_at_ns_ = 0;
     std::vector<Connection> connections_;
     struct Timer;
     void end_fault(const Timer& t);

@@ -16,7 +16,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/redis_test_util.h"
+#include "tests/test_util.h"
 #include "faults/clock_control.h"
 #include "faults/process.h"
 #include "sim/redis_node.h"
@@ -56,19 +56,7 @@ int64_t redis_time_ns(const Context& c) {
     return std::stoll(r->element[0]->str) * ns_per_s + std::stoll(r->element[1]->str) * 1000;
 }
 
-// Sets an environment variable for one scope.
-class EnvOverride {
-public:
-    EnvOverride(const char* name, const std::string& value) : name_(name) {
-        if (const char* old = std::getenv(name)) old_ = old;
-        setenv(name, value.c_str(), 1);
-    }
-    ~EnvOverride() { old_ ? setenv(name_, old_->c_str(), 1) : unsetenv(name_); }
-
-private:
-    const char* name_;
-    std::optional<std::string> old_;
-};
+using testing_util::EnvOverride;
 
 // ---- The probe ------------------------------------------------------------------------------
 

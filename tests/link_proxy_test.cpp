@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/test_util.h"
 #include "faults/link_proxy.h"
 #include "sim/redis_node.h"
 
@@ -114,15 +115,7 @@ bool readable_within(int fd, std::chrono::milliseconds window) {
     return poll(&p, 1, static_cast<int>(window.count())) > 0;
 }
 
-// Polls for an outcome; the bound only keeps a broken build from hanging the suite.
-bool eventually(const std::function<bool()>& condition) {
-    const auto deadline = std::chrono::steady_clock::now() + 5s;
-    while (!condition()) {
-        if (std::chrono::steady_clock::now() >= deadline) return false;
-        std::this_thread::sleep_for(10ms);
-    }
-    return true;
-}
+using testing_util::eventually;
 
 // A plain blocking socket connected to 127.0.0.1:port (reads time out after 5 s), or -1.
 int raw_connect(int port) {

@@ -18,7 +18,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/redis_test_util.h"
+#include "tests/test_util.h"
 #include "faults/process.h"
 #include "sim/redis_node.h"
 
@@ -41,19 +41,7 @@ std::string text(const Reply& r) {
                : "<not text>";
 }
 
-// Sets an environment variable for one scope.
-class EnvOverride {
-public:
-    EnvOverride(const char* name, const std::string& value) : name_(name) {
-        if (const char* old = std::getenv(name)) old_ = old;
-        setenv(name, value.c_str(), 1);
-    }
-    ~EnvOverride() { old_ ? setenv(name_, old_->c_str(), 1) : unsetenv(name_); }
-
-private:
-    const char* name_;
-    std::optional<std::string> old_;
-};
+using testing_util::EnvOverride;
 
 // The state letter from /proc/<pid>/stat ('R', 'S', 'T', 'Z', ...), or nullopt if it is gone.
 std::optional<char> process_state(pid_t pid) {
@@ -72,15 +60,7 @@ bool process_gone(pid_t pid) {
     return !state || *state == 'Z';
 }
 
-// Polls for an outcome; the bound only keeps a broken build from hanging the suite.
-bool eventually(const std::function<bool()>& condition) {
-    const auto deadline = std::chrono::steady_clock::now() + 5s;
-    while (!condition()) {
-        if (std::chrono::steady_clock::now() >= deadline) return false;
-        std::this_thread::sleep_for(10ms);
-    }
-    return true;
-}
+using testing_util::eventually;
 
 // A plain listening socket on 127.0.0.1:port, or -1.
 int listen_on(int port) {

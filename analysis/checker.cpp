@@ -139,6 +139,7 @@ struct Availability {
     std::optional<long long> down_since_ns;
     long long down_failed_ns = 0;   // when the failure that opened the window came back
     double total_ms = 0, longest_ms = 0;
+    std::vector<std::pair<long long, long long>> windows;   // [from, to) in t_ns
 
     void hold() { ++holding; }
     void let_go(long long t) {
@@ -158,6 +159,7 @@ struct Availability {
         const double ms = static_cast<double>(t - *down_since_ns) / kNsPerMs;
         total_ms += ms;
         longest_ms = std::max(longest_ms, ms);
+        windows.emplace_back(*down_since_ns, t);
         down_since_ns.reset();
     }
 };
@@ -213,7 +215,9 @@ public:
         if (!h_.events.empty()) availability_.up(h_.events.back().t_ns, h_.events.back().t_ns);
         r_.availability.unavailable_ms = availability_.total_ms;
         r_.availability.longest_unavailable_ms = availability_.longest_ms;
+        r_.availability.windows_ns = availability_.windows;
         r_.acquire_ms = percentiles(acquire_);
+        r_.acquire_samples_ms = std::move(acquire_);
         r_.acquire_wait_ms = percentiles(wait_);
         r_.release_ms = percentiles(release_);
         count_foreign_releases(h_, acquires_, releases_, opts, r_);
@@ -336,6 +340,21 @@ nlohmann::json witness_json(const Witness& w, const RunHistory& h, long long t0_
     return j;
 }
 
+// Unavailable windows as [from, to] in ms since the first client event, the longest first
+// when there are more than a report can use.
+nlohmann::json windows_json(std::vector<std::pair<long long, long long>> windows, long long t0_ns) {
+    constexpr size_t kMax = 200;
+    if (windows.size() > kMax) {
+        std::ranges::sort(windows, std::greater<>{}, [](const auto& w) { return w.second - w.first; });
+        windows.resize(kMax);
+        std::ranges::sort(windows);
+    }
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& [from, to] : windows)
+        out.push_back({static_cast<double>(from - t0_ns) / kNsPerMs, static_cast<double>(to - t0_ns) / kNsPerMs});
+    return out;
+}
+
 }  // namespace
 
 nlohmann::json to_json(const CheckResult& r, const RunHistory& h) {
@@ -356,7 +375,8 @@ nlohmann::json to_json(const CheckResult& r, const RunHistory& h) {
                     {"stale_writes_rejected", r.safety.stale_writes_rejected},
                     {"foreign_releases", r.safety.foreign_releases}}},
         {"availability", {{"unavailable_ms", r.availability.unavailable_ms},
-                          {"longest_unavailable_ms", r.availability.longest_unavailable_ms}}},
+                          {"longest_unavailable_ms", r.availability.longest_unavailable_ms},
+                          {"windows_ms", windows_json(r.availability.windows_ns, t0)}}},
         {"latency_ms", {{"acquire", to_json(r.acquire_ms)}, {"acquire_wait", to_json(r.acquire_wait_ms)},
                         {"release", to_json(r.release_ms)}}},
         {"duration_s", r.duration_s},

@@ -61,8 +61,10 @@ struct CheckResult {
     } safety;
     struct Availability {
         double unavailable_ms = 0, longest_unavailable_ms = 0;
+        std::vector<std::pair<long long, long long>> windows_ns;  // each window [from, to)
     } availability;
     Percentiles acquire_ms, acquire_wait_ms, release_ms;
+    std::vector<double> acquire_samples_ms;   // every acquire attempt's latency, sorted
     double duration_s = 0;
     double sections_per_s = 0;
     std::vector<Witness> witnesses;     // at most max_witnesses of each kind; counts are complete

@@ -1,12 +1,16 @@
 // lockbench: run lock algorithms against live redis-server processes and check them.
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
 
 #include "faults/process.h"
 #include "lockimpl/registry.h"
+#include "sim/matrix.h"
 #include "sim/runner.h"
 #include "sim/scenario.h"
 
@@ -30,6 +34,42 @@ int cmd_run(const std::string& file, std::optional<std::string> out, std::option
     std::cout << format_table(summary);
     std::cout << "summary: " << (opts.out / "summary.json").string() << "\n";
     return expectations_exit_code(summary);
+}
+
+// The repository this binary was built from: scenarios/ and analysis/ live there.
+fs::path source_dir() {
+    const fs::path beside = fs::path(self_exe()).parent_path().parent_path();
+    if (fs::is_directory(beside / "scenarios") && fs::is_regular_file(beside / "analysis" / "report.py")) return beside;
+    return LOCKBENCH_SOURCE_DIR;
+}
+
+std::vector<fs::path> catalog_files(const std::vector<std::string>& given) {
+    std::vector<fs::path> files(given.begin(), given.end());
+    if (!files.empty()) return files;
+    const fs::path dir = source_dir() / "scenarios";
+    if (!fs::is_directory(dir)) throw std::runtime_error(dir.string() + ": no scenarios folder; name scenario files");
+    for (const auto& e : fs::directory_iterator(dir))
+        if (e.path().extension() == ".json") files.push_back(e.path());
+    std::ranges::sort(files);
+    return files;
+}
+
+int finish_matrix(const nlohmann::json& summary, const fs::path& out) {
+    std::cout << format_matrix_table(summary);
+    std::cout << "summary: " << (out / "summary.json").string() << "\n";
+    std::cout << "report:  lockbench report " << out.string() << "\n";
+    return matrix_exit_code(summary);
+}
+
+int cmd_report(const std::string& dir) {
+    const fs::path script = source_dir() / "analysis" / "report.py";
+    const char* python = "/usr/bin/python3";  // Debian's, with python3-matplotlib
+    if (::access(python, X_OK) != 0) throw std::runtime_error(std::string(python) + ": missing; scripts/setup installs it");
+    std::cout << std::flush;
+    std::vector<char*> args{const_cast<char*>(python), const_cast<char*>(script.c_str()), const_cast<char*>(dir.c_str()),
+                            nullptr};
+    ::execv(python, args.data());
+    throw std::runtime_error(std::string("cannot start ") + python + ": " + std::strerror(errno));
 }
 
 int cmd_check(const std::string& dir) {
@@ -83,6 +123,32 @@ int main(int argc, char** argv) {
     CLI::App* check = app.add_subcommand("check", "re-run the checker on a results folder");
     check->add_option("dir", dir, "results folder written by `lockbench run`")->required();
 
+    std::vector<std::string> scenarios, trees;
+    int repeat = 1, steps = 0;
+    std::string shard = "0/1", param;
+    CLI::App* matrix = app.add_subcommand("matrix", "run every (scenario, algorithm) cell N times into one results tree");
+    matrix->add_option("scenarios", scenarios, "scenario files (default: every file in scenarios/)");
+    matrix->add_option("--algorithm", only, "only runs of this algorithm or run name (repeatable)");
+    matrix->add_option("--repeat", repeat, "repetitions per cell, seeds s, s+1, ... (default 1)");
+    matrix->add_option("--out", out, "results tree (default: results/matrix); run again to resume");
+    matrix->add_option("--shard", shard, "run only the cells whose index is I modulo N (I/N)");
+
+    CLI::App* sweep = app.add_subcommand("sweep", "vary one numeric field of a scenario and run each step N times");
+    sweep->add_option("scenario", scenario, "scenario file (JSON)")->required();
+    sweep->add_option("--param", param, "PATH=FROM..TO, e.g. faults.0.duration_ms=100..700")->required();
+    sweep->add_option("--steps", steps, "values from FROM to TO, evenly spaced")->required();
+    sweep->add_option("--algorithm", only, "only runs of this algorithm or run name (repeatable)");
+    sweep->add_option("--repeat", repeat, "repetitions per step and run (default 1)");
+    sweep->add_option("--out", out, "results tree (default: results/sweep-<scenario>); run again to resume");
+    sweep->add_option("--shard", shard, "run only the cells whose index is I modulo N (I/N)");
+
+    CLI::App* merge = app.add_subcommand("merge", "join the results trees of shards of one matrix or sweep");
+    merge->add_option("out", dir, "the merged tree (made if missing)")->required();
+    merge->add_option("trees", trees, "shard trees")->required();
+
+    CLI::App* report = app.add_subcommand("report", "write report.html and report.md from a results tree (or a folder of them)");
+    report->add_option("dir", dir, "results tree, or a folder whose subfolders are results trees")->required();
+
     CLI::App* list = app.add_subcommand("list", "list algorithms, their parameters, and the scenarios");
     CLI::App* client = app.add_subcommand("client", "")->group("");  // internal: one worker
     client->add_option("spec", spec)->required();
@@ -93,6 +159,27 @@ int main(int argc, char** argv) {
         install_cleanup_on_signals();
         if (run->parsed()) return cmd_run(scenario, out, seed, only);
         if (check->parsed()) return cmd_check(dir);
+        if (matrix->parsed()) {
+            const MatrixSpec spec = matrix_spec(catalog_files(scenarios), only, repeat);
+            const fs::path o = out ? fs::path(*out) : fs::path("results/matrix");
+            return finish_matrix(run_matrix(spec, {o, parse_shard(shard), self_exe(), true}), o);
+        }
+        if (sweep->parsed()) {
+            const MatrixSpec spec = sweep_spec(scenario, parse_sweep_param(param), steps, only, repeat);
+            const fs::path o = out ? fs::path(*out)
+                                   : fs::path("results") / ("sweep-" + spec.json.at("sweep").at("scenario").get<std::string>());
+            return finish_matrix(run_matrix(spec, {o, parse_shard(shard), self_exe(), true}), o);
+        }
+        if (merge->parsed()) {
+            std::vector<fs::path> paths(trees.begin(), trees.end());
+            const nlohmann::json summary = merge_results(dir, paths);
+            size_t complete = 0;
+            for (const auto& c : summary.at("cells")) complete += c.at("complete").get<bool>() ? 1 : 0;
+            std::cerr << "lockbench: merged " << paths.size() << " trees into " << dir << ": " << complete << " of "
+                      << summary.at("cells").size() << " cells complete\n";
+            return finish_matrix(summary, dir);
+        }
+        if (report->parsed()) return cmd_report(dir);
         if (list->parsed()) return cmd_list();
     } catch (const std::exception& e) {
         std::cerr << "lockbench: " << e.what() << "\n";

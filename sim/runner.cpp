@@ -24,18 +24,6 @@ namespace fs = std::filesystem;
 namespace lockbench {
 namespace {
 
-// Writes `text` to `path` through a temporary file and a rename: readers see the old file
-// or the whole new one, never half of it.
-void write_atomically(const fs::path& path, const std::string& text) {
-    const fs::path tmp = path.string() + ".tmp";
-    {
-        std::ofstream out(tmp, std::ios::trunc);
-        out << text;
-        if (!out.flush()) throw std::runtime_error(tmp.string() + ": cannot write");
-    }
-    fs::rename(tmp, path);
-}
-
 std::string tail_of(const fs::path& file, size_t max_chars = 400) {
     std::ifstream in(file);
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -247,6 +235,16 @@ bool announce(const RunOptions& opts, size_t i, size_t n, const RunSpec& run, co
 }
 
 }  // namespace
+
+void write_atomically(const fs::path& path, const std::string& text) {
+    const fs::path tmp = path.string() + ".tmp";
+    {
+        std::ofstream out(tmp, std::ios::trunc);
+        out << text;
+        if (!out.flush()) throw std::runtime_error(tmp.string() + ": cannot write");
+    }
+    fs::rename(tmp, path);
+}
 
 // Runs are recorded in OUT/.incomplete.<pid>/ and moved into OUT/runs/ only once all of
 // them are done, so an interrupted or failed run leaves no half-written results behind

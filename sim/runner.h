@@ -37,6 +37,10 @@ nlohmann::json run_scenario(const Scenario& s, const RunOptions& opts);
 // Re-checks the runs recorded under DIR and returns the summary (not written).
 nlohmann::json recheck(const std::filesystem::path& dir);
 
+// Writes `text` to `path` through a temporary file and a rename: readers see the old file
+// or the whole new one, never half of it.
+void write_atomically(const std::filesystem::path& path, const std::string& text);
+
 // The `lockbench client SPEC` entry point; returns the process exit code.
 int client_main(const std::filesystem::path& spec_file);
 

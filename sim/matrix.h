@@ -1,0 +1,81 @@
+// Matrices and sweeps: many runs, each a cell of one results tree.
+//
+//   lockbench matrix  scenarios × their runs (algorithms)        ─┐  cells, each run N times
+//   lockbench sweep   one scenario, one field varied in K steps ─┘  (repetitions, seeds s..s+N-1)
+//
+// A results tree:
+//
+//   OUT/lockbench-results.json     what was asked for (the spec) and its id; written first
+//   OUT/summary.json               every cell: each repetition's figures and their aggregate
+//   OUT/cells/<cell>/rep-<k>/      one `lockbench run` folder per repetition (summary.json last)
+//   OUT/cells/<cell>/cell.json     the cell's entry of summary.json
+//
+// A repetition is done when its summary.json exists, so a tree interrupted at any point
+// resumes by running the same command again: done repetitions are kept. Cells are numbered;
+// `--shard I/N` runs the cells whose index is I modulo N, and `merge` joins the trees of
+// shards of one spec.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace lockbench {
+
+inline constexpr const char* kResultsFormat = "lockbench-results";
+inline constexpr int kResultsVersion = 1;
+
+// "faults.0.duration_ms=100..700": a numeric field of a scenario file and its range.
+struct SweepParam {
+    std::string path;           // dotted; array indices as numbers; * for every element
+    double from = 0, to = 0;
+};
+SweepParam parse_sweep_param(const std::string& text);
+
+struct Shard {
+    int index = 0, count = 1;
+};
+Shard parse_shard(const std::string& text);  // "I/N"
+
+// What a tree holds: kind, repetitions, the scenarios (as read, or as a sweep step changed
+// them) and the numbered cells. Its id is a hash of everything but file paths.
+struct MatrixSpec {
+    nlohmann::json json;
+    std::string id;
+    size_t cells() const { return json.at("cells").size(); }
+};
+
+MatrixSpec matrix_spec(const std::vector<std::filesystem::path>& files, const std::vector<std::string>& algorithms,
+                       int repeat);
+MatrixSpec sweep_spec(const std::filesystem::path& file, const SweepParam& param, int steps,
+                      const std::vector<std::string>& algorithms, int repeat);
+
+struct MatrixOptions {
+    std::filesystem::path out;
+    Shard shard;
+    std::string self_exe;
+    bool progress = true;
+};
+
+// Runs the shard's cells that are not done yet and returns the tree's summary (also written
+// to OUT/summary.json after every repetition). Throws std::runtime_error on bad input or a
+// failed run; what was done stays done.
+nlohmann::json run_matrix(const MatrixSpec& spec, const MatrixOptions& opts);
+
+// Joins result trees of one spec into OUT (made if missing). Throws on trees of different
+// specs, or a folder that is not a results tree.
+nlohmann::json merge_results(const std::filesystem::path& out, const std::vector<std::filesystem::path>& trees);
+
+// Reads OUT/lockbench-results.json, checking format and version; throws with one line.
+nlohmann::json read_results_header(const std::filesystem::path& dir);
+
+std::string format_matrix_table(const nlohmann::json& summary);
+
+// 0 when every expectation held in every repetition of a matrix (a sweep's steps are meant
+// to cross the expectation, so a sweep only fails on errors), 1 otherwise.
+int matrix_exit_code(const nlohmann::json& summary);
+
+}  // namespace lockbench

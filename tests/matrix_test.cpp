@@ -1,0 +1,204 @@
+// `lockbench matrix`, `sweep`, `merge` and `report` end to end, on the real binary against
+// live redis-server, with tests/data/tiny-pause.json: a GC pause past the lease that the
+// unfenced token lock cannot survive and the fenced one can (half a second per run).
+//
+//   matrix ...... every cell N times with seeds s..s+N-1; per-repetition figures and their
+//                 aggregate; progress on stderr
+//   resume ...... a matrix killed with SIGKILL and started again keeps what it had done
+//   shards ...... two shards on this machine, merged, equal the whole; other specs refused
+//   sweep ....... the swept field really changes the run (no violation below the TTL, some
+//                 above it)
+//   bad input ... one line, exit 2, nothing written
+#include "cli_util.h"
+
+namespace {
+
+using Json = nlohmann::json;
+
+const fs::path kTiny = fs::path(LOCKBENCH_SOURCE_DIR) / "tests" / "data" / "tiny-pause.json";
+const std::string kUnfenced = "tiny-pause/token-lua+ttl_ms=100";
+const std::string kFenced = "tiny-pause/token-lua+ttl_ms=100+fence";
+
+Json read_json(const fs::path& p) {
+    std::ifstream in(p);
+    return Json::parse(in);
+}
+
+const Json& cell(const Json& summary, const std::string& id) {
+    for (const auto& c : summary.at("cells"))
+        if (c.at("id") == id) return c;
+    throw std::runtime_error("no cell " + id);
+}
+
+class MatrixTest : public CliTest {
+protected:
+    // Expects `r` to be a clean refusal: exit 2 and one line on stderr holding `piece`.
+    static void expect_one_line_error(const Result& r, const std::string& piece) {
+        EXPECT_EQ(r.exit_code(), 2) << r.describe();
+        EXPECT_EQ(lines_of(r.err).size(), 1u) << r.describe();
+        EXPECT_NE(r.err.find(piece), std::string::npos) << "stderr should mention " << piece << "\n" << r.describe();
+        EXPECT_EQ(r.err.find("Traceback"), std::string::npos) << r.describe();
+    }
+};
+
+TEST_F(MatrixTest, RunsEveryCellRepeatTimesWithDistinctSeedsAndAggregates) {
+    const fs::path out = dir() / "m";
+    const Result r = run({"matrix", kTiny.string(), "--repeat", "2", "--out", out.string()});
+    ASSERT_EQ(r.exit_code(), 0) << r.describe();
+    // Progress: cells done, the cell now running, elapsed and time left.
+    EXPECT_NE(r.err.find("cells done"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(kFenced + " rep 2/2"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("elapsed"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("left"), std::string::npos) << r.err;
+
+    const Json header = read_json(out / "lockbench-results.json");
+    EXPECT_EQ(header.at("format"), "lockbench-results");
+    EXPECT_EQ(header.at("kind"), "matrix");
+    const Json summary = read_json(out / "summary.json");
+    ASSERT_EQ(summary.at("cells").size(), 2u);
+    for (const auto& c : summary.at("cells")) {
+        ASSERT_EQ(c.at("reps").size(), 2u) << c.dump(2);
+        EXPECT_TRUE(c.at("complete").get<bool>());
+        EXPECT_EQ(c.at("reps").at(0).at("seed"), 5);  // the scenario's seed, then the next
+        EXPECT_EQ(c.at("reps").at(1).at("seed"), 6);
+        long long total = 0, violating = 0;
+        for (const auto& rep : c.at("reps")) {
+            // Each repetition is a whole `lockbench run` folder that `check` re-reads alike.
+            const fs::path rep_dir = out / rep.at("dir").get<std::string>();
+            const Json run_summary = read_json(rep_dir / "summary.json");
+            EXPECT_EQ(run_summary.at("runs").at(0).at("seed"), rep.at("seed"));
+            const long long v = rep.at("mutual_exclusion_violations").get<long long>();
+            EXPECT_EQ(run_summary.at("runs").at(0).at("safety").at("mutual_exclusion_violations"), v);
+            total += v;
+            violating += v > 0 ? 1 : 0;
+        }
+        const Json& a = c.at("aggregate");
+        EXPECT_EQ(a.at("violations").at("total").get<long long>(), total);
+        EXPECT_EQ(a.at("violating_reps").get<long long>(), violating);
+        EXPECT_DOUBLE_EQ(a.at("violation_rate").get<double>(), violating / 2.0);
+        EXPECT_LE(a.at("violation_rate_ci95").at(0).get<double>(), a.at("violation_rate").get<double>());
+        EXPECT_GE(a.at("violation_rate_ci95").at(1).get<double>(), a.at("violation_rate").get<double>());
+        EXPECT_GT(a.at("acquire_ms").at("count").get<long long>(), 0);
+    }
+    // The pause past the lease: the unfenced lock violates every time, the fenced one never.
+    EXPECT_EQ(cell(summary, kUnfenced).at("aggregate").at("violating_reps"), 2);
+    EXPECT_EQ(cell(summary, kFenced).at("aggregate").at("violating_reps"), 0);
+    EXPECT_EQ(cell(summary, kFenced).at("variant"), "token-lua+fence");
+    // Two repetitions of 2/2 give a Wilson interval well inside (0, 1].
+    EXPECT_NEAR(cell(summary, kUnfenced).at("aggregate").at("violation_rate_ci95").at(0).get<double>(), 0.342, 0.001);
+}
+
+TEST_F(MatrixTest, KilledMatrixResumesKeepingDoneRepetitions) {
+    const fs::path out = dir() / "m";
+    const std::vector<std::string> args{"matrix", kTiny.string(), "--repeat", "3", "--out", out.string()};
+    const fs::path first_rep = out / "cells" / kUnfenced / "rep-0" / "summary.json";
+    {
+        auto tool = start(args);
+        const auto deadline = std::chrono::steady_clock::now() + 60s;
+        while (!fs::exists(first_rep) && tool->running() && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(10ms);
+        ASSERT_TRUE(fs::exists(first_rep)) << tool->finish(1s).describe();
+        ASSERT_EQ(::kill(tool->pid(), SIGKILL), 0);
+        tool->finish(10s);
+    }
+    int done_before = 0;
+    for (const auto& e : fs::recursive_directory_iterator(out / "cells"))
+        if (e.path().filename() == "summary.json") ++done_before;
+    ASSERT_LT(done_before, 6) << "the matrix finished before it could be killed";
+    const auto inode = [](const fs::path& p) {
+        struct stat st {};
+        return ::stat(p.c_str(), &st) == 0 ? st.st_ino : 0;
+    };
+    const auto first_inode = inode(first_rep);
+    const std::string first_text = read_text(first_rep);
+
+    const Result r = run(args);
+    ASSERT_EQ(r.exit_code(), 0) << r.describe();
+    EXPECT_NE(r.err.find(std::to_string(done_before) + " repetitions already done are kept"), std::string::npos) << r.err;
+    EXPECT_EQ(inode(first_rep), first_inode) << "a done repetition was run again";
+    EXPECT_EQ(read_text(first_rep), first_text);
+    const Json summary = read_json(out / "summary.json");
+    for (const auto& c : summary.at("cells")) EXPECT_EQ(c.at("reps_done"), 3) << c.at("id");
+    // Nothing left half-done: no staging folders.
+    for (const auto& e : fs::recursive_directory_iterator(out))
+        EXPECT_EQ(e.path().filename().string().find(".incomplete."), std::string::npos) << e.path();
+}
+
+TEST_F(MatrixTest, TwoShardsMergeIntoTheWholeAndOtherSpecsAreRefused) {
+    const fs::path a = dir() / "shard0", b = dir() / "shard1", merged = dir() / "merged";
+    const Result r0 = run({"matrix", kTiny.string(), "--shard", "0/2", "--out", a.string()});
+    ASSERT_EQ(r0.exit_code(), 0) << r0.describe();
+    const Result r1 = run({"matrix", kTiny.string(), "--shard", "1/2", "--out", b.string()});
+    ASSERT_EQ(r1.exit_code(), 0) << r1.describe();
+    // Each shard ran only its own cells (index modulo 2).
+    EXPECT_EQ(cell(read_json(a / "summary.json"), kUnfenced).at("reps_done"), 1);
+    EXPECT_EQ(cell(read_json(a / "summary.json"), kFenced).at("reps_done"), 0);
+    EXPECT_EQ(cell(read_json(b / "summary.json"), kUnfenced).at("reps_done"), 0);
+    EXPECT_EQ(cell(read_json(b / "summary.json"), kFenced).at("reps_done"), 1);
+
+    const Result m = run({"merge", merged.string(), a.string(), b.string()});
+    ASSERT_EQ(m.exit_code(), 0) << m.describe();
+    const Json summary = read_json(merged / "summary.json");
+    for (const auto& c : summary.at("cells")) EXPECT_TRUE(c.at("complete").get<bool>()) << c.at("id");
+    EXPECT_EQ(read_text(merged / "cells" / kUnfenced / "rep-0" / "summary.json"),
+              read_text(a / "cells" / kUnfenced / "rep-0" / "summary.json"));
+    EXPECT_EQ(read_text(merged / "cells" / kFenced / "rep-0" / "summary.json"),
+              read_text(b / "cells" / kFenced / "rep-0" / "summary.json"));
+    EXPECT_EQ(read_json(merged / "lockbench-results.json").at("spec_id"),
+              read_json(a / "lockbench-results.json").at("spec_id"));
+
+    // A shard of another spec (two repetitions instead of one) does not merge.
+    const fs::path other = dir() / "other";
+    ASSERT_EQ(run({"matrix", kTiny.string(), "--repeat", "2", "--algorithm", "token-lua+ttl_ms=100+fence", "--out",
+                   other.string()}).exit_code(), 0);
+    const Result bad = run({"merge", (dir() / "merged2").string(), a.string(), other.string()});
+    expect_one_line_error(bad, "another spec");
+    EXPECT_FALSE(fs::exists(dir() / "merged2"));
+    // Nor does a matrix of another spec resume into a tree.
+    expect_one_line_error(run({"matrix", kTiny.string(), "--repeat", "2", "--out", a.string()}), "another matrix");
+}
+
+TEST_F(MatrixTest, SweepChangesTheFieldAtEveryStep) {
+    const fs::path out = dir() / "s";
+    const Result r = run({"sweep", kTiny.string(), "--param", "faults.0.duration_ms=50..250", "--steps", "3",
+                          "--algorithm", "token-lua+ttl_ms=100", "--out", out.string()});
+    ASSERT_EQ(r.exit_code(), 0) << r.describe();
+    const Json summary = read_json(out / "summary.json");
+    EXPECT_EQ(summary.at("kind"), "sweep");
+    EXPECT_EQ(summary.at("sweep").at("values"), Json::parse("[50, 150, 250]"));
+    ASSERT_EQ(summary.at("cells").size(), 3u);
+    for (int step = 0; step < 3; ++step) {
+        const Json& c = summary.at("cells").at(step);
+        EXPECT_EQ(c.at("step"), step);
+        // The run really had that pause: its scenario and its fault log say so.
+        const fs::path rep = out / c.at("reps").at(0).at("dir").get<std::string>();
+        EXPECT_EQ(read_json(rep / "scenario.json").at("faults").at(0).at("duration_ms"), c.at("value"));
+    }
+    // A 50 ms pause leaves the 100 ms lease valid; 150 and 250 ms outlast it.
+    EXPECT_EQ(summary.at("cells").at(0).at("aggregate").at("violations").at("total"), 0);
+    EXPECT_GT(summary.at("cells").at(1).at("aggregate").at("violations").at("total").get<double>(), 0);
+    EXPECT_GT(summary.at("cells").at(2).at("aggregate").at("violations").at("total").get<double>(), 0);
+}
+
+TEST_F(MatrixTest, BadInputIsOneLineAndWritesNothing) {
+    const fs::path out = dir() / "out";
+    expect_one_line_error(run({"sweep", kTiny.string(), "--param", "faults.3.duration_ms=1..2", "--steps", "2", "--out",
+                               out.string()}),
+                          "no element 3");
+    expect_one_line_error(run({"sweep", kTiny.string(), "--param", "workload.clients", "--steps", "2", "--out",
+                               out.string()}),
+                          "PATH=FROM..TO");
+    expect_one_line_error(run({"sweep", kTiny.string(), "--param", "workload.clients=0..2", "--steps", "3", "--out",
+                               out.string()}),
+                          "workload.clients");
+    expect_one_line_error(run({"matrix", kTiny.string(), "--shard", "2/2", "--out", out.string()}), "--shard 2/2");
+    expect_one_line_error(run({"matrix", kTiny.string(), "--repeat", "0", "--out", out.string()}), "--repeat 0");
+    expect_one_line_error(run({"matrix", kTiny.string(), "--algorithm", "nosuch", "--out", out.string()}),
+                          "--algorithm nosuch");
+    EXPECT_FALSE(fs::exists(out));
+    write_file("notes.txt", "mine");
+    expect_one_line_error(run({"matrix", kTiny.string(), "--out", dir().string()}), "not a lockbench results tree");
+    expect_one_line_error(run({"merge", (dir() / "m").string(), dir().string()}), "not a lockbench results tree");
+}
+
+}  // namespace

@@ -379,6 +379,11 @@ TEST(CheckerClients, TwoGapsAddUpAndTheLongestIsKept) {
     const CheckResult r = check(b.build());
     EXPECT_EQ(r.availability.unavailable_ms, 10.0);
     EXPECT_EQ(r.availability.longest_unavailable_ms, 7.0);
+    // Each window, for the report's plots, as [from, to) on the history's clock.
+    using W = std::vector<std::pair<long long, long long>>;
+    EXPECT_EQ(r.availability.windows_ns, (W{{0, 3 * kMs}, {6 * kMs, 13 * kMs}}));
+    // The acquire latencies behind the percentiles, every attempt's.
+    EXPECT_EQ(r.acquire_samples_ms.size(), 4u);
 }
 
 TEST(CheckerClients, KilledHolderStopsHoldingAtItsLastEvent) {

@@ -455,7 +455,9 @@ std::string format_matrix_table(const Json& summary) {
     std::ostringstream out;
     char line[640];
     const bool sweep = summary.at("kind") == "sweep";
-    std::snprintf(line, sizeof line, "%-52s %5s %9s %16s %9s %9s %9s  %s\n", "cell", "reps", "viol/rep",
+    int width = 4;
+    for (const auto& c : summary.at("cells")) width = std::max(width, static_cast<int>(c.at("id").get<std::string>().size()));
+    std::snprintf(line, sizeof line, "%-*s %5s %9s %16s %9s %9s %9s  %s\n", width, "cell", "reps", "viol/rep",
                   "violating (95%)", "lost/rep", "unavail", "acq p99", sweep ? "value" : "expected");
     out << line;
     for (const auto& c : summary.at("cells")) {
@@ -472,11 +474,11 @@ std::string format_matrix_table(const Json& summary) {
         std::snprintf(rate, sizeof rate, "%lld/%d [%.2f,%.2f]", a.at("violating_reps").get<long long>(), done,
                       a.at("violation_rate_ci95").at(0).get<double>(), a.at("violation_rate_ci95").at(1).get<double>());
         if (done == 0) {
-            std::snprintf(line, sizeof line, "%-52s %2d/%-2d %s\n", c.at("id").get<std::string>().c_str(), done,
+            std::snprintf(line, sizeof line, "%-*s %2d/%-2d %s\n", width, c.at("id").get<std::string>().c_str(), done,
                           c.at("repeat").get<int>(), "not run");
         } else {
-            std::snprintf(line, sizeof line, "%-52s %2d/%-2d %9.1f %16s %9.1f %7.0fms %7.2fms  %s\n",
-                          c.at("id").get<std::string>().c_str(), done, c.at("repeat").get<int>(),
+            std::snprintf(line, sizeof line, "%-*s %2d/%-2d %9.1f %16s %9.1f %7.0fms %7.2fms  %s\n",
+                          width, c.at("id").get<std::string>().c_str(), done, c.at("repeat").get<int>(),
                           a.at("violations").at("mean").get<double>(), rate,
                           a.at("lost_updates").at("mean").get<double>(), a.at("unavailable_ms").at("mean").get<double>(),
                           a.at("acquire_ms").at("p99").get<double>(), verdict.c_str());

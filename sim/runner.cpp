@@ -8,6 +8,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <memory>
 
 #include "analysis/history_io.h"
 #include "sim/live_env.h"
@@ -37,20 +38,23 @@ struct Nodes {
     std::optional<RedisNode> store;
     std::optional<RedisNode> replica;          // topology "sentinel": lock0's replica
     std::optional<SentinelGroup> sentinels;
+    std::unique_ptr<SentinelWatch> failover_log;  // what Sentinel announces, into sentinel.jsonl
     int repl_port = 0;                         // the replication proxy to lock0
 };
 
 const char* const kMasterName = "lockbench";
 
 // Topology "sentinel": lock0 becomes a master with a replica behind the replication proxy,
-// watched by three Sentinels that know the master by that proxy's address.
-void add_failover(Nodes& n, ProxyHub& hub, const fs::path& dir, const RunSpec& run) {
+// watched by three Sentinels that know the master by that proxy's address. The first
+// Sentinel's announcements go to RUN_DIR/sentinel.jsonl.
+void add_failover(Nodes& n, ProxyHub& hub, const fs::path& dir, const fs::path& run_dir, const RunSpec& run) {
     n.repl_port = hub.add("repl", {"127.0.0.1", n.lock[0].port()}).port();
     n.replica.emplace(RedisNodeConfig{"lock0-replica", std::nullopt, run.persistence,
                                       {"--replicaof", "127.0.0.1", std::to_string(n.repl_port)}},
                       dir);
     wait_for_replica_in_sync(n.replica->port(), std::chrono::seconds(5));
     n.sentinels.emplace(kMasterName, Endpoint{"127.0.0.1", n.repl_port}, dir / "sentinel", SentinelSettings{});
+    n.failover_log = std::make_unique<SentinelWatch>(n.sentinels->endpoints().front(), run_dir / "sentinel.jsonl");
 }
 
 // One clock control per process when some fault skews that kind of process; none otherwise,
@@ -193,7 +197,7 @@ nlohmann::json execute_run(const Scenario& s, const RunSpec& run, std::uint64_t 
     Nodes nodes = start_nodes(run, s.base_port, node_dir, node_clocks);
     std::optional<ProxyHub> proxies;
     if (nemesis.needs_proxies()) add_proxies(proxies.emplace(seed), nodes, s.workload.clients);
-    if (run.sentinel) add_failover(nodes, proxies ? *proxies : proxies.emplace(seed), node_dir, run);
+    if (run.sentinel) add_failover(nodes, proxies ? *proxies : proxies.emplace(seed), node_dir, run_dir, run);
     std::vector<RedisNode*> lock_nodes;
     for (auto& n : nodes.lock) lock_nodes.push_back(&n);
     nemesis.set_world(proxies ? &*proxies : nullptr, lock_nodes);
@@ -285,9 +289,11 @@ nlohmann::json run_scenario(const Scenario& s, const RunOptions& opts) {
             const fs::path run_dir = staging / "runs" / run.name;
             const auto started = [&] { line_open = announce(opts, i, s.runs.size(), run, s); };
             runs.push_back(check_run(run_dir, execute_run(s, run, seed, run_dir, tmp, opts.self_exe, started)));
-            if (line_open)
-                std::cerr << " " << runs.back()["ops"]["sections_completed"] << " sections, "
-                          << runs.back()["safety"]["mutual_exclusion_violations"] << " violations\n";
+            if (line_open) {
+                const auto v = runs.back()["safety"]["mutual_exclusion_violations"].get<long long>();
+                std::cerr << " " << runs.back()["ops"]["sections_completed"] << " sections, " << v
+                          << (v == 1 ? " violation\n" : " violations\n");
+            }
             line_open = false;
         }
     } catch (...) {

@@ -1,6 +1,14 @@
 #include "sim/sentinel.h"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
+
+#include <cstring>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <thread>
 
@@ -57,6 +65,77 @@ SentinelGroup::SentinelGroup(const std::string& master_name, Endpoint master, co
             std::this_thread::sleep_for(10ms);
         }
     }
+}
+
+SentinelWatch::SentinelWatch(Endpoint sentinel, const std::filesystem::path& log_path) {
+    const timeval timeout{1, 0};
+    redisContext* c = redisConnectWithTimeout(sentinel.host.c_str(), sentinel.port, timeout);
+    if (c == nullptr || c->err) {
+        const std::string why = c ? c->errstr : "out of memory";
+        redisFree(c);
+        throw std::runtime_error("cannot watch the Sentinel on port " + std::to_string(sentinel.port) + ": " + why);
+    }
+    // One SUBSCRIBE; its five confirmations arrive as replies the loop reads and skips.
+    if (redisAppendCommand(c, "SUBSCRIBE +sdown +odown -odown +failover-end +switch-master") != REDIS_OK) {
+        redisFree(c);
+        throw std::runtime_error("cannot subscribe to the Sentinel on port " + std::to_string(sentinel.port));
+    }
+    int done = 0;
+    while (!done)
+        if (redisBufferWrite(c, &done) != REDIS_OK) {
+            const std::string why = c->errstr;
+            redisFree(c);
+            throw std::runtime_error("cannot subscribe to the Sentinel on port " + std::to_string(sentinel.port) +
+                                     ": " + why);
+        }
+    log_fd_ = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+    if (log_fd_ < 0 || ::pipe2(stop_fd_, O_CLOEXEC) != 0) {
+        const std::string why = std::strerror(errno);
+        redisFree(c);
+        if (log_fd_ >= 0) ::close(log_fd_);
+        throw std::runtime_error(log_path.string() + ": " + why);
+    }
+    thread_ = std::thread([this, c] { loop(c); });
+}
+
+SentinelWatch::~SentinelWatch() {
+    if (thread_.joinable()) {
+        const char x = 1;
+        [[maybe_unused]] const auto n = ::write(stop_fd_[1], &x, 1);
+        thread_.join();
+    }
+    for (int fd : {log_fd_, stop_fd_[0], stop_fd_[1]})
+        if (fd >= 0) ::close(fd);
+}
+
+void SentinelWatch::loop(void* context) {
+    auto* c = static_cast<redisContext*>(context);
+    for (;;) {
+        pollfd fds[2] = {{c->fd, POLLIN, 0}, {stop_fd_[0], POLLIN, 0}};
+        if (::poll(fds, 2, -1) < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        if (fds[1].revents) break;
+        // A Sentinel that goes away (the run is ending) ends the watch; nothing to report.
+        if (redisBufferRead(c) != REDIS_OK) break;
+        const long long t_ns = monotonic_ns();
+        void* r = nullptr;
+        while (redisGetReplyFromReader(c, &r) == REDIS_OK && r != nullptr) {
+            auto* reply = static_cast<redisReply*>(r);
+            // ["message", channel, payload]
+            if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 3 &&
+                reply->element[0]->type == REDIS_REPLY_STRING && std::strcmp(reply->element[0]->str, "message") == 0 &&
+                reply->element[2]->type == REDIS_REPLY_STRING) {
+                const nlohmann::json line = {{"t_ns", t_ns}, {"op", "sentinel"}, {"event", reply->element[1]->str},
+                                             {"detail", reply->element[2]->str}};
+                const std::string text = line.dump() + "\n";
+                [[maybe_unused]] const auto n = ::write(log_fd_, text.data(), text.size());
+            }
+            freeReplyObject(reply);
+        }
+    }
+    redisFree(c);
 }
 
 void wait_for_replica_in_sync(int port, std::chrono::milliseconds limit) {

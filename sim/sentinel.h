@@ -11,8 +11,10 @@
 // path (the master directly, not through the held replication link).
 #pragma once
 
+#include <atomic>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "faults/process.h"
@@ -42,6 +44,25 @@ private:
     std::string master_name_;
     std::vector<Endpoint> endpoints_;
     std::vector<ChildProcess> processes_;
+};
+
+// Records what one Sentinel announces about the failover, as it happens, so that the report
+// can shade the window from "the master is down" to "the replica is promoted": subscribes
+// to +sdown, +odown, -odown, +failover-end and +switch-master and appends one line per event
+// to `log_path`: {"t_ns": CLOCK_MONOTONIC at receipt, "op": "sentinel", "event": "+odown",
+// "detail": "master lockbench 127.0.0.1 40123"}. Stops (and joins) when destroyed.
+class SentinelWatch {
+public:
+    SentinelWatch(Endpoint sentinel, const std::filesystem::path& log_path);
+    ~SentinelWatch();
+    SentinelWatch(const SentinelWatch&) = delete;
+    SentinelWatch& operator=(const SentinelWatch&) = delete;
+
+private:
+    void loop(void* context);
+    int log_fd_ = -1;
+    int stop_fd_[2] = {-1, -1};
+    std::thread thread_;
 };
 
 // Blocks (bounded) until the replica at `port` reports its link to the master up.

@@ -81,6 +81,32 @@ void slow_holder_checks(const nlohmann::json& summary) {
               w->at("second").at("enter_seq").template get<long long>());
 }
 
+std::vector<nlohmann::json> jsonl(const fs::path& file) {
+    std::vector<nlohmann::json> lines;
+    std::ifstream in(file);
+    for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+    return lines;
+}
+
+// A run whose master is killed records the failover as Sentinel announced it: the master
+// seen down, then the replica promoted, both after the crash the nemesis logged.
+void failover_checks(const fs::path& out, const nlohmann::json& summary) {
+    for (const auto& run : summary.at("runs")) {
+        const fs::path dir = out / "runs" / run.at("name").get<std::string>();
+        long long crash = 0, down = 0, promoted = 0;
+        for (const auto& e : jsonl(dir / "nemesis.jsonl"))
+            if (e.at("fault") == "crash" && e.at("type") == "start") crash = e.at("t_ns");
+        for (const auto& e : jsonl(dir / "sentinel.jsonl")) {
+            if (e.at("event") == "+sdown" && e.at("detail").get<std::string>().starts_with("master ") && !down)
+                down = e.at("t_ns");
+            if (e.at("event") == "+switch-master" && !promoted) promoted = e.at("t_ns");
+        }
+        ASSERT_GT(crash, 0) << run.at("name") << ": the master was never killed";
+        EXPECT_GT(down, crash) << run.at("name");
+        EXPECT_GT(promoted, down) << run.at("name");
+    }
+}
+
 class Catalog : public ::testing::TestWithParam<std::string> {};
 
 // Every case of the catalog, run as a user runs it: each expectation in the file must hold,
@@ -98,6 +124,7 @@ TEST_P(Catalog, EveryExpectationHolds) {
     EXPECT_EQ(WEXITSTATUS(r.status), 0);
     if (name == "baseline") baseline_checks(r.summary);
     if (name == "slow-holder") slow_holder_checks(r.summary);
+    if (name.starts_with("failover-")) failover_checks(out, r.summary);
     fs::remove_all(out);
 }
 

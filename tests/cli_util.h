@@ -46,6 +46,7 @@ namespace {
 struct ToolOptions {
     std::map<std::string, std::string> set_env;  // added or replaced
     std::vector<std::string> unset_env;          // removed
+    std::string program;                         // what to run instead of lockbench
 };
 
 struct Result {
@@ -90,7 +91,7 @@ public:
         : out_path_(capture_stem.string() + ".stdout"), err_path_(capture_stem.string() + ".stderr") {
         // Everything the child needs is built before fork: between fork and exec only
         // async-signal-safe calls.
-        std::vector<std::string> argv_s{LOCKBENCH_BINARY};
+        std::vector<std::string> argv_s{opts.program.empty() ? LOCKBENCH_BINARY : opts.program};
         argv_s.insert(argv_s.end(), args.begin(), args.end());
         std::vector<std::string> env_s;
         for (char** e = environ; e && *e; ++e) {

@@ -9,6 +9,10 @@
 //   sweep ....... the swept field really changes the run (no violation below the TTL, some
 //                 above it)
 //   bad input ... one line, exit 2, nothing written
+//   report ...... `lockbench report` over a matrix and a sweep: every figure is there, the page
+//                 opens in headless Chromium with every image loaded and nothing cut off; a
+//                 folder that is not results, or from another version, or a damaged history is
+//                 one line and leaves the previous report as it was
 #include "cli_util.h"
 
 namespace {
@@ -199,6 +203,127 @@ TEST_F(MatrixTest, BadInputIsOneLineAndWritesNothing) {
     write_file("notes.txt", "mine");
     expect_one_line_error(run({"matrix", kTiny.string(), "--out", dir().string()}), "not a lockbench results tree");
     expect_one_line_error(run({"merge", (dir() / "m").string(), dir().string()}), "not a lockbench results tree");
+}
+
+// The report of a matrix and a sweep, side by side in one folder as scripts/run leaves them.
+class ReportTest : public MatrixTest {
+protected:
+    Result report(const fs::path& folder) { return run({"report", folder.string()}); }
+
+    // A refused report: exit 2, no traceback, and one line of error; the only other lines are
+    // its progress ("report: drawing ...") up to the point where it found the damage.
+    static void expect_refused(const Result& r, const std::string& piece) {
+        EXPECT_EQ(r.exit_code(), 2) << r.describe();
+        EXPECT_EQ(r.err.find("Traceback"), std::string::npos) << r.describe();
+        std::vector<std::string> errors;
+        for (const auto& line : lines_of(r.err))
+            if (!line.starts_with("report: ")) errors.push_back(line);
+        ASSERT_EQ(errors.size(), 1u) << r.describe();
+        EXPECT_TRUE(errors[0].starts_with("lockbench report: ")) << r.describe();
+        EXPECT_NE(errors[0].find(piece), std::string::npos) << "the error should mention " << piece << "\n"
+                                                            << r.describe();
+    }
+
+    static std::set<std::string> files_in(const fs::path& folder) {
+        std::set<std::string> names;
+        if (fs::is_directory(folder))
+            for (const auto& e : fs::directory_iterator(folder)) names.insert(e.path().filename().string());
+        return names;
+    }
+};
+
+TEST_F(ReportTest, DrawsEveryFigureIntoOnePageThatOpensInChromium) {
+    const fs::path results = dir() / "results";
+    ASSERT_EQ(run({"matrix", kTiny.string(), "--out", (results / "m").string()}).exit_code(), 0);
+    ASSERT_EQ(run({"sweep", kTiny.string(), "--param", "faults.0.duration_ms=50..250", "--steps", "3", "--algorithm",
+                   "token-lua+ttl_ms=100", "--algorithm", "token-lua+ttl_ms=100+fence", "--out",
+                   (results / "s").string()})
+                  .exit_code(),
+              0);
+    const Result r = report(results);
+    ASSERT_EQ(r.exit_code(), 0) << r.describe();
+
+    const std::string page = read_text(results / "report.html");
+    const std::string md = read_text(results / "report.md");
+    ASSERT_FALSE(md.empty());
+    // Self-contained: every image is a data URI, nothing is fetched from elsewhere.
+    size_t images = 0;
+    for (size_t at = page.find("<img"); at != std::string::npos; at = page.find("<img", at + 1)) {
+        ++images;
+        EXPECT_EQ(page.compare(page.find("src=", at), 27, "src=\"data:image/png;base64,"), 0)
+            << page.substr(at, 80);
+    }
+    // The four kinds of figure, from the real runs: the verdict matrix of each tree, the
+    // timeline of the unfenced cell's violation, latency and throughput of the scenario, the
+    // sweep's phase diagram.
+    const auto pngs = files_in(results / "report-images");
+    EXPECT_EQ(pngs.size(), images);
+    for (const std::string name :
+         {"m-verdict-matrix.png", "m-latency-tiny-pause.png", "m-throughput-tiny-pause.png", "s-phase.png"})
+        EXPECT_TRUE(pngs.contains(name)) << name << " missing; report-images holds " << ::testing::PrintToString(pngs);
+    EXPECT_TRUE(std::any_of(pngs.begin(), pngs.end(), [](const std::string& n) {
+        return n.starts_with("m-timeline-") && n.find("fence") == std::string::npos;
+    })) << ::testing::PrintToString(pngs);
+    // Every image is embedded in the page and also linked from the Markdown.
+    for (const auto& name : pngs) EXPECT_NE(md.find("report-images/" + name), std::string::npos) << name;
+    // Per-scenario text names what was injected and which algorithms held.
+    EXPECT_NE(page.find("tiny-pause"), std::string::npos);
+    EXPECT_NE(md.find("token-lua+ttl_ms=100+fence"), std::string::npos);
+
+    // A real browser: it opens, every image loads, nothing sticks out of a 1280-px window.
+    ToolOptions py;
+    py.program = "/usr/bin/python3";
+    const Result check = run({(fs::path(LOCKBENCH_SOURCE_DIR) / "tests" / "report_browser_check.py").string(),
+                              (results / "report.html").string()},
+                             py);
+    EXPECT_EQ(check.exit_code(), 0) << check.describe();
+    EXPECT_NE(check.out.find("OK "), std::string::npos) << check.describe();
+    EXPECT_NE(check.out.find(std::to_string(images) + " images loaded"), std::string::npos) << check.describe();
+}
+
+TEST_F(ReportTest, BadResultsAreOneLineAndLeaveThePreviousReport) {
+    // Not a results folder at all.
+    fs::create_directories(dir() / "empty");
+    expect_refused(report(dir() / "empty"), "empty");
+    EXPECT_TRUE(files_in(dir() / "empty").empty());
+    expect_refused(report(dir() / "nosuch"), "nosuch");
+
+    // A good report first, then damage under it.
+    const fs::path results = dir() / "m";
+    ASSERT_EQ(run({"matrix", kTiny.string(), "--out", results.string()}).exit_code(), 0);
+    ASSERT_EQ(report(results).exit_code(), 0);
+    const std::string html_before = read_text(results / "report.html");
+    const std::string md_before = read_text(results / "report.md");
+    const auto images_before = files_in(results / "report-images");
+    auto unchanged = [&] {
+        EXPECT_EQ(read_text(results / "report.html"), html_before);
+        EXPECT_EQ(read_text(results / "report.md"), md_before);
+        EXPECT_EQ(files_in(results / "report-images"), images_before);
+        for (const auto& n : files_in(results)) EXPECT_FALSE(n.starts_with(".report.tmp")) << n;
+    };
+
+    // A history line cut in half, as a crash mid-write would leave it.
+    const Json summary = read_json(results / "summary.json");
+    const fs::path rep = results / cell(summary, kUnfenced).at("reps").at(0).at("dir").get<std::string>();
+    std::map<fs::path, std::string> histories;
+    for (const auto& e : fs::recursive_directory_iterator(rep))
+        if (e.path().parent_path().filename() == "history") histories[e.path()] = read_text(e.path());
+    ASSERT_FALSE(histories.empty()) << "no history/ under " << rep;
+    for (const auto& [path, text] : histories)
+        write_text(path, text + text.substr(0, text.find('\n') / 2) + "\n");
+    expect_refused(report(results), "history/client-");
+    unchanged();
+    for (const auto& [path, text] : histories) write_text(path, text);
+
+    // A results tree from another version of lockbench.
+    const std::string good_header = read_text(results / "lockbench-results.json");
+    Json header = Json::parse(good_header);
+    header["version"] = 2;
+    write_text(results / "lockbench-results.json", header.dump());
+    expect_refused(report(results), "version 2");
+    unchanged();
+    write_text(results / "lockbench-results.json", good_header);
+    EXPECT_EQ(report(results).exit_code(), 0);
 }
 
 }  // namespace

@@ -101,7 +101,9 @@ void for_each_line(const std::filesystem::path& path, F&& f) {
 
 void parse_client_event(const nlohmann::json& j, RunHistory& h) {
     const std::string op = j.at("op").get<std::string>();
-    if (op == "point") return;  // fault points: for the timeline, not the checker
+    // Fault points (for the timeline) and an adapter's failure (in the summary's
+    // clients_failed) are not for the checker.
+    if (op == "point" || op == "adapter") return;
     ClientEvent e;
     e.t_ns = j.at("t_ns").get<long long>();
     e.client = j.at("client").get<int>();

@@ -10,6 +10,7 @@
 
 #include "faults/process.h"
 #include "lockimpl/registry.h"
+#include "sim/external.h"
 #include "sim/matrix.h"
 #include "sim/runner.h"
 #include "sim/scenario.h"
@@ -25,22 +26,22 @@ std::string self_exe() {
     return ec ? "lockbench" : p.string();
 }
 
-int cmd_run(const std::string& file, std::optional<std::string> out, std::optional<std::uint64_t> seed,
-            const std::vector<std::string>& only) {
-    Scenario s = load_scenario(file);
-    select_runs(s, only);
-    RunOptions opts{out ? fs::path(*out) : fs::path("results") / s.name, seed, self_exe(), true};
-    const nlohmann::json summary = run_scenario(s, opts);
-    std::cout << format_table(summary);
-    std::cout << "summary: " << (opts.out / "summary.json").string() << "\n";
-    return expectations_exit_code(summary);
-}
-
 // The repository this binary was built from: scenarios/ and analysis/ live there.
 fs::path source_dir() {
     const fs::path beside = fs::path(self_exe()).parent_path().parent_path();
     if (fs::is_directory(beside / "scenarios") && fs::is_regular_file(beside / "analysis" / "report.py")) return beside;
     return LOCKBENCH_SOURCE_DIR;
+}
+
+int cmd_run(const std::string& file, std::optional<std::string> out, std::optional<std::uint64_t> seed,
+            const std::vector<std::string>& only) {
+    Scenario s = load_scenario(file);
+    select_runs(s, only);
+    RunOptions opts{out ? fs::path(*out) : fs::path("results") / s.name, seed, self_exe(), true, source_dir()};
+    const nlohmann::json summary = run_scenario(s, opts);
+    std::cout << format_table(summary);
+    std::cout << "summary: " << (opts.out / "summary.json").string() << "\n";
+    return expectations_exit_code(summary);
 }
 
 std::vector<fs::path> catalog_files(const std::vector<std::string>& given) {
@@ -79,7 +80,11 @@ int cmd_check(const std::string& dir) {
 }
 
 int cmd_list() {
-    for (const AlgorithmInfo& a : algorithms()) {
+    std::vector<const AlgorithmInfo*> all;
+    for (const AlgorithmInfo& a : algorithms()) all.push_back(&a);
+    all.push_back(&external_algorithm());
+    for (const AlgorithmInfo* ap : all) {
+        const AlgorithmInfo& a = *ap;
         std::cout << a.name << " — " << a.summary << "\n";
         std::cout << "    nodes: " << a.default_nodes << " by default\n";
         for (const ParamSpec& p : a.params) {
@@ -162,13 +167,13 @@ int main(int argc, char** argv) {
         if (matrix->parsed()) {
             const MatrixSpec spec = matrix_spec(catalog_files(scenarios), only, repeat);
             const fs::path o = out ? fs::path(*out) : fs::path("results/matrix");
-            return finish_matrix(run_matrix(spec, {o, parse_shard(shard), self_exe(), true}), o);
+            return finish_matrix(run_matrix(spec, {o, parse_shard(shard), self_exe(), true, source_dir()}), o);
         }
         if (sweep->parsed()) {
             const MatrixSpec spec = sweep_spec(scenario, parse_sweep_param(param), steps, only, repeat);
             const fs::path o = out ? fs::path(*out)
                                    : fs::path("results") / ("sweep-" + spec.json.at("sweep").at("scenario").get<std::string>());
-            return finish_matrix(run_matrix(spec, {o, parse_shard(shard), self_exe(), true}), o);
+            return finish_matrix(run_matrix(spec, {o, parse_shard(shard), self_exe(), true, source_dir()}), o);
         }
         if (merge->parsed()) {
             std::vector<fs::path> paths(trees.begin(), trees.end());

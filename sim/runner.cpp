@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "analysis/history_io.h"
+#include "sim/external.h"
 #include "sim/live_env.h"
 #include "faults/clock_control.h"
 #include "faults/link_proxy.h"
@@ -31,6 +32,14 @@ std::string tail_of(const fs::path& file, size_t max_chars = 400) {
     while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
     std::ranges::replace(text, '\n', '|');  // an error stays one line
     return text.size() > max_chars ? "..." + text.substr(text.size() - max_chars) : text;
+}
+
+std::string last_line_of(const fs::path& file) {
+    std::ifstream in(file);
+    std::string line, last;
+    while (std::getline(in, line))
+        if (!line.empty()) last = line;
+    return last;
 }
 
 struct Nodes {
@@ -90,12 +99,45 @@ Nodes start_nodes(const RunSpec& run, std::optional<int> base_port, const fs::pa
     return n;
 }
 
+// An external run's lock: the adapter, told the paths to the nodes (`ports`, this client's own).
+std::unique_ptr<ExternalLock> make_external(const Scenario& s, const RunSpec& run, const std::vector<int>& ports,
+                                            int client, const fs::path& project_dir, const fs::path& stderr_path = {}) {
+    std::string nodes;
+    for (int p : ports) nodes += (nodes.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(p);
+    const long long ttl_ms = run.params.integer("ttl_ms");
+    AdapterSpec a{run.name, run.command, project_dir,
+                  {{"LOCKBENCH_NODES", nodes},
+                   {"LOCKBENCH_KEY", s.lock_key},
+                   {"LOCKBENCH_CLIENT", std::to_string(client)},
+                   {"LOCKBENCH_TTL_MS", std::to_string(ttl_ms)},
+                   {"LOCKBENCH_PARAMS", run.params.json().dump()},
+                   {"LOCKBENCH_COMMAND_TIMEOUT_MS", std::to_string(s.command_timeout_ms)},
+                   {"LOCKBENCH_OP_TIMEOUT_MS", std::to_string(10 * s.command_timeout_ms)},
+                   {"LOCKBENCH_CONNECT_TIMEOUT_MS", std::to_string(s.connect_timeout_ms)}},
+                  std::chrono::milliseconds(10 * s.command_timeout_ms), stderr_path};
+    return std::make_unique<ExternalLock>(std::move(a), s.lock_key, ttl_ms);
+}
+
+// Before any client starts: the adapter starts and says it is ready, or the run fails in
+// one line (a missing library names the command that installs it).
+void preflight_adapter(const Scenario& s, const RunSpec& run, const Nodes& nodes, const fs::path& project_dir,
+                       const fs::path& tmp) {
+    std::vector<int> ports;
+    for (const auto& n : nodes.lock) ports.push_back(n.port());
+    try {
+        make_external(s, run, ports, -1, project_dir, tmp / (run.name + ".adapter-preflight.log"));
+    } catch (const AdapterError& e) {
+        throw std::runtime_error("run " + run.name + ": " + e.what());
+    }
+}
+
 struct Launch {
     std::uint64_t seed = 0;
     long long start_at_ns = 0;
     const Nemesis* nemesis = nullptr;
     const std::vector<ClockControl>* clocks = nullptr;   // the clients', if skewed
     ProxyHub* proxies = nullptr;                         // every client's own paths, if any
+    fs::path project_dir;                                // where an adapter's command runs
 };
 
 // The port client `client` dials for `target` ("n<i>" or "store"): its own proxy when the
@@ -123,7 +165,8 @@ nlohmann::json client_spec(const Scenario& s, const RunSpec& run, const Nodes& n
             {"seed", derive_seed(launch.seed, 1000 + static_cast<std::uint64_t>(client))}, {"lock_ports", ports},
             {"store_port", port_for(launch, client, "store", nodes.store->port())}, {"start_at_ns", launch.start_at_ns},
             {"control_socket", launch.nemesis->socket_path().string()}, {"armed", launch.nemesis->armed_points()},
-            {"history", (run_dir / "history" / ("client-" + std::to_string(client) + ".jsonl")).string()}};
+            {"history", (run_dir / "history" / ("client-" + std::to_string(client) + ".jsonl")).string()},
+            {"project_dir", launch.project_dir.string()}};
     if (nodes.sentinels) {
         nlohmann::json sentinels = nlohmann::json::array();
         for (const auto& e : nodes.sentinels->endpoints()) sentinels.push_back(e.port);
@@ -148,8 +191,11 @@ std::vector<ChildProcess> spawn_clients(const Scenario& s, const RunSpec& run, c
     return children;
 }
 
-void wait_for_clients(std::vector<ChildProcess>& children, const Scenario& s, const RunSpec& run,
-                      const fs::path& tmp, const Nemesis& nemesis) {
+// Waits for every client. A client whose adapter failed is recorded, {client, error}, and
+// the run goes on without it; any other failure fails the run.
+nlohmann::json wait_for_clients(std::vector<ChildProcess>& children, const Scenario& s, const RunSpec& run,
+                                const fs::path& tmp, const Nemesis& nemesis) {
+    nlohmann::json failed = nlohmann::json::array();
     const auto limit = std::chrono::milliseconds(s.workload.duration_ms + 30000);
     const auto deadline = std::chrono::steady_clock::now() + limit;
     for (size_t c = 0; c < children.size(); ++c) {
@@ -160,9 +206,16 @@ void wait_for_clients(std::vector<ChildProcess>& children, const Scenario& s, co
             throw std::runtime_error("run " + run.name + ": client " + std::to_string(c) + " did not finish within " +
                                      std::to_string(limit.count()) + " ms; its log: " + tail_of(log));
         const bool killed_on_purpose = WIFSIGNALED(*status) && nemesis.killed(static_cast<int>(c));
+        if (WIFEXITED(*status) && WEXITSTATUS(*status) == kAdapterFailed && !run.command.empty()) {
+            const std::string last = last_line_of(log);
+            std::cerr << "lockbench: run " << run.name << ": client " << c << ": " << last << "\n";
+            failed.push_back({{"client", c}, {"error", last}});
+            continue;
+        }
         if (!killed_on_purpose && (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0))
             throw std::runtime_error("run " + run.name + ": client " + std::to_string(c) + " failed: " + tail_of(log));
     }
+    return failed;
 }
 
 // Reads the store's log (in the store's order) into store.jsonl; returns the final counter.
@@ -187,7 +240,7 @@ nlohmann::json run_record(const Scenario& s, const RunSpec& run, std::uint64_t s
 }
 
 nlohmann::json execute_run(const Scenario& s, const RunSpec& run, std::uint64_t seed, const fs::path& run_dir,
-                           const fs::path& tmp, const std::string& self_exe, const std::function<void()>& started) {
+                           const fs::path& tmp, const RunOptions& opts, const std::function<void()>& started) {
     const fs::path node_dir = tmp / run.name;
     fs::create_directories(run_dir / "history");
     Nemesis nemesis(run.faults, tmp / "nemesis.sock", run_dir / "nemesis.jsonl");
@@ -207,17 +260,22 @@ nlohmann::json execute_run(const Scenario& s, const RunSpec& run, std::uint64_t 
         Nemesis& nemesis;
         ~StopFirst() { nemesis.stop(); }
     } stop_first{nemesis};
+    if (!run.command.empty()) preflight_adapter(s, run, nodes, opts.project_dir, tmp);
     started();
-    // Every client waits for the same start instant, so none gets a head start.
-    const Launch launch{seed, monotonic_ns() + (200 + 20LL * s.workload.clients) * 1000000LL, &nemesis, &client_clocks,
-                        proxies ? &*proxies : nullptr};
-    std::vector<ChildProcess> clients = spawn_clients(s, run, nodes, launch, run_dir, tmp, self_exe);
+    // Every client waits for the same start instant, so none gets a head start; an external
+    // library's adapters (a Python or Node.js process each, started at once) get longer.
+    const long long head_ms = 200 + 20LL * s.workload.clients + (run.command.empty() ? 0 : 200LL * s.workload.clients);
+    const Launch launch{seed, monotonic_ns() + head_ms * 1000000LL, &nemesis, &client_clocks,
+                        proxies ? &*proxies : nullptr, opts.project_dir};
+    std::vector<ChildProcess> clients = spawn_clients(s, run, nodes, launch, run_dir, tmp, opts.self_exe);
     std::vector<pid_t> pids;
     for (const auto& c : clients) pids.push_back(c.pid());
     nemesis.start(pids, launch.start_at_ns);
-    wait_for_clients(clients, s, run, tmp, nemesis);
+    const nlohmann::json failed_clients = wait_for_clients(clients, s, run, tmp, nemesis);
     nemesis.stop();
     nlohmann::json record = run_record(s, run, seed);
+    if (!run.command.empty()) record["command"] = run.command;
+    if (!failed_clients.empty()) record["clients_failed"] = failed_clients;
     record["faults"] = nemesis.report();
     record["faults_injected"] = nemesis.injected();
     record["final_counter"] = export_store(*nodes.store, run_dir);
@@ -288,7 +346,7 @@ nlohmann::json run_scenario(const Scenario& s, const RunOptions& opts) {
             const RunSpec& run = s.runs[i];
             const fs::path run_dir = staging / "runs" / run.name;
             const auto started = [&] { line_open = announce(opts, i, s.runs.size(), run, s); };
-            runs.push_back(check_run(run_dir, execute_run(s, run, seed, run_dir, tmp, opts.self_exe, started)));
+            runs.push_back(check_run(run_dir, execute_run(s, run, seed, run_dir, tmp, opts, started)));
             if (line_open) {
                 const auto v = runs.back()["safety"]["mutual_exclusion_violations"].get<long long>();
                 std::cerr << " " << runs.back()["ops"]["sections_completed"] << " sections, " << v
@@ -361,11 +419,22 @@ int client_main(const fs::path& spec_file) {
     LiveEnv lock_env(std::move(lock_config));
     LiveEnv store_env({{{"127.0.0.1", spec.at("store_port").get<int>()}},
                        std::chrono::milliseconds(s.connect_timeout_ms), derive_seed(seed, 7), {}});
-    const auto lock = run->algorithm->make(
-        run->params, {s.lock_key, client, std::chrono::milliseconds(s.command_timeout_ms)});
-
     WorkerSpec w{client, seed, s.workload, std::chrono::milliseconds(1000),
                  Instant{Duration{spec.at("start_at_ns").get<long long>()}}, run->check_lease_before_write};
+    if (!run->command.empty()) {
+        try {
+            const auto lock = make_external(s, *run, spec.at("lock_ports").get<std::vector<int>>(), client,
+                                            spec.value("project_dir", std::string()));
+            run_worker(lock_env, store_env, *lock, rec, w);
+        } catch (const AdapterError& e) {
+            rec.line("adapter", "fail").str("detail", e.what()).commit();
+            std::cerr << e.what() << "\n";
+            return kAdapterFailed;
+        }
+        return 0;
+    }
+    const auto lock = run->algorithm->make(
+        run->params, {s.lock_key, client, std::chrono::milliseconds(s.command_timeout_ms)});
     run_worker(lock_env, store_env, *lock, rec, w);
     return 0;
 }

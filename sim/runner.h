@@ -26,6 +26,7 @@ struct RunOptions {
     std::optional<std::uint64_t> seed;   // overrides the scenario's
     std::string self_exe;                // this binary, to start clients with
     bool progress = true;                // one line per run on stderr
+    std::filesystem::path project_dir;   // where an external adapter's command runs
 };
 
 // Runs every run of the scenario and writes OUT/summary.json (atomically, last), the
@@ -41,7 +42,10 @@ nlohmann::json recheck(const std::filesystem::path& dir);
 // or the whole new one, never half of it.
 void write_atomically(const std::filesystem::path& path, const std::string& text);
 
-// The `lockbench client SPEC` entry point; returns the process exit code.
+// The `lockbench client SPEC` entry point; returns the process exit code: 0, or
+// kAdapterFailed when its external lock's adapter broke the protocol (the one-line reason
+// is the last line of its stderr and of its history).
+constexpr int kAdapterFailed = 3;
 int client_main(const std::filesystem::path& spec_file);
 
 // The table printed after run and check.

@@ -7,6 +7,8 @@
 #include <set>
 #include <sstream>
 
+#include "sim/external.h"
+
 namespace lockbench {
 namespace {
 
@@ -261,11 +263,24 @@ RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::s
     Fields f(j, path, file);
     RunSpec r;
     const std::string algorithm = f.required_string("algorithm");
-    r.algorithm = find_algorithm(algorithm);
+    r.algorithm = algorithm == "external" ? &external_algorithm() : find_algorithm(algorithm);
     if (!r.algorithm) {
         std::string list;
         for (const auto& a : algorithms()) list += (list.empty() ? "" : ", ") + a.name;
-        f.fail(f.at("algorithm"), "unknown algorithm \"" + algorithm + "\" (known: " + list + ")");
+        f.fail(f.at("algorithm"), "unknown algorithm \"" + algorithm + "\" (known: " + list + ", external)");
+    }
+    if (algorithm == "external") {
+        // A library in another process: its adapter command and the name the results use.
+        const nlohmann::json* command = f.get("command");
+        if (!command) f.fail(f.at("command"), "required with \"algorithm\": \"external\": the adapter's command, e.g. "
+                                              "[\"/usr/bin/python3\", \"adapters/redis_py_lock.py\"]");
+        if (!command->is_array() || command->empty() ||
+            !std::ranges::all_of(*command, [](const auto& a) { return a.is_string() && !a.template get<std::string>().empty(); }))
+            f.fail(f.at("command"), "expected a non-empty array of non-empty strings, got " + command->dump());
+        r.command = command->get<std::vector<std::string>>();
+        if (!f.get("name")) f.fail(f.at("name"), "required with \"algorithm\": \"external\" (e.g. \"redis-py\")");
+    } else if (f.get("command")) {
+        f.fail(f.at("command"), "only an \"external\" algorithm runs a command");
     }
     std::string error;
     const nlohmann::json* params = f.get("params");

@@ -27,8 +27,10 @@ nlohmann::json judge(const nlohmann::json& run, const nlohmann::json& expect) {
     return checks;
 }
 
+// Every expectation held, and no client's adapter failed (a run missing clients proves nothing).
 bool all_held(const nlohmann::json& run) {
-    return std::ranges::all_of(run.at("expectations"), [](const auto& c) { return c.at("held").template get<bool>(); });
+    return std::ranges::all_of(run.at("expectations"), [](const auto& c) { return c.at("held").template get<bool>(); }) &&
+           run.value("clients_failed", nlohmann::json::array()).empty();
 }
 
 std::string cell(double v, const char* fmt = "%.0f") {
@@ -45,8 +47,11 @@ nlohmann::json run_summary(const nlohmann::json& record, const CheckResult& resu
         {"nodes", record.at("nodes")}, {"clients", record.at("clients")}, {"seed", record.at("seed")},
         {"run_dir", "runs/" + record.at("name").get<std::string>()},
     };
+    if (record.contains("command")) run["command"] = record.at("command");  // an external library's adapter
     run.update(to_json(result, h));
     run["ops"]["faults_injected"] = record.value("faults_injected", 0);
+    // Clients whose adapter broke the protocol: each with its one-line reason.
+    run["clients_failed"] = record.value("clients_failed", nlohmann::json::array());
     run["faults"] = record.value("faults", nlohmann::json::array());
     run["expectations"] = judge(run, record.value("expect", nlohmann::json::array()));
     run["expectations_held"] = all_held(run);
@@ -68,6 +73,9 @@ std::string format_table(const nlohmann::json& summary) {
             if (!c.at("held").get<bool>())
                 verdict += " " + c.at("expect").get<std::string>() + " (got " + cell(c.at("value").get<double>()) + ")";
         if (r.at("expectations").empty()) verdict = "-";
+        if (const auto failed = r.value("clients_failed", nlohmann::json::array()); !failed.empty())
+            verdict = "CLIENTS FAILED: " + std::to_string(failed.size()) + " (" +
+                      failed.at(0).at("error").get<std::string>().substr(0, 120) + ")";
         std::snprintf(line, sizeof line, "%-32s %8s %8s %6s %6s %5s %9s %7s %7sms %7sms %7sms  %s\n",
                       r.at("name").get<std::string>().c_str(),
                       cell(r.at("ops").at("acquired").get<double>()).c_str(),

@@ -44,17 +44,19 @@ nlohmann::json rep_figures(const nlohmann::json& run) {
                         {"acquire_ms", run.at("latency_ms").at("acquire")},
                         {"faults_injected", run.at("ops").value("faults_injected", 0)},
                         {"expectations", run.at("expectations")},
-                        {"expectations_held", run.at("expectations_held")}};
+                        {"expectations_held", run.at("expectations_held")},
+                        {"clients_failed", run.value("clients_failed", nlohmann::json::array())}};
     for (const char* c : kCounts) f[c] = run.at("safety").at(c);
     return f;
 }
 
 nlohmann::json aggregate_reps(const nlohmann::json& reps, std::vector<double>& acquire_ms) {
     const long long n = static_cast<long long>(reps.size());
-    long long violating = 0, held = 0;
+    long long violating = 0, held = 0, failed = 0;
     for (const auto& r : reps) {
         if (r.at("mutual_exclusion_violations").get<long long>() > 0) ++violating;
         if (r.at("expectations_held").get<bool>()) ++held;
+        if (!r.value("clients_failed", nlohmann::json::array()).empty()) ++failed;
     }
     const Interval ci = wilson_interval(violating, n);
     nlohmann::json a = {{"violations", spread(reps, "mutual_exclusion_violations")},
@@ -67,6 +69,7 @@ nlohmann::json aggregate_reps(const nlohmann::json& reps, std::vector<double>& a
                         {"acquire_ms", to_json(percentiles(acquire_ms))},
                         {"expectations_held_reps", held},
                         {"expectation_held", n > 0 && held == n},
+                        {"clients_failed_reps", failed},
                         {"has_expectations", n > 0 && !reps.front().at("expectations").empty()}};
     for (const char* c : kCounts)
         if (std::string(c) != "mutual_exclusion_violations") a[c] = spread(reps, c);

@@ -232,6 +232,8 @@ class Cell:
     def outcome(self):
         if self.reps_done == 0 or not self.reps:
             return "notrun"
+        if any(r.get("clients_failed") for r in self.reps):
+            return "failed"
         if self.total("mutual_exclusion_violations") > 0:
             return "violation"
         if any(self.total(m) > 0 for m in ("lost_updates", "stale_writes_accepted", "foreign_releases")):
@@ -577,6 +579,7 @@ OUTCOME = {
     "fenced": ("#7fb3d5", "black", "fence rejected stale writes, nothing unsafe"),
     "safe": ("#91cf60", "black", "no violation in any rep"),
     "notrun": ("#d9d9d9", "#444444", "not run"),
+    "failed": ("#5a5a5a", "white", "clients failed (an adapter broke): not trusted"),
 }
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
            "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173"]
@@ -742,7 +745,10 @@ def cell_lines(c, multi):
     if o == "notrun":
         lines += ["not run", f"0/{c.repeat or '?'} reps"]
         return o, lines
-    if o == "violation":
+    if o == "failed":
+        lines.append("clients failed")
+        lines.append(f"{sum(1 for r in c.reps if r.get('clients_failed'))}/{n} reps")
+    elif o == "violation":
         lines.append(f"{fmt_n(c.total('mutual_exclusion_violations'))} viol")
         lines.append(f"{c.reps_with('mutual_exclusion_violations')}/{n} reps")
     elif o == "unsafe":
@@ -784,7 +790,7 @@ def draw_matrix(tree, outdir):
     rh = 0.5
     top_h = 1.15 if tree.kind == "matrix" else 0.75
     bottom_h = 0.85
-    W = label_w + ncols * cw + 0.25
+    W = max(label_w + ncols * cw + 0.25, 10.4)  # never narrower than the legend below it
     H = top_h + nrows * rh + bottom_h
     fig = p.figure(figsize=(W, H))
     ax = fig.add_axes([label_w / W, bottom_h / H, ncols * cw / W, nrows * rh / H])
@@ -834,8 +840,10 @@ def draw_matrix(tree, outdir):
     if tree.kind == "sweep":
         ax.text(ncols / 2, -0.75, f"{tree.sweep.get('scenario', '')}: {tree.sweep.get('path', '')} =",
                 ha="center", va="bottom", fontsize=9)
-    handles = [Patch(facecolor=OUTCOME[o][0], edgecolor="none", label=OUTCOME[o][2])
-               for o in ("violation", "unsafe", "fenced", "safe", "notrun")]
+    shown = ("violation", "unsafe", "fenced", "safe", "notrun")
+    if any(c.outcome() == "failed" for c in tree.cells):
+        shown += ("failed",)
+    handles = [Patch(facecolor=OUTCOME[o][0], edgecolor="none", label=OUTCOME[o][2]) for o in shown]
     handles.append(Patch(facecolor="white", edgecolor="#333333", ls="--", lw=1.4, label="dashed frame: partial, fewer reps than planned"))
     fig.legend(handles=handles, loc="lower left", bbox_to_anchor=(0.01, 0.22 / H), ncol=3, frameon=False, fontsize=8)
     fig.text(0.015, 0.06 / H, "✓ the run's expectations held in every rep   ✗ failed in some rep   … held in the reps "
@@ -1450,6 +1458,12 @@ def scenario_text(cells, scen, brief=False):
     nexp = 0
     nheld = 0
     for c in run:
+        for rep in c.reps:
+            dead = rep.get("clients_failed") or []
+            if dead:  # an external adapter broke the protocol: this rep is not trusted
+                first = dead[0] if isinstance(dead[0], dict) else {}
+                out.append(f"NOT TRUSTED: {c.run} rep {rep.get('rep', '?')}: {plural(len(dead), 'client')} failed, "
+                           f"e.g. client {first.get('client', '?')}: {first.get('error', '?')}.")
         if not c.has_expectations():
             continue
         nexp += 1
@@ -1564,7 +1578,7 @@ class Page:
             self.m.append(md)
 
 
-OUTCOME_WORD = {"violation": "VIOLATED", "unsafe": "unsafe", "fenced": "fenced", "safe": "safe", "notrun": "not run"}
+OUTCOME_WORD = {"failed": "CLIENTS FAILED", "violation": "VIOLATED", "unsafe": "unsafe", "fenced": "fenced", "safe": "safe", "notrun": "not run"}
 
 
 def progress(msg):
@@ -1665,6 +1679,9 @@ def finding_of_scenario(t, sc):
     if not cells:
         return "not run."
     groups = []
+    broken = [c for c in cells if c.outcome() == "failed"]
+    if broken:
+        groups.append("not trusted, an adapter broke, with " + join_en(cell_name(c, cells) for c in broken))
     viol = [c for c in cells if c.outcome() == "violation"]
     if viol:
         groups.append("two holders with " + join_en(
@@ -1756,7 +1773,8 @@ def write_page(trees, results, page):
         "scenario (per swept value for a sweep); a cell's colour is its worst outcome over all reps: red, two "
         "critical sections overlapped in the store; orange, no overlap but lost updates, stale writes accepted or "
         "releases of someone else's lock; blue, a fencing token made the store reject stale writes and nothing unsafe "
-        "got in; green, nothing of the kind; grey, not run. The text gives totals over reps and how many reps showed "
+        "got in; green, nothing of the kind; grey, not run; dark grey, a client failed because its external adapter "
+        "broke the protocol (not trusted). The text gives totals over reps and how many reps showed "
         "it; ✓/✗ says whether the scenario's expectations held in every rep. Each timeline replays one concrete case "
         "the checker found (its first witness): one lane per client, the lease as the client believed it, the critical "
         "section as the store saw it, fault windows shaded, the overlap hatched. Performance plots show acquire latency "

@@ -40,8 +40,10 @@ std::string spec_id(const Json& spec) {
 }
 
 // The run's name without its durations: the row a run belongs to when scenarios differ
-// only in TTLs ("token-lua+fence", "redlock+no-check_validity").
+// only in TTLs ("token-lua+fence", "redlock+no-check_validity"). An external run's row is
+// its library, by the name the scenario gives it ("redis-py").
 std::string variant_of(const RunSpec& r) {
+    if (!r.command.empty()) return r.name;
     std::vector<ParamSpec> kept;
     for (const auto& p : r.algorithm->params)
         if (!p.name.ends_with("_ms")) kept.push_back(p);
@@ -400,7 +402,7 @@ Json run_matrix(const MatrixSpec& spec, const MatrixOptions& opts) {
         }
         nlohmann::json summary;
         try {
-            summary = run_scenario(s, {rep_dir(opts.out, cell, todo[i].rep), seed, opts.self_exe, false});
+            summary = run_scenario(s, {rep_dir(opts.out, cell, todo[i].rep), seed, opts.self_exe, false, opts.project_dir});
         } catch (const std::exception& e) {
             if (opts.progress) std::cerr << " failed\n";
             throw std::runtime_error(cell.at("id").get<std::string>() + " rep " + std::to_string(todo[i].rep + 1) + ": " +
@@ -469,6 +471,8 @@ std::string format_matrix_table(const Json& summary) {
         const int done = c.at("reps_done").get<int>();
         std::string verdict = "-";
         if (sweep) verdict = c.at("value").dump();
+        else if (const int failed = a.value("clients_failed_reps", 0); failed > 0)
+            verdict = "CLIENTS FAILED in " + std::to_string(failed) + "/" + std::to_string(done);
         else if (done > 0 && a.at("has_expectations").get<bool>())
             verdict = a.at("expectation_held").get<bool>()
                           ? "held"
@@ -498,6 +502,7 @@ int matrix_exit_code(const Json& summary) {
         const Json& a = c.at("aggregate");
         if (c.at("reps_done").get<int>() > 0 && a.at("has_expectations").get<bool>() && !a.at("expectation_held").get<bool>())
             return 1;
+        if (a.value("clients_failed_reps", 0) > 0) return 1;  // an adapter broke: that cell is not trusted
     }
     return 0;
 }

@@ -58,6 +58,7 @@ struct MatrixOptions {
     Shard shard;
     std::string self_exe;
     bool progress = true;
+    std::filesystem::path project_dir;  // where an external adapter's command runs
 };
 
 // Runs the shard's cells that are not done yet and returns the tree's summary (also written

@@ -1,0 +1,219 @@
+// External lock libraries through the adapter protocol, on the real binary against live
+// redis-server:
+//
+//   example ..... README's minimal adapter is adapters/redis_py_lock.py, word for word, and
+//                 it runs: a clean baseline under its own name, the library it reported
+//   pause ....... a pause stops the client and its adapter together (both in state T), and
+//                 a clock fault on the client has its shim loaded into the adapter
+//   broken ...... an adapter that crashes, prints garbage or hangs is one line naming it and
+//                 what it printed last; the client is recorded as failed, the run is not
+//                 trusted (exit 1), and no adapter is left running
+//   missing ..... an adapter that cannot start fails the run before it begins: one line
+//   bad input ... "external" without a command, or a command elsewhere, is refused
+//   matrix ...... the matrix gives each library its own row, by its name, beside the
+//                 built-in algorithm; the report names both, and the crashed client
+#include "cli_util.h"
+
+namespace {
+
+using Json = nlohmann::json;
+
+const fs::path kSource = LOCKBENCH_SOURCE_DIR;
+const std::string kRedisPy = R"("algorithm": "external", "name": "redis-py", "command": ["/usr/bin/python3", "adapters/redis_py_lock.py"])";
+
+Json read_json(const fs::path& p) {
+    std::ifstream in(p);
+    return Json::parse(in);
+}
+
+class ExternalTest : public CliTest {
+protected:
+    fs::path scenario(const std::string& runs, const std::string& extra = "", int clients = 3, int duration_ms = 800) {
+        return write_file("scenario.json", R"({"name": "ext", "seed": 3,)" + extra + R"( "workload": {"clients": )" +
+                                               std::to_string(clients) + R"(, "duration_ms": )" +
+                                               std::to_string(duration_ms) + R"(, "work_ms": {"uniform": [1, 3]}},
+                                               "runs": [)" + runs + "]}");
+    }
+
+    // Pids the bad adapters wrote into our TMPDIR.
+    std::vector<pid_t> bad_adapter_pids() {
+        std::vector<pid_t> pids;
+        for (const auto& e : fs::directory_iterator(dir() / "tmp"))
+            if (e.path().filename().string().starts_with("bad-adapter."))
+                pids.push_back(static_cast<pid_t>(std::stol(read_text(e.path()))));
+        return pids;
+    }
+};
+
+TEST_F(ExternalTest, ReadmeExampleIsTheShippedAdapterAndItRuns) {
+    // The README's code block after "a complete minimal adapter" is the file, line for line.
+    const std::string readme = read_text(kSource / "README.md");
+    const std::string file = read_text(kSource / "adapters" / "redis_py_lock.py");
+    const auto start = readme.find("```python\n#!/usr/bin/python3\n\"\"\"lockbench adapter for redis-py");
+    ASSERT_NE(start, std::string::npos) << "README should show adapters/redis_py_lock.py in a ```python block";
+    const auto body = start + std::string("```python\n").size();
+    EXPECT_EQ(readme.substr(body, readme.find("```\n", body) - body), file);
+
+    const fs::path out = dir() / "out";
+    const Result r = run({"run", scenario("{" + kRedisPy + R"(, "expect": {"mutual_exclusion_violations": "== 0",
+                                         "lost_updates": "== 0", "sections_completed": ">= 20"}})")
+                                     .string(),
+                          "--out", out.string()});
+    ASSERT_EQ(r.exit_code(), 0) << r.describe();
+    const Json run0 = read_json(out / "summary.json").at("runs").at(0);
+    EXPECT_EQ(run0.at("name"), "redis-py");
+    EXPECT_EQ(run0.at("algorithm"), "external");
+    EXPECT_EQ(run0.at("command").at(1), "adapters/redis_py_lock.py");
+    EXPECT_TRUE(run0.at("clients_failed").empty());
+    // The library's tokens reached the history: redis-py's own uuid4 hex, 32 characters.
+    const std::string history = read_text(out / "runs" / "redis-py" / "history" / "client-0.jsonl");
+    const auto at = history.find("\"token\":\"");
+    ASSERT_NE(at, std::string::npos) << history.substr(0, 400);
+    EXPECT_EQ(history.find('"', at + 9) - (at + 9), 32u) << history.substr(at, 60);
+}
+
+TEST_F(ExternalTest, APauseStopsTheClientAndItsAdapterTogetherAndTheClockShimIsInBoth) {
+    const fs::path s = scenario("{" + kRedisPy + R"(, "params": {"ttl_ms": 300}})",
+                                R"( "faults": [{"fault": "pause", "point": "after_acquire", "client": 0, "duration_ms": 1500},
+                                               {"fault": "clock", "at_ms": 0, "client": 0, "jump_ms": 2000}],)",
+                                2, 2500);
+    auto tool = start({"run", s.string(), "--out", (dir() / "out").string()});
+    // lockbench → client (lockbench) → adapter (python3). Catch the paused client, then look
+    // at its adapter.
+    bool seen = false;
+    std::vector<ProcInfo> adapters;
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (!seen && tool->running() && std::chrono::steady_clock::now() < deadline) {
+        for (const auto& client : children_of(tool->pid())) {
+            if (client.state != 'T') continue;
+            EXPECT_NE(read_text("/proc/" + std::to_string(client.pid) + "/maps").find("clockshim"), std::string::npos);
+            for (const auto& adapter : children_of(client.pid)) {
+                if (adapter.comm.find("python") == std::string::npos) continue;
+                EXPECT_EQ(adapter.state, 'T') << "the adapter of a paused client should be stopped too";
+                // The client's clock is skewed: the shim is loaded into its adapter too.
+                const std::string maps = read_text("/proc/" + std::to_string(adapter.pid) + "/maps");
+                EXPECT_NE(maps.find("clockshim"), std::string::npos) << "no clock shim in the adapter";
+                adapters.push_back(adapter);
+                seen = true;
+            }
+        }
+        std::this_thread::sleep_for(20ms);
+    }
+    EXPECT_TRUE(seen) << "never saw the paused client with its adapter";
+    const Result r = tool->finish();
+    EXPECT_EQ(r.exit_code(), 0) << r.describe();
+    for (const auto& a : adapters) EXPECT_TRUE(gone(a)) << "adapter " << a.pid << " outlived the run";
+}
+
+TEST_F(ExternalTest, BrokenAdaptersAreOneLineEachAndLeaveNothingRunning) {
+    const std::string bad = (kSource / "tests" / "data" / "bad_adapter.py").string();
+    std::string runs;
+    for (const char* mode : {"crash", "garbage", "hang"})
+        runs += std::string(runs.empty() ? "" : ",") + R"({"algorithm": "external", "name": ")" + mode +
+                R"(", "command": ["/usr/bin/python3", ")" + bad + R"(", ")" + mode + R"("]})";
+    const fs::path out = dir() / "out";
+    // One command timeout of 30 ms: a hung adapter is given 300 ms.
+    const Result r = run({"run", scenario(runs, R"( "client": {"command_timeout_ms": 30},)", 2).string(), "--out",
+                          out.string()});
+    EXPECT_EQ(r.exit_code(), 1) << "a run whose clients failed is not trusted\n" << r.describe();
+    const Json summary = read_json(out / "summary.json");
+    const std::map<std::string, std::string> expected = {
+        {"crash", "exited with status 3 while lockbench waited for its answer to acquire; the last thing it printed: about to crash"},
+        {"garbage", "answered acquire with something that is not the protocol (expected {\"ok\": true|false, ...}); the last thing it printed: hello, I am not JSON"},
+        {"hang", "no answer within 300 ms (waiting for its answer to acquire); the last thing it printed: {\"ready\": true, \"library\": \"bad hang\"}"}};
+    for (const auto& run : summary.at("runs")) {
+        const std::string name = run.at("name");
+        EXPECT_FALSE(run.at("expectations_held").get<bool>()) << name;
+        ASSERT_EQ(run.at("clients_failed").size(), 2u) << name << ": " << run.dump(2);
+        for (const auto& f : run.at("clients_failed")) {
+            const std::string error = f.at("error");
+            EXPECT_TRUE(error.starts_with("adapter " + name + " (/usr/bin/python3 " + bad + " " + name + "): ")) << error;
+            EXPECT_TRUE(error.ends_with(expected.at(name))) << error;
+            EXPECT_EQ(error.find('\n'), std::string::npos);
+            // The client said so on stderr, one line each.
+            EXPECT_NE(r.err.find(error), std::string::npos) << r.err;
+        }
+    }
+    // Three runs: a preflight adapter and two clients' adapters each, none left.
+    const auto pids = bad_adapter_pids();
+    EXPECT_EQ(pids.size(), 9u);
+    for (pid_t pid : pids) {
+        const auto p = read_proc(pid);
+        EXPECT_TRUE(!p || p->state == 'Z' || p->comm.find("python") == std::string::npos)
+            << "adapter " << pid << " still running";
+    }
+}
+
+TEST_F(ExternalTest, AnAdapterThatCannotStartFailsTheRunInOneLine) {
+    const std::string bad = (kSource / "tests" / "data" / "bad_adapter.py").string();
+    const fs::path out = dir() / "out";
+    const Result r = run({"run",
+                          scenario(R"({"algorithm": "external", "name": "slow", "command": ["/usr/bin/python3", ")" + bad +
+                                   R"(", "noready"]})").string(),
+                          "--out", out.string()});
+    EXPECT_EQ(r.exit_code(), 2) << r.describe();
+    ASSERT_EQ(lines_of(r.err).size(), 1u) << r.describe();
+    EXPECT_NE(r.err.find("run slow: adapter slow (/usr/bin/python3 " + bad + " noready): its first line should be "
+                         "{\"ready\": true, \"library\": ...}; the last thing it printed: Starting up, please wait..."),
+              std::string::npos)
+        << r.describe();
+    EXPECT_FALSE(fs::exists(out / "summary.json"));
+    for (pid_t pid : bad_adapter_pids()) {
+        const auto p = read_proc(pid);
+        EXPECT_TRUE(!p || p->state == 'Z' || p->comm.find("python") == std::string::npos) << pid;
+    }
+
+    // A command that does not exist: the same, naming it.
+    const Result missing = run({"run",
+                                scenario(R"({"algorithm": "external", "name": "nolib", "command": ["/nonexistent/adapter"]})")
+                                    .string(),
+                                "--out", out.string()});
+    EXPECT_EQ(missing.exit_code(), 2) << missing.describe();
+    EXPECT_EQ(lines_of(missing.err).size(), 1u) << missing.describe();
+    EXPECT_NE(missing.err.find("run nolib: adapter nolib (/nonexistent/adapter): not ready: cannot execute "
+                               "/nonexistent/adapter: No such file or directory"),
+              std::string::npos)
+        << missing.describe();
+}
+
+TEST_F(ExternalTest, ScenarioErrorsNameTheField) {
+    expect_rejected(R"({"name": "x", "runs": [{"algorithm": "external", "name": "lib"}]})", {"runs[0].command", "required"});
+    expect_rejected(R"({"name": "x", "runs": [{"algorithm": "external", "name": "lib", "command": "python3 a.py"}]})",
+                    {"runs[0].command", "array"});
+    expect_rejected(R"({"name": "x", "runs": [{"algorithm": "external", "command": ["a"]}]})", {"runs[0].name", "required"});
+    expect_rejected(R"({"name": "x", "runs": [{"algorithm": "token-lua", "command": ["a"]}]})",
+                    {"runs[0].command", "only an \"external\""});
+}
+
+TEST_F(ExternalTest, MatrixAndReportShowEachLibraryByItsName) {
+    const std::string bad = (kSource / "tests" / "data" / "bad_adapter.py").string();
+    const std::string runs =
+        "{" + kRedisPy + R"(}, {"algorithm": "token-lua"},
+        {"algorithm": "external", "name": "node-redlock", "command": ["node", "adapters/node-redlock/adapter.js"], "nodes": 5},
+        {"algorithm": "external", "name": "crash", "command": ["/usr/bin/python3", ")" + bad + R"(", "crash"]})";
+    const fs::path results = dir() / "results";
+    const Result m = run({"matrix", scenario(runs, "", 2, 600).string(), "--out", (results / "m").string()});
+    EXPECT_EQ(m.exit_code(), 1) << "the crashed adapter's cell is not trusted\n" << m.describe();
+    std::map<std::string, Json> cells;
+    const Json summary = read_json(results / "m" / "summary.json");
+    for (const auto& c : summary.at("cells")) cells[c.at("variant")] = c;
+    ASSERT_EQ(cells.size(), 4u) << "one row each: " << m.describe();
+    for (const char* lib : {"redis-py", "node-redlock"}) {
+        ASSERT_TRUE(cells.contains(lib)) << lib;
+        EXPECT_EQ(cells[lib].at("algorithm"), "external");
+        EXPECT_TRUE(cells[lib].at("reps").at(0).at("clients_failed").empty()) << lib;
+        EXPECT_GT(cells[lib].at("reps").at(0).at("sections_completed").get<long long>(), 0) << lib;
+    }
+    EXPECT_TRUE(cells.contains("token-lua"));
+    EXPECT_EQ(cells.at("crash").at("reps").at(0).at("clients_failed").size(), 2u);
+    EXPECT_NE(m.out.find("CLIENTS FAILED in 1/1"), std::string::npos) << m.out;
+
+    const Result r = run({"report", results.string()});
+    ASSERT_EQ(r.exit_code(), 0) << r.describe();
+    const std::string md = read_text(results / "report.md");
+    for (const char* name : {"redis-py", "node-redlock", "token-lua"}) EXPECT_NE(md.find(name), std::string::npos) << name;
+    EXPECT_NE(md.find("not trusted, an adapter broke, with crash"), std::string::npos) << md;
+    EXPECT_NE(md.find("NOT TRUSTED: crash rep 0: 2 clients failed, e.g. client 0: adapter crash"), std::string::npos) << md;
+}
+
+}  // namespace

@@ -57,7 +57,29 @@ void baseline_checks(const nlohmann::json& summary) {
         EXPECT_EQ(safety(run, "stale_writes_accepted"), 0) << name;
         EXPECT_GE(run.at("ops").at("sections_completed").get<long long>(), 24) << name;
     }
-    EXPECT_EQ(algorithms.size(), 5u) << "all five algorithms race in the baseline";
+    EXPECT_EQ(algorithms.size(), 6u) << "all five algorithms and the external libraries race in the baseline";
+    EXPECT_EQ(algorithms["external"], 2) << "redis-py and node-redlock";
+}
+
+// The libraries in every case that applies to them: the GC pause past the lease breaks both,
+// the clock jump on one of five nodes breaks node-redlock, a skewed client clock neither.
+void external_checks(const std::string& name, const nlohmann::json& summary) {
+    const std::map<std::string, std::map<std::string, bool>> violates = {
+        {"baseline", {{"redis-py", false}, {"node-redlock", false}}},
+        {"gc-pause", {{"redis-py", true}, {"node-redlock", true}}},
+        {"client-clock-skew", {{"redis-py", false}, {"node-redlock", false}}},
+        {"slow-holder", {{"redis-py", true}}},
+        {"delayed-write", {{"redis-py", true}}},
+        {"redlock-minority-partition", {{"redis-py", false}, {"node-redlock", false}}},
+        {"redlock-clock-jump", {{"node-redlock", true}}},
+        {"redlock-restart-empty", {{"node-redlock", true}}}};
+    if (!violates.contains(name)) return;
+    for (const auto& [run, expected] : violates.at(name)) {
+        const auto& r = run_named(summary, run);
+        EXPECT_EQ(r.at("algorithm"), "external") << run;
+        EXPECT_TRUE(r.at("clients_failed").empty()) << run << ": " << r.at("clients_failed").dump();
+        EXPECT_EQ(safety(r, "mutual_exclusion_violations") > 0, expected) << name << " / " << run;
+    }
 }
 
 void slow_holder_checks(const nlohmann::json& summary) {
@@ -124,6 +146,7 @@ TEST_P(Catalog, EveryExpectationHolds) {
     EXPECT_EQ(WEXITSTATUS(r.status), 0);
     if (name == "baseline") baseline_checks(r.summary);
     if (name == "slow-holder") slow_holder_checks(r.summary);
+    external_checks(name, r.summary);
     if (name.starts_with("failover-")) failover_checks(out, r.summary);
     fs::remove_all(out);
 }

@@ -12,6 +12,11 @@
 //   cycle/bare-hiredis  token-lua's two commands (SET key token NX PX ttl, then EVAL of
 //                       kCompareAndDelete) straight through redisCommandArgv, no harness:
 //                       the floor the harness is measured against.
+//   cycle/redis-py      the same cycle through an external library's adapter (sim/external.h),
+//   cycle/node-redlock  as a run drives it: redis-py's Lock on node 0; node-redlock over five.
+//   cycle/echo-python   the same protocol with an adapter that answers at once and touches
+//   cycle/echo-node     no Redis (bench/echo_adapter.*): the protocol's own cost per cycle,
+//                       in each adapter language (a cycle is two round trips).
 //   checker/1M-events   check() over a generated valid history of a million client events
 //                       (tests/history_gen.h; generated before the timed loop).
 //
@@ -28,7 +33,7 @@
 // Build and run (2 cores here, so -j2):
 //   cmake -S . -B build && cmake --build build -j2 --target lockbench_bench
 //   build/bench/lockbench_bench --benchmark_repetitions=3 --benchmark_min_time=1
-//   build/bench/lockbench_bench --benchmark_filter='cycle/(token-lua|bare-hiredis)$'
+//   build/bench/lockbench_bench --benchmark_filter='cycle/(token-lua|bare-hiredis)/'
 // Set LOCKBENCH_REDIS_SERVER to use another redis-server binary.
 #include <benchmark/benchmark.h>
 #include <hiredis/hiredis.h>
@@ -46,6 +51,7 @@
 #include "analysis/checker.h"
 #include "faults/process.h"
 #include "lockimpl/registry.h"
+#include "sim/external.h"
 #include "sim/live_env.h"
 #include "sim/recorder.h"
 #include "sim/redis_node.h"
@@ -160,6 +166,43 @@ void bm_cycle(benchmark::State& state, const std::string& name, const std::strin
     fs::remove(history);
 }
 
+// cycle/<library>: the cycle through an adapter process, as a run's client drives it.
+void bm_external(benchmark::State& state, const std::string& name, std::vector<std::string> command, int nodes) {
+    LockUnderTest t;
+    try {
+        const std::string key = "lockbench:bench:" + name;
+        LiveEnvConfig config;
+        config.nodes = Cluster::get().endpoints(nodes);
+        t.env = std::make_unique<LiveEnv>(std::move(config));
+        t.env->fan_out({"DEL", key}, kCommandTimeout, std::nullopt);
+        std::string addresses;
+        for (const Endpoint& e : Cluster::get().endpoints(nodes))
+            addresses += (addresses.empty() ? "" : ",") + e.host + ":" + std::to_string(e.port);
+        AdapterSpec spec{name, std::move(command), LOCKBENCH_SOURCE_DIR,
+                         {{"LOCKBENCH_NODES", addresses}, {"LOCKBENCH_KEY", key}, {"LOCKBENCH_CLIENT", "0"},
+                          {"LOCKBENCH_TTL_MS", "500"}, {"LOCKBENCH_PARAMS", "{}"},
+                          {"LOCKBENCH_COMMAND_TIMEOUT_MS", "200"}, {"LOCKBENCH_OP_TIMEOUT_MS", "2000"},
+                          {"LOCKBENCH_CONNECT_TIMEOUT_MS", "1000"}},
+                         std::chrono::milliseconds(2000), {}};
+        t.lock = std::make_unique<ExternalLock>(std::move(spec), key, 500);
+    } catch (const std::exception& e) {  // node or a library missing: scripts/setup installs them
+        state.SkipWithError(e.what());
+        return;
+    }
+    for (auto _ : state) {
+        const AcquireResult acquired = t.lock->try_acquire(*t.env);
+        if (acquired.outcome != Outcome::ok || !acquired.lease) {
+            state.SkipWithError(("acquire " + std::string(outcome_name(acquired.outcome)) + ": " + acquired.detail).c_str());
+            break;
+        }
+        if (t.lock->release(*t.env, *acquired.lease).outcome != Outcome::ok) {
+            state.SkipWithError("release failed");
+            break;
+        }
+    }
+    set_cycle_rate(state);
+}
+
 // ---- cycle/bare-hiredis: the same two commands as token-lua, no harness -------------------
 
 using HiredisReply = std::unique_ptr<redisReply, decltype(&freeReplyObject)>;
@@ -251,6 +294,21 @@ void register_benchmarks() {
     benchmark::RegisterBenchmark("cycle/token-lua+history", [](benchmark::State& s) {
         bm_cycle(s, "token-lua+history", "token-lua", nlohmann::json::object(), true);
     })->UseRealTime();
+    struct External {
+        const char* name;
+        std::vector<std::string> command;
+        int nodes;
+    };
+    const std::vector<External> externals = {
+        {"redis-py", {"/usr/bin/python3", "adapters/redis_py_lock.py"}, 1},
+        {"node-redlock", {"node", "adapters/node-redlock/adapter.js"}, 5},
+        {"echo-python", {"/usr/bin/python3", "bench/echo_adapter.py"}, 1},
+        {"echo-node", {"node", "bench/echo_adapter.js"}, 1},
+    };
+    for (const External& e : externals)
+        benchmark::RegisterBenchmark((std::string("cycle/") + e.name).c_str(),
+                                     [e](benchmark::State& s) { bm_external(s, e.name, e.command, e.nodes); })
+            ->UseRealTime();
     benchmark::RegisterBenchmark("checker/1M-events", bm_checker)->UseRealTime()->Unit(benchmark::kMillisecond);
 }
 

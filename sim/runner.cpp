@@ -264,7 +264,7 @@ nlohmann::json execute_run(const Scenario& s, const RunSpec& run, std::uint64_t 
     started();
     // Every client waits for the same start instant, so none gets a head start; an external
     // library's adapters (a Python or Node.js process each, started at once) get longer.
-    const long long head_ms = 200 + 20LL * s.workload.clients + (run.command.empty() ? 0 : 200LL * s.workload.clients);
+    const long long head_ms = 200 + 20LL * s.workload.clients + (run.command.empty() ? 0 : 100LL * s.workload.clients);
     const Launch launch{seed, monotonic_ns() + head_ms * 1000000LL, &nemesis, &client_clocks,
                         proxies ? &*proxies : nullptr, opts.project_dir};
     std::vector<ChildProcess> clients = spawn_clients(s, run, nodes, launch, run_dir, tmp, opts.self_exe);

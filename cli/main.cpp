@@ -34,10 +34,11 @@ fs::path source_dir() {
 }
 
 int cmd_run(const std::string& file, std::optional<std::string> out, std::optional<std::uint64_t> seed,
-            const std::vector<std::string>& only) {
+            const std::vector<std::string>& only, const std::string& backend) {
     Scenario s = load_scenario(file);
     select_runs(s, only);
-    RunOptions opts{out ? fs::path(*out) : fs::path("results") / s.name, seed, self_exe(), true, source_dir()};
+    RunOptions opts{out ? fs::path(*out) : fs::path("results") / s.name, seed, self_exe(), true, source_dir(),
+                    backend == "sim"};
     const nlohmann::json summary = run_scenario(s, opts);
     std::cout << format_table(summary);
     std::cout << "summary: " << (opts.out / "summary.json").string() << "\n";
@@ -124,6 +125,9 @@ int main(int argc, char** argv) {
     run->add_option("--out", out, "results folder (default: results/<scenario name>)");
     run->add_option("--seed", seed, "seed (default: the scenario's)");
     run->add_option("--algorithm", only, "only runs of this algorithm or run name (repeatable)");
+    std::string backend = "live";
+    run->add_option("--backend", backend, "live: real redis-servers and processes; sim: the deterministic simulator")
+        ->check(CLI::IsMember({"live", "sim"}));
 
     CLI::App* check = app.add_subcommand("check", "re-run the checker on a results folder");
     check->add_option("dir", dir, "results folder written by `lockbench run`")->required();
@@ -162,7 +166,7 @@ int main(int argc, char** argv) {
     try {
         if (client->parsed()) return client_main(spec);
         install_cleanup_on_signals();
-        if (run->parsed()) return cmd_run(scenario, out, seed, only);
+        if (run->parsed()) return cmd_run(scenario, out, seed, only, backend);
         if (check->parsed()) return cmd_check(dir);
         if (matrix->parsed()) {
             const MatrixSpec spec = matrix_spec(catalog_files(scenarios), only, repeat);

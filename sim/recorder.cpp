@@ -85,7 +85,7 @@ Recorder::~Recorder() {
 }
 
 HistoryLine Recorder::line(std::string_view op, std::string_view type) {
-    std::string prefix = "{\"t_ns\":" + std::to_string(monotonic_ns()) + ",\"client\":" +
+    std::string prefix = "{\"t_ns\":" + std::to_string(clock_ ? clock_() : monotonic_ns()) + ",\"client\":" +
                          std::to_string(client_) + ",\"op\":\"";
     prefix += op;
     prefix += "\",\"type\":\"";

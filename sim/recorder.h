@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -39,14 +40,17 @@ public:
     Recorder(const Recorder&) = delete;
     Recorder& operator=(const Recorder&) = delete;
 
-    // Starts a line with t_ns (CLOCK_MONOTONIC), client, op and type.
+    // Starts a line with t_ns (CLOCK_MONOTONIC, or the clock set below), client, op and type.
     HistoryLine line(std::string_view op, std::string_view type);
+    // Where t_ns comes from instead: the simulator's virtual time.
+    void set_clock(std::function<long long()> clock) { clock_ = std::move(clock); }
 
 private:
     friend class HistoryLine;
     void write(std::string& text);
     int fd_ = -1;
     int client_ = 0;
+    std::function<long long()> clock_;
     std::mutex mutex_;   // the watchdog thread may record points too
 };
 

@@ -27,6 +27,7 @@ struct RunOptions {
     std::string self_exe;                // this binary, to start clients with
     bool progress = true;                // one line per run on stderr
     std::filesystem::path project_dir;   // where an external adapter's command runs
+    bool simulated = false;              // --backend sim: virtual time, modelled nodes (sim_run.h)
 };
 
 // Runs every run of the scenario and writes OUT/summary.json (atomically, last), the

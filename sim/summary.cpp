@@ -90,6 +90,8 @@ std::string format_table(const nlohmann::json& summary) {
                       cell(acq.at("p99").get<double>(), "%.2f").c_str(), verdict.c_str());
         out << line;
     }
+    for (const auto& r : summary.value("skipped", nlohmann::json::array()))
+        out << r.at("name").get<std::string>() << ": skipped (" << r.at("why").get<std::string>() << ")\n";
     return out.str();
 }
 

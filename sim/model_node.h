@@ -1,0 +1,69 @@
+// A modelled Redis node: the commands lockbench's algorithms and its store send, with the
+// replies a real redis-server gives (tests/model_diff_test.cpp holds the model to that on
+// generated command sequences against a live server whose clock is frozen and stepped in
+// lockstep).
+//
+//   execute(command, node clock) ──► keyspace (strings, hashes, lists; expiry in ms)
+//                 │ EVAL
+//                 └──► Lua 5.1, as Redis embeds it: redis.call back into execute, Redis's
+//                      conversion rules both ways, cjson.encode for the store's log
+//
+// Keys expire by the node's own wall clock, lazily on access, as Redis checks them (a key
+// whose expiry equals the current millisecond is still there). Persistence: `none` loses
+// everything in a crash; `always` (AOF, fsync always) keeps every acknowledged write.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "lockimpl/env.h"
+
+struct lua_State;
+
+namespace lockbench::sim {
+
+class ModelNode {
+public:
+    ModelNode();
+    ~ModelNode();
+    ModelNode(const ModelNode&) = delete;
+    ModelNode& operator=(const ModelNode&) = delete;
+
+    // One command at the node's wall-clock time `now_ms`. On a Redis error reply ("ERR ...",
+    // "WRONGTYPE ...") `*error` gets its text and the Value is nil (Reply::redis_error).
+    Value execute(const Command& cmd, long long now_ms, std::string* error);
+
+    // A crash and restart: with persistence, the data survives; without, it is gone.
+    void restart(bool keep_data);
+    std::size_t keys() const { return data_.size(); }
+
+private:
+    struct Entry {
+        enum class Type { string, hash, list } type = Type::string;
+        std::string str;
+        std::map<std::string, std::string> hash;
+        std::deque<std::string> list;
+        std::optional<long long> expire_at_ms;
+    };
+    Entry* lookup(const std::string& key);
+    Value run(const Command& cmd);
+    Value eval(const Command& cmd);
+    friend int model_redis_call(lua_State* L);
+
+    std::unordered_map<std::string, Entry> data_;
+    long long now_ms_ = 0;
+    std::unique_ptr<lua_State, void (*)(lua_State*)> lua_;
+    std::unordered_map<std::string, int> scripts_;  // script text → its compiled function
+};
+
+// A Redis error reply, as execute() returns it.
+struct RedisError {
+    std::string message;  // "ERR ...", "WRONGTYPE ..."
+};
+
+}  // namespace lockbench::sim

@@ -1,0 +1,256 @@
+#include "sim/sim_env.h"
+
+#include <algorithm>
+#include <exception>
+
+namespace lockbench::sim {
+
+long long SimClock::wall_ns(VTime t) const {
+    const VTime since = t - anchor;
+    const long long scaled = rate == 1.0 ? since : static_cast<long long>(static_cast<double>(since) * rate);
+    return kEpochNs + anchor + offset_ns + scaled;
+}
+
+void SimClock::set_rate(double r, VTime now) {
+    const long long wall = wall_ns(now);
+    anchor = now;
+    rate = r;
+    offset_ns = wall - kEpochNs - now;  // no step now
+}
+
+// ---- Net ----
+
+SimNode& Net::add_node(std::string name, bool keeps_data) {
+    nodes_.push_back(std::make_unique<SimNode>());
+    nodes_.back()->name = std::move(name);
+    nodes_.back()->keeps_data = keeps_data;
+    return *nodes_.back();
+}
+
+VTime Net::latency() {
+    const auto span = static_cast<std::uint64_t>(latency_max_ - latency_min_ + 1);
+    return latency_min_ + static_cast<VTime>(world_.random()() % span);
+}
+
+// One message onto one direction of a link, by the rules of faults/link_fault.h.
+void Net::travel(Link& link, std::function<void()> deliver) {
+    VTime due = world_.now() + latency();
+    switch (link.fault.kind) {
+        case LinkFault::Kind::blackhole:
+        case LinkFault::Kind::reset: return;
+        case LinkFault::Kind::hold: link.held.push_back(std::move(deliver)); return;
+        case LinkFault::Kind::delay: {
+            const auto jitter = static_cast<std::uint64_t>(link.fault.jitter.count()) * 1'000'000 + 1;
+            due += link.fault.latency.count() * 1'000'000 + static_cast<VTime>(world_.random()() % jitter);
+            break;
+        }
+        case LinkFault::Kind::pass: break;
+    }
+    due = std::max(due, link.last_due);  // a link never reorders
+    link.last_due = due;
+    world_.at(due, std::move(deliver));
+}
+
+void Net::set_fault(int client, std::size_t node, std::optional<Direction> direction, const LinkFault& fault) {
+    Path& p = path(client, node);
+    for (Link* link : {&p.up, &p.down}) {
+        if (direction && (link == &p.up) != (*direction == Direction::upstream)) continue;
+        link->fault = fault;
+        if (fault.kind == LinkFault::Kind::pass || fault.kind == LinkFault::Kind::delay) {
+            auto held = std::move(link->held);
+            link->held.clear();
+            for (auto& d : held) travel(*link, std::move(d));
+        }
+        if (fault.kind == LinkFault::Kind::reset) {
+            ++p.connection;
+            p.connected = false;
+        }
+    }
+}
+
+void Net::crash(std::size_t n) {
+    SimNode& node = *nodes_.at(n);
+    node.up = false;
+    node.model.restart(node.keeps_data);
+    for (auto& [key, p] : paths_)
+        if (key.second == n) {
+            ++p.connection;
+            p.connected = false;
+        }
+}
+
+void Net::restart(std::size_t n) { nodes_.at(n)->up = true; }
+
+bool Net::send(int client, std::size_t n, const Command& cmd, std::function<void(Reply)> done) {
+    Path& p = path(client, n);
+    if (!nodes_.at(n)->up || p.up.fault.kind == LinkFault::Kind::reset) {
+        p.connected = false;
+        return false;
+    }
+    p.connected = true;
+    const std::uint64_t connection = p.connection;
+    travel(p.up, [this, client, n, cmd, done = std::move(done), connection]() mutable {
+        SimNode& node = *nodes_[n];
+        if (!node.up) return;  // lost with the node
+        std::string error;
+        Value v = node.model.execute(cmd, node.wall_ms(world_.now()), &error);
+        Reply r{NodeId{0}, Reply::Status::ok, std::move(v), error, !error.empty()};
+        travel(path(client, n).down, [this, client, n, r = std::move(r), done = std::move(done), connection] {
+            if (path(client, n).connection == connection) done(r);  // else the client hung up
+        });
+    });
+    return true;
+}
+
+// ---- SimEnv ----
+
+SimEnv::SimEnv(Net& net, Process& process, std::vector<std::size_t> targets, std::function<void(Point)> on_point)
+    : net_(net), process_(process), targets_(std::move(targets)), on_point_(std::move(on_point)) {}
+
+void SimEnv::run_if_paused(World& world, Process& process) {
+    while (process.paused) {
+        Fiber* f = world.current();
+        const std::uint64_t token = world.prepare_wait();
+        process.on_resume.push_back([&world, f, token] { world.wake(f, token); });
+        world.wait();
+    }
+}
+
+std::vector<Reply> SimEnv::exchange(const std::vector<std::pair<int, Command>>& requests, Duration timeout,
+                                    std::optional<Point> after_send) {
+    World& w = net_.world();
+    struct Call {
+        std::vector<Reply> replies;
+        std::vector<bool> done;
+        std::size_t left = 0;
+        bool alive = true;
+        Fiber* fiber = nullptr;
+        std::uint64_t token = 0;
+        bool waiting = false;
+    };
+    auto call = std::make_shared<Call>();
+    call->fiber = w.current();
+    call->left = requests.size();
+    call->done.assign(requests.size(), false);
+    const auto finish = [&w, call](std::size_t i, Reply r) {
+        if (!call->alive || call->done[i]) return;
+        r.node = call->replies[i].node;
+        call->replies[i] = std::move(r);
+        call->done[i] = true;
+        if (--call->left == 0 && call->waiting) w.wake(call->fiber, call->token);
+    };
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+        const int id = requests[i].first;
+        call->replies.push_back(Reply{NodeId{id}, Reply::Status::unknown, {}, "", false});
+        const std::size_t target = targets_.at(static_cast<std::size_t>(id));
+        if (!net_.send(process_.id, target, requests[i].second, [finish, i](Reply r) { finish(i, std::move(r)); }))
+            finish(i, Reply{NodeId{id}, Reply::Status::error, {}, "Connection refused", false});
+    }
+    // The timeout is judged by the client: not while it is paused, and a reply that arrived
+    // meanwhile wins, as it would be waiting in the socket.
+    std::function<void()> expire = [this, call, finish, &w] {
+        for (std::size_t i = 0; i < call->done.size(); ++i) {
+            if (call->done[i]) continue;
+            Path& p = net_.path(process_.id, targets_.at(static_cast<std::size_t>(call->replies[i].node.value)));
+            ++p.connection;  // the connection is dropped, as LiveEnv drops it
+            p.connected = false;
+            finish(i, Reply{call->replies[i].node, Reply::Status::unknown, {}, "timed out", false});
+        }
+    };
+    w.at(w.now() + timeout.count(), [this, call, expire] {
+        if (!call->alive || call->left == 0) return;
+        if (process_.paused) process_.on_resume.push_back(expire);
+        else expire();
+    });
+    if (after_send) reach(*after_send);
+    while (call->left > 0) {
+        call->token = w.prepare_wait();
+        call->waiting = true;
+        w.wait();
+        call->waiting = false;
+        run_if_paused(w, process_);
+    }
+    call->alive = false;
+    return std::move(call->replies);
+}
+
+Reply SimEnv::command(NodeId node, const Command& cmd, Duration timeout, std::optional<Point> after_send) {
+    return exchange({{node.value, cmd}}, timeout, after_send).front();
+}
+
+std::vector<Reply> SimEnv::fan_out(const Command& cmd, Duration timeout, std::optional<Point> after_send) {
+    std::vector<std::pair<int, Command>> requests;
+    for (int i = 0; i < node_count(); ++i) requests.emplace_back(i, cmd);
+    return exchange(requests, timeout, after_send);
+}
+
+void SimEnv::sleep(Duration d) {
+    World& w = net_.world();
+    w.sleep_until(w.now() + std::max<long long>(0, d.count()));
+    run_if_paused(w, process_);
+}
+
+void SimEnv::reach(Point p) {
+    if (on_point_) on_point_(p);
+    run_if_paused(net_.world(), process_);
+}
+
+namespace {
+
+// A background task (the watchdog): a fiber of the same process, with its own env.
+class SimTask final : public BackgroundTask, public StopSignal {
+public:
+    SimTask(Net& net, Process& process, std::vector<std::size_t> targets, std::function<void(Point)> on_point,
+            std::function<void(Env&, StopSignal&)> task)
+        : world_(net.world()), process_(process), env_(net, process, std::move(targets), std::move(on_point)) {
+        fiber_ = world_.spawn("task", [this, task = std::move(task)] {
+            task(env_, *this);
+            if (stopper_) world_.at(world_.now(), [w = &world_, f = stopper_, t = stopper_token_] { w->wake(f, t); });
+        });
+        process_.fibers.push_back(fiber_);
+    }
+    ~SimTask() override { stop(); }
+
+    bool sleep_unless_stopped(Duration d) override {
+        if (stop_) return false;
+        sleep_token_ = world_.prepare_wait();
+        world_.at(world_.now() + d.count(), [w = &world_, f = fiber_, t = sleep_token_] { w->wake(f, t); });
+        world_.wait();
+        SimEnv::run_if_paused(world_, process_);
+        return !stop_;
+    }
+
+    void stop() override {
+        if (stop_) return;
+        stop_ = true;
+        Fiber* me = world_.current();
+        if (fiber_->finished()) return;
+        if (!me || me->killed() || std::uncaught_exceptions() > 0) {  // its process is gone
+            world_.kill(fiber_);
+            return;
+        }
+        // Wake it from its sleep, and wait until it has returned.
+        world_.at(world_.now(), [w = &world_, f = fiber_, t = sleep_token_] { w->wake(f, t); });
+        stopper_ = me;
+        stopper_token_ = world_.prepare_wait();
+        world_.wait();
+    }
+
+private:
+    World& world_;
+    Process& process_;
+    SimEnv env_;
+    Fiber* fiber_ = nullptr;
+    bool stop_ = false;
+    std::uint64_t sleep_token_ = 0;
+    Fiber* stopper_ = nullptr;
+    std::uint64_t stopper_token_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<BackgroundTask> SimEnv::background(std::function<void(Env&, StopSignal&)> task) {
+    return std::make_unique<SimTask>(net_, process_, targets_, on_point_, std::move(task));
+}
+
+}  // namespace lockbench::sim

@@ -1,0 +1,39 @@
+// One scenario run in the simulator (`lockbench run --backend sim`): the same workers, lock
+// code, store scripts and fault vocabulary as a live run, in virtual time, written to the
+// same run folder (history/, store.jsonl, nemesis.jsonl) for the same checker.
+//
+//   World (seed) ── fibers: client i ── run_worker(SimEnv locks, SimEnv store, lock, Recorder)
+//        │                                   │ reach(point)
+//        │                                   ▼
+//        └── SimNemesis: the run's faults, fired at points or times as the live Nemesis fires
+//            them: pause / kill a process, gate, clock jump or rate on a client or node,
+//            link faults on a client's paths, node crash and restart
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/scenario.h"
+
+namespace lockbench::sim {
+
+// Why this run cannot be simulated, if it cannot: an external library runs in another
+// process, in real time; the Sentinel topology is not modelled yet.
+std::optional<std::string> unsupported(const RunSpec& run);
+
+struct SimRunResult {
+    nlohmann::json faults;        // as Nemesis::report()
+    long long faults_injected = 0;
+    long long final_counter = 0;
+    std::size_t events = 0;       // events the world ran
+};
+
+// Runs `run` of `s` with `seed` into `run_dir` (history/, store.jsonl, nemesis.jsonl).
+SimRunResult run_simulated(const Scenario& s, const RunSpec& run, std::uint64_t seed,
+                           const std::filesystem::path& run_dir);
+
+}  // namespace lockbench::sim

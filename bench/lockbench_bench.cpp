@@ -17,6 +17,9 @@
 //   cycle/echo-python   the same protocol with an adapter that answers at once and touches
 //   cycle/echo-node     no Redis (bench/echo_adapter.*): the protocol's own cost per cycle,
 //                       in each adapter language (a cycle is two round trips).
+//   sim/<algorithm>     the same cycle in the simulator (sim/sim_env.h): the unchanged
+//                       algorithm against a modelled node in virtual time, one fiber, one
+//                       core; what a schedule search can afford. Target: token-lua >= 100k/s.
 //   checker/1M-events   check() over a generated valid history of a million client events
 //                       (tests/history_gen.h; generated before the timed loop).
 //
@@ -40,6 +43,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <optional>
 
@@ -53,6 +57,7 @@
 #include "lockimpl/registry.h"
 #include "sim/external.h"
 #include "sim/live_env.h"
+#include "sim/sim_env.h"
 #include "sim/recorder.h"
 #include "sim/redis_node.h"
 #include "tests/history_gen.h"
@@ -203,6 +208,45 @@ void bm_external(benchmark::State& state, const std::string& name, std::vector<s
     set_cycle_rate(state);
 }
 
+// sim/<algorithm>: the cycle inside a simulated world; the benchmark's loop runs in the fiber.
+void bm_sim_cycle(benchmark::State& state, const std::string& algorithm, const nlohmann::json& given) {
+    const AlgorithmInfo* info = find_algorithm(algorithm);
+    Params params;
+    std::string error;
+    if (!info || !resolve_params(info->params, given, params, error)) {
+        state.SkipWithError(("no algorithm " + algorithm + " " + error).c_str());
+        return;
+    }
+    sim::World world(1);
+    sim::Net net(world, 20'000, 80'000);
+    std::vector<std::size_t> targets;
+    for (int i = 0; i < info->default_nodes; ++i) {
+        net.add_node("lock" + std::to_string(i), false);
+        targets.push_back(static_cast<std::size_t>(i));
+    }
+    sim::Process process;
+    sim::SimEnv env(net, process, targets, nullptr);
+    const auto lock = info->make(params, LockContext{"lockbench:bench:sim", 0, kCommandTimeout});
+    long long cycles = 0;
+    sim::VTime end = sim::kWorldStart;
+    world.spawn("bench", [&] {
+        for (auto _ : state) {
+            const AcquireResult acquired = lock->try_acquire(env);
+            if (acquired.outcome != Outcome::ok || !acquired.lease) {
+                state.SkipWithError(("acquire: " + acquired.detail).c_str());
+                break;
+            }
+            lock->release(env, *acquired.lease);
+            ++cycles;
+        }
+        end = world.now();
+    });
+    world.run(std::numeric_limits<long long>::max());
+    set_cycle_rate(state);
+    state.counters["virtual_ms_per_cycle"] =
+        cycles ? static_cast<double>(end - sim::kWorldStart) / 1e6 / static_cast<double>(cycles) : 0.0;
+}
+
 // ---- cycle/bare-hiredis: the same two commands as token-lua, no harness -------------------
 
 using HiredisReply = std::unique_ptr<redisReply, decltype(&freeReplyObject)>;
@@ -308,6 +352,10 @@ void register_benchmarks() {
     for (const External& e : externals)
         benchmark::RegisterBenchmark((std::string("cycle/") + e.name).c_str(),
                                      [e](benchmark::State& s) { bm_external(s, e.name, e.command, e.nodes); })
+            ->UseRealTime();
+    for (const Cycle& c : cycles)
+        benchmark::RegisterBenchmark((std::string("sim/") + c.name).c_str(),
+                                     [c](benchmark::State& s) { bm_sim_cycle(s, c.algorithm, c.params); })
             ->UseRealTime();
     benchmark::RegisterBenchmark("checker/1M-events", bm_checker)->UseRealTime()->Unit(benchmark::kMillisecond);
 }

@@ -119,8 +119,8 @@ void ClockControl::jump(std::chrono::nanoseconds delta) {
 }
 
 void ClockControl::set_rate(double rate) {
-    if (!(rate > 0.0) || !std::isfinite(rate))
-        throw std::invalid_argument("clock rate must be positive and finite, got " +
+    if (!(rate >= 0.0) || !std::isfinite(rate))  // 0: frozen (the simulator's lockstep tests)
+        throw std::invalid_argument("clock rate must be finite and not negative, got " +
                                     std::to_string(rate));
     const std::lock_guard lock(*writer_);
     const Params old = read();

@@ -56,7 +56,8 @@ public:
 
     // Steps the wall clock by delta (negative: back). Takes effect at the reader's next call.
     void jump(std::chrono::nanoseconds delta);
-    // From now on the wall clock advances `rate` seconds per real second, with no step now:
+    // From now on the wall clock advances `rate` seconds per real second (0: frozen, moved
+    // only by jump), with no step now:
     // the anchor moves to now and the offset absorbs what the old rate had accumulated.
     void set_rate(double rate);
     // No offset, rate 1.

@@ -193,7 +193,12 @@ int model_redis_call(lua_State* L) {
     try {
         v = node->run(cmd);
     } catch (const RedisError& e) {
-        return luaL_error(L, "%s", e.message.c_str());
+        // As Redis 7 does: the script fails with the command's own error ("WRONGTYPE ..."),
+        // raised as an {err = ...} table so that no Lua position is prefixed.
+        lua_newtable(L);
+        lua_pushstring(L, e.message.c_str());
+        lua_setfield(L, -2, "err");
+        return lua_error(L);
     }
     push_reply(L, v);
     return 1;
@@ -321,7 +326,8 @@ Value ModelNode::run(const Command& cmd) {
     if (name == "incr") {
         arity(cmd, 2, 2);
         Entry* e = string_of(a[1]);
-        const long long v = (e ? to_integer(e->str) : 0) + 1;
+        long long v = 0;
+        if (__builtin_add_overflow(e ? to_integer(e->str) : 0LL, 1LL, &v)) fail("ERR increment or decrement would overflow");
         if (!e) e = &(data_[a[1]] = Entry{});
         e->str = std::to_string(v);
         return integer(v);
@@ -335,12 +341,14 @@ Value ModelNode::run(const Command& cmd) {
         const long long by = to_integer(a[3]);
         long long v = 0;
         if (e && e->hash.contains(a[2])) v = to_integer(e->hash.at(a[2]), "hash value is not an integer");
+        long long sum = 0;
+        if (__builtin_add_overflow(v, by, &sum)) fail("ERR increment or decrement would overflow");
         if (!e) {
             e = &(data_[a[1]] = Entry{});
             e->type = Entry::Type::hash;
         }
-        e->hash[a[2]] = std::to_string(v + by);
-        return integer(v + by);
+        e->hash[a[2]] = std::to_string(sum);
+        return integer(sum);
     }
     if (name == "rpush" || name == "llen" || name == "lrange") {
         arity(cmd, name == "llen" ? 2 : name == "lrange" ? 4 : 3, name == "llen" ? 2 : name == "lrange" ? 4 : SIZE_MAX);
@@ -410,7 +418,14 @@ Value ModelNode::eval(const Command& cmd) {
     set_table("ARGV", 3 + k, cmd.args.size() - 3 - k);
     lua_rawgeti(L, LUA_REGISTRYINDEX, it->second);
     if (lua_pcall(L, 0, 1, 0) != 0) {
-        const std::string e = lua_tostring(L, -1) ? lua_tostring(L, -1) : "?";
+        std::string e = "?";
+        if (lua_istable(L, -1)) {
+            lua_getfield(L, -1, "err");
+            if (lua_isstring(L, -1)) e = lua_tostring(L, -1);
+            lua_pop(L, 2);
+            fail(e);  // a command's error, as it was
+        }
+        if (lua_isstring(L, -1)) e = lua_tostring(L, -1);
         lua_pop(L, 1);
         fail("ERR Error running script: " + e);
     }

@@ -23,10 +23,10 @@ Fiber* World::spawn(std::string name, std::function<void()> body, std::size_t st
     Fiber* f = fiber.get();
     f->name_ = std::move(name);
     f->body_ = std::move(body);
-    f->stack_.resize(stack_bytes);
+    f->stack_.reset(new char[stack_bytes]);
     getcontext(&f->context_);
-    f->context_.uc_stack.ss_sp = f->stack_.data();
-    f->context_.uc_stack.ss_size = f->stack_.size();
+    f->context_.uc_stack.ss_sp = f->stack_.get();
+    f->context_.uc_stack.ss_size = stack_bytes;
     f->context_.uc_link = &world_context_;
     const auto p = reinterpret_cast<std::uintptr_t>(this);
     makecontext(&f->context_, reinterpret_cast<void (*)()>(&World::trampoline), 2,
@@ -95,6 +95,7 @@ void World::resume(Fiber* f) {
     current_ = f;
     swapcontext(&world_context_, &f->context_);
     current_ = nullptr;
+    if (f->finished_) f->stack_.reset();  // back on the world's stack: its own can go
 }
 
 void World::yield_to_world() {

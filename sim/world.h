@@ -43,7 +43,7 @@ private:
     std::string name_;
     std::function<void()> body_;
     ucontext_t context_{};
-    std::vector<char> stack_;
+    std::unique_ptr<char[]> stack_;  // not zeroed: a fiber a watchdog, spawned per acquire
     bool finished_ = false;
     bool killed_ = false;    // asked to unwind at its next switch
     bool waiting_ = false;   // blocked, with a wake-up pending somewhere

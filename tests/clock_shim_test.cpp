@@ -238,7 +238,7 @@ TEST_F(ClockShimTest, ControlTracksItsSkewAcrossRateChanges) {
     const auto first = clock.skew();
     EXPECT_LT(std::abs((first + 5s).count()), margin_ns);  // no step when the rate changes
     EXPECT_GE(clock.skew(), first);                        // and from now on it gains
-    EXPECT_THROW(clock.set_rate(0.0), std::invalid_argument);
+    EXPECT_THROW(clock.set_rate(-1.0), std::invalid_argument);
     clock.reset();
     EXPECT_LT(std::abs(clock.skew().count()), margin_ns);
 }

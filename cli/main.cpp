@@ -10,6 +10,7 @@
 
 #include "faults/process.h"
 #include "lockimpl/registry.h"
+#include "sim/explore.h"
 #include "sim/external.h"
 #include "sim/matrix.h"
 #include "sim/runner.h"
@@ -151,6 +152,19 @@ int main(int argc, char** argv) {
     sweep->add_option("--out", out, "results tree (default: results/sweep-<scenario>); run again to resume");
     sweep->add_option("--shard", shard, "run only the cells whose index is I modulo N (I/N)");
 
+    CLI::App* explore = app.add_subcommand("explore", "search fault schedules of a scenario in the simulator, shrink what violates");
+    explore->add_option("scenario", scenario, "scenario file (JSON)")->required();
+    explore->add_option("--algorithm", only, "only runs of this algorithm or run name (repeatable)");
+    long long schedules = 1000;
+    std::uint64_t explore_seed = 1;
+    std::optional<std::uint64_t> replay_seed;
+    bool first_only = false;
+    explore->add_option("--schedules", schedules, "schedules to draw per run (default 1000)")->check(CLI::PositiveNumber);
+    explore->add_option("--seed", explore_seed, "the search's seed (default 1)");
+    explore->add_option("--out", out, "where explore.json and the witnesses go (default: results/explore-<scenario>)");
+    explore->add_option("--replay", replay_seed, "run the one schedule with this seed (from explore.json) into --out");
+    explore->add_flag("--first", first_only, "per run, stop at the first violating schedule");
+
     CLI::App* merge = app.add_subcommand("merge", "join the results trees of shards of one matrix or sweep");
     merge->add_option("out", dir, "the merged tree (made if missing)")->required();
     merge->add_option("trees", trees, "shard trees")->required();
@@ -178,6 +192,28 @@ int main(int argc, char** argv) {
             const fs::path o = out ? fs::path(*out)
                                    : fs::path("results") / ("sweep-" + spec.json.at("sweep").at("scenario").get<std::string>());
             return finish_matrix(run_matrix(spec, {o, parse_shard(shard), self_exe(), true, source_dir()}), o);
+        }
+        if (explore->parsed()) {
+            const Scenario s = load_scenario(scenario);
+            sim::ExploreOptions o{scenario, only, schedules, explore_seed,
+                                  out ? fs::path(*out) : fs::path("results") / ("explore-" + s.name), true, first_only};
+            if (replay_seed) {
+                if (only.size() != 1) throw std::runtime_error("--replay needs one --algorithm: the run's name");
+                const nlohmann::json summary = sim::replay(o, only.front(), *replay_seed);
+                std::cout << format_table(summary);
+                std::cout << "replayed into " << (o.out / "run").string() << " (scenario: " << (o.out / "scenario.json").string()
+                          << ")\n";
+                return 0;
+            }
+            const nlohmann::json r = sim::explore(o);
+            std::cout << "explore: " << r.at("schedules_run") << " schedules in " << r.at("wall_s").get<double>() << " s, "
+                      << r.at("violations_found") << " violating run(s) found and shrunk\n";
+            for (const auto& v : r.at("violations"))
+                std::cout << "  " << v.at("run").get<std::string>() << ": " << v.at("violation").get<std::string>()
+                          << " in schedule " << v.at("schedule_seed") << " after " << v.at("found_after_s").get<double>()
+                          << " s; witness " << (o.out / v.at("witness").at("dir").get<std::string>()).string() << "\n";
+            std::cout << "explore.json: " << (o.out / "explore.json").string() << "\n";
+            return 0;
         }
         if (merge->parsed()) {
             std::vector<fs::path> paths(trees.begin(), trees.end());

@@ -81,7 +81,15 @@ Recorder::Recorder(const std::string& path, int client) : client_(client) {
 }
 
 Recorder::~Recorder() {
+    flush();
     if (fd_ >= 0) ::close(fd_);
+}
+
+void Recorder::flush() {
+    if (fd_ < 0 || buffer_.empty()) return;
+    std::string text = std::move(buffer_);
+    buffer_.clear();
+    write_now(text);
 }
 
 HistoryLine Recorder::line(std::string_view op, std::string_view type) {
@@ -96,7 +104,16 @@ HistoryLine Recorder::line(std::string_view op, std::string_view type) {
 
 void Recorder::write(std::string& text) {
     if (fd_ < 0) return;
+    if (buffered_) {  // one thread (a simulated world): no lock, one write(2) per 64 KiB
+        buffer_ += text;
+        if (buffer_.size() > 65536) flush();
+        return;
+    }
     std::lock_guard lock(mutex_);
+    write_now(text);
+}
+
+void Recorder::write_now(const std::string& text) {
     const char* p = text.data();
     size_t left = text.size();
     while (left > 0) {

@@ -44,13 +44,20 @@ public:
     HistoryLine line(std::string_view op, std::string_view type);
     // Where t_ns comes from instead: the simulator's virtual time.
     void set_clock(std::function<long long()> clock) { clock_ = std::move(clock); }
+    // Lines are kept in memory and written in large pieces (at the latest when this is
+    // destroyed): for the simulator, where no process can be killed mid-line.
+    void set_buffered() { buffered_ = true; }
 
 private:
     friend class HistoryLine;
     void write(std::string& text);
+    void write_now(const std::string& text);
+    void flush();
     int fd_ = -1;
     int client_ = 0;
     std::function<long long()> clock_;
+    bool buffered_ = false;
+    std::string buffer_;
     std::mutex mutex_;   // the watchdog thread may record points too
 };
 

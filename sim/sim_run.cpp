@@ -209,6 +209,7 @@ SimRunResult run_simulated(const Scenario& s, const RunSpec& run, std::uint64_t 
             Process& p = *pp;
             Recorder rec((run_dir / "history" / ("client-" + std::to_string(c) + ".jsonl")).string(), c);
             rec.set_clock([&world] { return world.now(); });
+            rec.set_buffered();
             SimEnv locks(net, p, lock_nodes, [&, c](Point point) {
                 rec.line("point", "reached").str("name", point_name(point)).commit();
                 nemesis.reached(c, point);
@@ -226,6 +227,7 @@ SimRunResult run_simulated(const Scenario& s, const RunSpec& run, std::uint64_t 
     nemesis.start(start_at);
     // Every worker stops at its deadline; the margin lets the last replies and faults land.
     world.run(start_at + (s.workload.duration_ms + 60'000) * kMs);
+    world.end_all();
 
     SimRunResult out{nemesis.report(), nemesis.injected(), 0, world.events_run()};
     SimNode& st = net.node(store);

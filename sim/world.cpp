@@ -1,5 +1,6 @@
 #include "sim/world.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <exception>
 #include <stdexcept>
@@ -103,6 +104,23 @@ void World::yield_to_world() {
     swapcontext(&f->context_, &world_context_);
     // Back in the fiber, made current again by resume().
     if (f->killed_) throw FiberKilled{};
+}
+
+std::size_t World::end_all() {
+    std::size_t n = 0;
+    for (auto& f : fibers_)
+        if (!f->finished_) {
+            kill(f.get());
+            ++n;
+        }
+    // Only the kills' resumptions: whatever else is queued stays unrun.
+    while (n && !events_.empty()) {
+        Event e = std::move(const_cast<Event&>(events_.top()));
+        events_.pop();
+        if (e.t == now_) e.f();
+        if (std::ranges::all_of(fibers_, [](const auto& x) { return x->finished_; })) break;
+    }
+    return n;
 }
 
 void World::run(VTime until) {

@@ -84,6 +84,9 @@ public:
 
     // Runs events until none is left or virtual time would pass `until`.
     void run(VTime until);
+    // Ends every fiber still blocked (a client held forever): each unwinds, so that what it
+    // owns (its history file) is closed properly. Returns how many there were.
+    std::size_t end_all();
     std::size_t events_run() const { return events_run_; }
 
 private:

@@ -6,6 +6,10 @@
 //                 reported as skipped, with the reason, not failed
 //   replay ...... the same scenario and seed give byte-identical histories, store logs and
 //                 fault logs; another seed gives other ones
+//   explore ..... a schedule search finds the GC pause's violation, shrinks it, and writes a
+//                 witness scenario that violates again, simulated and on live redis-servers;
+//                 `--replay SEED` rebuilds that schedule byte for byte; fenced token-lua on one
+//                 node accepts no stale write in any schedule
 #include "cli_util.h"
 
 namespace {
@@ -83,6 +87,59 @@ TEST_F(CliTest, SimulatedRunsReplayByteForByte) {
     for (const auto& [path, bytes] : a)
         if (path.find("/history/") != std::string::npos && c.contains(path) && c.at(path) != bytes) ++differ;
     EXPECT_GT(differ, 0u) << "another seed should give other histories";
+}
+
+TEST_F(CliTest, ExploreFindsShrinksAndReplaysTheGcPauseViolation) {
+    const std::string scenario = (kScenarios / "gc-pause.json").string();
+    const fs::path out = dir() / "explore";
+    const Result r = run({"explore", scenario, "--algorithm", "token-lua+ttl_ms=300", "--schedules", "20", "--seed", "5",
+                          "--first", "--out", out.string()});
+    ASSERT_EQ(r.exit_code(), 0) << r.describe();
+    const Json e = read_json(out / "explore.json");
+    EXPECT_GE(e.at("schedules_run").get<long long>(), 1);
+    EXPECT_GT(e.at("wall_s").get<double>(), 0.0);
+    ASSERT_EQ(e.at("violations_found"), 1) << e.dump(2);
+    const Json& v = e.at("violations").at(0);
+    EXPECT_EQ(v.at("violation"), "mutual_exclusion_violations");
+    EXPECT_LT(v.at("found_after_s").get<double>(), 1.0) << "the known violation, found in under a second";
+    // Shrunk: fewer clients than the scenario's eight, and only the pause is left.
+    EXPECT_LT(v.at("shrunk").at("clients").get<int>(), 8);
+    ASSERT_EQ(v.at("shrunk").at("faults").size(), 1u);
+    EXPECT_EQ(v.at("shrunk").at("faults").at(0).at("fault"), "pause");
+
+    // The witness is a scenario anyone can run: it violates again in the simulator and live.
+    const fs::path witness = out / v.at("witness").at("scenario").get<std::string>();
+    for (const char* backend : {"sim", "live"}) {
+        const fs::path o = dir() / (std::string("witness-") + backend);
+        const Result w = run({"run", witness.string(), "--backend", backend, "--out", o.string()});
+        EXPECT_EQ(w.exit_code(), 0) << backend << "\n" << w.describe();
+        EXPECT_GT(read_json(o / "summary.json").at("runs").at(0).at("safety").at("mutual_exclusion_violations").get<long long>(), 0)
+            << backend;
+    }
+
+    // --replay SEED: the same schedule, byte for byte, twice.
+    const std::string seed = std::to_string(v.at("schedule_seed").get<std::uint64_t>());
+    std::vector<std::map<std::string, std::string>> replays;
+    for (const char* name : {"replay-a", "replay-b"}) {
+        const Result p = run({"explore", scenario, "--algorithm", "token-lua+ttl_ms=300", "--replay", seed, "--out",
+                              (dir() / name).string()});
+        ASSERT_EQ(p.exit_code(), 0) << p.describe();
+        replays.push_back(tree(dir() / name / "run" / "runs"));
+    }
+    ASSERT_GT(replays[0].size(), 3u);
+    EXPECT_TRUE(replays[0] == replays[1]);
+    EXPECT_GT(read_json(dir() / "replay-a" / "run" / "summary.json").at("runs").at(0).at("safety").at("mutual_exclusion_violations").get<long long>(), 0);
+}
+
+TEST_F(CliTest, ExploreFindsNoStaleWriteAcceptedByTheFencedLockOnOneNode) {
+    const fs::path out = dir() / "explore";
+    const Result r = run({"explore", (kScenarios / "gc-pause.json").string(), "--algorithm", "token-lua+ttl_ms=300+fence",
+                          "--schedules", "100", "--out", out.string()});
+    ASSERT_EQ(r.exit_code(), 0) << r.describe();
+    const Json e = read_json(out / "explore.json");
+    EXPECT_EQ(e.at("schedules_run"), 100);
+    EXPECT_EQ(e.at("violations_found"), 0) << e.dump(2);
+    EXPECT_EQ(e.at("runs").at("token-lua+ttl_ms=300+fence").at("invalid"), 0);
 }
 
 }  // namespace

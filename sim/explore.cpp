@@ -1,0 +1,269 @@
+#include "sim/explore.h"
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <stdexcept>
+
+#include "analysis/checker.h"
+#include "analysis/history_io.h"
+#include "sim/redis_node.h"
+#include "sim/runner.h"
+#include "sim/sim_run.h"
+#include "sim/workload.h"
+
+namespace lockbench::sim {
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+namespace {
+
+Json read_json(const fs::path& file) {
+    std::ifstream in(file);
+    if (!in) throw std::runtime_error(file.string() + ": cannot read");
+    Json j = Json::parse(in, nullptr, false);
+    if (j.is_discarded()) throw std::runtime_error(file.string() + ": not valid JSON");
+    return j;
+}
+
+// The scenario with only run `name`, its faults made its own (the scenario's, unless it
+// names its own), so that a schedule can change them.
+Json one_run(const Json& source, const Scenario& parsed, const std::string& name) {
+    std::size_t index = 0;
+    while (index < parsed.runs.size() && parsed.runs[index].name != name) ++index;
+    if (index == parsed.runs.size()) throw std::runtime_error("no run named " + name);
+    Json s = source;
+    Json run = source.at("runs").at(index);
+    if (!run.contains("faults")) run["faults"] = source.value("faults", Json::array());
+    run["name"] = name;
+    s.erase("faults");
+    s["runs"] = Json::array({run});
+    return s;
+}
+
+long long draw(std::mt19937_64& rng, long long lo, long long hi) {
+    if (hi <= lo) return lo;
+    return lo + static_cast<long long>(rng() % static_cast<std::uint64_t>(hi - lo + 1));
+}
+
+struct Outcome {
+    std::string violation;   // "" when the schedule held
+    long long count = 0;     // how many of them
+};
+
+// Runs a one-run scenario in the simulator into `dir` and checks it.
+Outcome simulate(const Json& scenario, std::uint64_t seed, const fs::path& dir) {
+    Scenario s;
+    try {
+        s = parse_scenario(scenario, "<schedule>");
+    } catch (const ScenarioError&) {
+        return {"invalid", 0};  // a draw or a cut the scenario rules refuse (a pause past the end)
+    }
+    fs::remove_all(dir);
+    const SimRunResult r0 = run_simulated(s, s.runs.at(0), seed, dir);
+    std::ofstream(dir / "run.json") << Json{{"final_counter", r0.final_counter}, {"clients", s.workload.clients}}.dump();
+    const CheckResult r = check(load_run_history(dir), {.max_witnesses = 0});
+    if (r.safety.mutual_exclusion_violations > 0) return {"mutual_exclusion_violations", r.safety.mutual_exclusion_violations};
+    if (r.safety.stale_writes_accepted > 0) return {"stale_writes_accepted", r.safety.stale_writes_accepted};
+    if (r.safety.lost_updates > 0) return {"lost_updates", r.safety.lost_updates};
+    return {};
+}
+
+// Smaller variants of a violating schedule, biggest cuts first.
+std::vector<Json> smaller(const Json& s) {
+    std::vector<Json> out;
+    const Json& run = s.at("runs").at(0);
+    const int clients = s.at("workload").value("clients", 8);
+    // Fewer clients, if no fault names the last one.
+    bool last_named = false;
+    for (const auto& f : run.at("faults"))
+        if (f.value("client", -1) == clients - 1) last_named = true;
+    if (clients > 2 && !last_named) {
+        Json t = s;
+        t["workload"]["clients"] = clients - 1;
+        out.push_back(t);
+    }
+    // A shorter run.
+    const long long duration = s.at("workload").value("duration_ms", 3000LL);
+    if (duration > 100) {
+        Json t = s;
+        t["workload"]["duration_ms"] = duration / 2;
+        out.push_back(t);
+    }
+    // Fewer faults, then shorter ones.
+    for (std::size_t i = 0; i < run.at("faults").size(); ++i) {
+        Json t = s;
+        t["runs"][0]["faults"].erase(i);
+        out.push_back(t);
+    }
+    for (std::size_t i = 0; i < run.at("faults").size(); ++i)
+        for (const char* field : {"duration_ms", "jump_ms", "restart_after_ms", "at_ms", "occurrence"}) {
+            const Json& f = run.at("faults").at(i);
+            if (!f.contains(field) || !f.at(field).is_number_integer()) continue;
+            const long long v = f.at(field).get<long long>();
+            const long long least = std::string(field) == "occurrence" ? 1 : 0;
+            if (v <= least) continue;
+            Json t = s;
+            t["runs"][0]["faults"][i][field] = std::max(least, std::string(field) == "occurrence" ? v - 1 : v / 2);
+            out.push_back(t);
+        }
+    return out;
+}
+
+}  // namespace
+
+Json draw_schedule(const Json& source, const std::string& run, std::uint64_t seed) {
+    const Scenario parsed = parse_scenario(source, "<scenario>");
+    Json s = one_run(source, parsed, run);
+    std::mt19937_64 rng(seed);
+    const RunSpec& spec = *std::ranges::find_if(parsed.runs, [&](const RunSpec& r) { return r.name == run; });
+    const int clients = parsed.workload.clients;
+    const long long duration = parsed.workload.duration_ms;
+    for (auto& f : s["runs"][0]["faults"]) {
+        if (f.contains("occurrence")) f["occurrence"] = draw(rng, 1, std::max(3LL, 2 * f["occurrence"].get<long long>()));
+        if (f.contains("duration_ms")) {
+            const long long d = f["duration_ms"].get<long long>();
+            f["duration_ms"] = draw(rng, d / 2, 2 * d);
+        }
+        if (f.contains("at_ms")) f["at_ms"] = draw(rng, 0, std::max(2 * f["at_ms"].get<long long>(), duration / 2));
+        if (f.contains("client")) f["client"] = draw(rng, 0, clients - 1);
+        if (f.contains("node") && !f.contains("jump_ms")) f["node"] = draw(rng, 0, spec.nodes - 1);
+        if (f.contains("node") && f.contains("jump_ms")) f["node"] = draw(rng, 0, spec.nodes - 1);
+        if (f.contains("jump_ms")) {
+            const long long j = f["jump_ms"].get<long long>();
+            f["jump_ms"] = j >= 0 ? draw(rng, j / 2, 2 * j) : -draw(rng, -j / 2, -2 * j);
+        }
+        if (f.contains("restart_after_ms")) f["restart_after_ms"] = draw(rng, 0, 2 * f["restart_after_ms"].get<long long>());
+    }
+    auto& w = s["workload"];
+    if (w.contains("start_stagger_ms")) w["start_stagger_ms"] = draw(rng, 0, 2 * w["start_stagger_ms"].get<long long>());
+    s["seed"] = rng() >> 12;  // 52 bits: an exact JSON number
+    s["name"] = parsed.name + "-" + std::to_string(seed);
+    return s;
+}
+
+std::string violation_of(const Json& run_summary) {
+    for (const char* k : {"mutual_exclusion_violations", "stale_writes_accepted", "lost_updates"})
+        if (run_summary.at("safety").value(k, 0LL) > 0) return k;
+    return "";
+}
+
+namespace {
+
+// The chosen runs of the scenario that the simulator can run.
+std::vector<std::string> runs_to_explore(const Scenario& s, const std::vector<std::string>& only) {
+    Scenario copy = s;
+    select_runs(copy, only);
+    std::vector<std::string> names;
+    for (const RunSpec& r : copy.runs)
+        if (!unsupported(r)) names.push_back(r.name);
+    if (names.empty()) throw std::runtime_error(s.path + ": no run here can be simulated");
+    return names;
+}
+
+// Shrinks a violating schedule: keeps each smaller variant that still shows the violation.
+Json shrink(Json schedule, const std::string& violation, const fs::path& scratch, int& steps) {
+    for (bool progress = true; progress;) {
+        progress = false;
+        for (const Json& candidate : smaller(schedule)) {
+            ++steps;
+            if (simulate(candidate, candidate.at("seed").get<std::uint64_t>(), scratch).violation == violation) {
+                schedule = candidate;
+                progress = true;
+                break;
+            }
+        }
+    }
+    return schedule;
+}
+
+// The shrunk schedule as a scenario anyone can run, and its run folder (the witness).
+Json write_witness(const Json& schedule, const std::string& run, std::uint64_t seed, const fs::path& out) {
+    const fs::path dir = out / ("witness-" + run + "-" + std::to_string(seed));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    Json scenario = schedule;
+    scenario["description"] = "Shrunk by lockbench explore from schedule " + std::to_string(seed) + " of " +
+                              schedule.value("name", std::string()) + ": the smallest variant found that still violates.";
+    write_atomically(dir / "scenario.json", scenario.dump(2) + "\n");
+    RunOptions o{dir / "run", std::nullopt, "", false, {}, true};
+    const Json summary = run_scenario(parse_scenario(scenario, (dir / "scenario.json").string()), o);
+    return {{"dir", fs::relative(dir, out).string()}, {"scenario", fs::relative(dir / "scenario.json", out).string()},
+            {"summary", summary.at("runs").at(0).at("safety")}};
+}
+
+}  // namespace
+
+Json explore(const ExploreOptions& opts) {
+    const Json source = read_json(opts.scenario_file);
+    const Scenario parsed = load_scenario(opts.scenario_file);
+    const auto runs = runs_to_explore(parsed, opts.algorithms);
+    fs::create_directories(opts.out);
+    const fs::path scratch = make_run_temp_dir();
+    const auto started = std::chrono::steady_clock::now();
+    const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
+    Json found = Json::array();
+    Json per_run = Json::object();
+    long long run_count = 0;
+    try {
+        for (const std::string& run : runs) {
+            long long n = 0, violating = 0, invalid = 0;
+            std::optional<double> first_s;
+            for (long long i = 0; i < opts.schedules; ++i) {
+                const std::uint64_t seed = derive_seed(opts.seed, static_cast<std::uint64_t>(i));
+                const Json schedule = draw_schedule(source, run, seed);
+                const Outcome o = simulate(schedule, schedule.at("seed").get<std::uint64_t>(), scratch / "s");
+                ++n;
+                ++run_count;
+                if (opts.progress && (i % 100 == 99 || i + 1 == opts.schedules))
+                    std::cerr << "lockbench: explore " << run << ": " << i + 1 << "/" << opts.schedules
+                              << " schedules, " << violating << " violating, " << static_cast<int>(elapsed()) << " s\n";
+                if (o.violation == "invalid") {
+                    ++invalid;
+                    continue;
+                }
+                if (o.violation.empty()) continue;
+                ++violating;
+                if (!first_s) {
+                    first_s = elapsed();
+                    int steps = 0;
+                    const Json shrunk = shrink(schedule, o.violation, scratch / "shrink", steps);
+                    Json w = write_witness(shrunk, run, seed, opts.out);
+                    found.push_back({{"run", run}, {"schedule_seed", seed}, {"violation", o.violation},
+                                     {"count", o.count}, {"found_after_s", *first_s}, {"shrink_steps", steps},
+                                     {"shrunk", {{"clients", shrunk.at("workload").value("clients", 8)},
+                                                 {"duration_ms", shrunk.at("workload").value("duration_ms", 0LL)},
+                                                 {"faults", shrunk.at("runs").at(0).at("faults")}}},
+                                     {"witness", w}});
+                    if (opts.progress)
+                        std::cerr << "lockbench: explore " << run << ": schedule " << seed << " violates ("
+                                  << o.violation << "); shrunk in " << steps << " tries to " << w.at("dir").get<std::string>()
+                                  << "\n";
+                    if (opts.stop_at_first) break;
+                }
+            }
+            per_run[run] = {{"schedules", n}, {"violating", violating}, {"invalid", invalid}, {"first_violation_s", first_s ? Json(*first_s) : Json()}};
+        }
+    } catch (...) {
+        fs::remove_all(scratch);
+        throw;
+    }
+    fs::remove_all(scratch);
+    Json result = {{"scenario", parsed.name}, {"scenario_file", opts.scenario_file.string()}, {"seed", opts.seed},
+                   {"schedules_run", run_count}, {"violations_found", found.size()}, {"wall_s", elapsed()},
+                   {"schedules_per_s", static_cast<double>(run_count) / std::max(elapsed(), 1e-9)},
+                   {"runs", per_run}, {"violations", found}};
+    write_atomically(opts.out / "explore.json", result.dump(2) + "\n");
+    return result;
+}
+
+Json replay(const ExploreOptions& opts, const std::string& run, std::uint64_t schedule_seed) {
+    const Json schedule = draw_schedule(read_json(opts.scenario_file), run, schedule_seed);
+    fs::create_directories(opts.out);
+    write_atomically(opts.out / "scenario.json", schedule.dump(2) + "\n");
+    RunOptions o{opts.out / "run", std::nullopt, "", opts.progress, {}, true};
+    return run_scenario(parse_scenario(schedule, (opts.out / "scenario.json").string()), o);
+}
+
+}  // namespace lockbench::sim

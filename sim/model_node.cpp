@@ -223,12 +223,31 @@ ModelNode::~ModelNode() = default;
 
 void ModelNode::restart(bool keep_data) {
     if (!keep_data) data_.clear();
+    dirty_.clear();
+}
+
+std::vector<ModelNode::Change> ModelNode::take_changes() {
+    std::vector<Change> out;
+    for (const std::string& k : dirty_) {
+        const auto it = data_.find(k);
+        out.emplace_back(k, it == data_.end() ? std::nullopt : std::optional<Entry>(it->second));
+    }
+    dirty_.clear();
+    return out;
+}
+
+void ModelNode::apply(const std::vector<Change>& changes) {
+    for (const auto& [k, e] : changes) {
+        if (e) data_[k] = *e;
+        else data_.erase(k);
+    }
 }
 
 ModelNode::Entry* ModelNode::lookup(const std::string& key) {
     const auto it = data_.find(key);
     if (it == data_.end()) return nullptr;
     if (it->second.expire_at_ms && now_ms_ > *it->second.expire_at_ms) {  // Redis: now > when
+        touch(key);  // the master propagates the expiry as a DEL
         data_.erase(it);
         return nullptr;
     }
@@ -280,12 +299,14 @@ Value ModelNode::run(const Command& cmd) {
         e.str = a[2];
         if (ttl_ms) e.expire_at_ms = now_ms_ + *ttl_ms;
         data_[a[1]] = std::move(e);
+        touch(a[1]);
         return status("OK");
     }
     if (name == "setnx") {
         arity(cmd, 3, 3);
         if (lookup(a[1])) return integer(0);
         data_[a[1]] = Entry{Entry::Type::string, a[2], {}, {}, std::nullopt};
+        touch(a[1]);
         return integer(1);
     }
     if (name == "getset") {
@@ -293,6 +314,7 @@ Value ModelNode::run(const Command& cmd) {
         const Entry* e = string_of(a[1]);
         Value old = e ? bulk(e->str) : nil();
         data_[a[1]] = Entry{Entry::Type::string, a[2], {}, {}, std::nullopt};
+        touch(a[1]);
         return old;
     }
     if (name == "del" || name == "exists") {
@@ -301,7 +323,10 @@ Value ModelNode::run(const Command& cmd) {
         for (std::size_t i = 1; i < a.size(); ++i) {
             if (!lookup(a[i])) continue;
             ++n;
-            if (name == "del") data_.erase(a[i]);
+            if (name == "del") {
+                data_.erase(a[i]);
+                touch(a[i]);
+            }
         }
         return integer(n);
     }
@@ -313,6 +338,7 @@ Value ModelNode::run(const Command& cmd) {
         const long long when = now_ms_ + (name == "expire" ? v * 1000 : v);
         if (when <= now_ms_) data_.erase(a[1]);  // already expired: deleted at once
         else e->expire_at_ms = when;
+        touch(a[1]);
         return integer(1);
     }
     if (name == "pttl" || name == "ttl") {
@@ -330,6 +356,7 @@ Value ModelNode::run(const Command& cmd) {
         if (__builtin_add_overflow(e ? to_integer(e->str) : 0LL, 1LL, &v)) fail("ERR increment or decrement would overflow");
         if (!e) e = &(data_[a[1]] = Entry{});
         e->str = std::to_string(v);
+        touch(a[1]);
         return integer(v);
     }
     if (name == "hincrby" || name == "hexists" || name == "hget") {
@@ -348,6 +375,7 @@ Value ModelNode::run(const Command& cmd) {
             e->type = Entry::Type::hash;
         }
         e->hash[a[2]] = std::to_string(sum);
+        touch(a[1]);
         return integer(sum);
     }
     if (name == "rpush" || name == "llen" || name == "lrange") {
@@ -372,6 +400,7 @@ Value ModelNode::run(const Command& cmd) {
             e->type = Entry::Type::list;
         }
         for (std::size_t i = 2; i < a.size(); ++i) e->list.push_back(a[i]);
+        touch(a[1]);
         return integer(static_cast<long long>(e->list.size()));
     }
     if (name == "time") {
@@ -381,6 +410,7 @@ Value ModelNode::run(const Command& cmd) {
         return out;
     }
     if (name == "flushall") {
+        for (const auto& [k, v] : data_) touch(k);
         data_.clear();
         return status("OK");
     }

@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "lockimpl/env.h"
 
@@ -42,20 +43,32 @@ public:
     void restart(bool keep_data);
     std::size_t keys() const { return data_.size(); }
 
-private:
     struct Entry {
         enum class Type { string, hash, list } type = Type::string;
         std::string str;
         std::map<std::string, std::string> hash;
         std::deque<std::string> list;
-        std::optional<long long> expire_at_ms;
+        std::optional<long long> expire_at_ms;  // absolute, as Redis replicates it (PXAT)
     };
+    // Replication: the keys the commands since the last call changed, each with its new
+    // value (none: deleted), in the order they changed; and applying them on a replica.
+    using Change = std::pair<std::string, std::optional<Entry>>;
+    void track_changes() { tracking_ = true; }  // a master with a replica
+    std::vector<Change> take_changes();
+    void apply(const std::vector<Change>& changes);
+
+private:
     Entry* lookup(const std::string& key);
+    void touch(const std::string& key) {
+        if (tracking_) dirty_.push_back(key);
+    }
     Value run(const Command& cmd);
     Value eval(const Command& cmd);
     friend int model_redis_call(lua_State* L);
 
     std::unordered_map<std::string, Entry> data_;
+    std::vector<std::string> dirty_;
+    bool tracking_ = false;
     long long now_ms_ = 0;
     std::unique_ptr<lua_State, void (*)(lua_State*)> lua_;
     std::unordered_map<std::string, int> scripts_;  // script text → its compiled function

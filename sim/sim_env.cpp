@@ -73,31 +73,139 @@ void Net::crash(std::size_t n) {
     node.up = false;
     node.model.restart(node.keeps_data);
     for (auto& [key, p] : paths_)
-        if (key.second == n) {
+        if (p.physical == n) {
             ++p.connection;
             p.connected = false;
         }
+    if (ReplicaGroup* g = group_of_master(n)) failover(*g, n);
 }
 
 void Net::restart(std::size_t n) { nodes_.at(n)->up = true; }
 
+std::size_t Net::resolve(int, std::size_t node) {
+    const auto g = groups_.find(node);
+    return g == groups_.end() ? node : g->second.master;
+}
+
+ReplicaGroup* Net::group_of_master(std::size_t physical) {
+    for (auto& [name, g] : groups_)
+        if (g.master == physical) return &g;
+    return nullptr;
+}
+
+void Net::add_replica(std::size_t master, std::size_t replica,
+                      std::function<void(const std::string&, const std::string&)> sentinel_log) {
+    ReplicaGroup& g = groups_[master];
+    g.master = master;
+    g.replica = replica;
+    g.log = std::move(sentinel_log);
+    nodes_.at(master)->model.track_changes();
+}
+
+void Net::set_replication_fault(std::optional<Direction> direction, const LinkFault& fault) {
+    for (auto& [name, g] : groups_)
+        for (Link* link : {&g.to_replica, &g.to_master}) {
+            if (direction && (link == &g.to_master) != (*direction == Direction::upstream)) continue;
+            link->fault = fault;
+            if (fault.kind == LinkFault::Kind::pass || fault.kind == LinkFault::Kind::delay) {
+                auto held = std::move(link->held);
+                link->held.clear();
+                for (auto& d : held) travel(*link, std::move(d));
+            }
+        }
+}
+
+// The keys the last command changed go to the replica, in order; its ack comes back.
+void Net::replicate(ReplicaGroup& g) {
+    auto changes = nodes_.at(g.master)->model.take_changes();
+    if (changes.empty() || !g.has_replica) return;
+    const long long offset = ++g.offset;
+    travel(g.to_replica, [this, &g, changes = std::move(changes), offset] {
+        SimNode& replica = *nodes_.at(g.replica);
+        if (!g.has_replica || !replica.up) return;
+        replica.model.apply(changes);
+        travel(g.to_master, [this, &g, offset] {
+            if (!g.has_replica || !nodes_.at(g.master)->up) return;
+            g.acked = std::max(g.acked, offset);
+            auto waiting = std::move(g.waiting);
+            g.waiting.clear();
+            for (auto& [target, answer] : waiting) {
+                if (target <= g.acked) answer();
+                else g.waiting.emplace_back(target, std::move(answer));
+            }
+        });
+    });
+}
+
+// WAIT numreplicas timeout: the replicas that acknowledged every write so far, once enough
+// have or the timeout passes (0: no timeout). Without a replica, 0 after the timeout.
+void Net::wait_for_replica(ReplicaGroup& g, const Command& cmd, std::function<void(Value)> answer) {
+    const long long wanted = cmd.args.size() > 1 ? std::stoll(cmd.args[1]) : 0;
+    const long long timeout_ms = cmd.args.size() > 2 ? std::stoll(cmd.args[2]) : 0;
+    const long long target = g.offset;
+    const bool replica = g.has_replica;
+    const auto count = [&g, target, replica] { return replica && g.has_replica && g.acked >= target ? 1LL : 0LL; };
+    auto once = std::make_shared<bool>(false);
+    auto reply = [once, answer = std::move(answer), count] {
+        if (*once) return;
+        *once = true;
+        Value v;
+        v.type = Value::Type::integer;
+        v.integer = count();
+        answer(v);
+    };
+    if (count() >= wanted) return reply();
+    if (replica) g.waiting.emplace_back(target, reply);
+    if (timeout_ms > 0) world_.at(world_.now() + timeout_ms * 1'000'000, reply);
+}
+
+// Sentinel: the dead master is seen down, agreed down, and its replica promoted.
+void Net::failover(ReplicaGroup& g, std::size_t crashed) {
+    if (!g.has_replica) return;
+    const std::string name = "master lockbench sim " + nodes_.at(crashed)->name;
+    const VTime t = world_.now();
+    constexpr VTime ms = 1'000'000;
+    world_.at(t + 250 * ms, [&g, name] { g.log("+sdown", name); });
+    world_.at(t + 800 * ms, [&g, name] { g.log("+odown", name + " #quorum 3/2"); });
+    world_.at(t + 2000 * ms, [this, &g, crashed, name] {
+        if (nodes_.at(crashed)->up || g.master != crashed) return;
+        g.master = g.replica;
+        g.has_replica = false;
+        g.log("+failover-end", name);
+        g.log("+switch-master", "lockbench sim " + nodes_.at(crashed)->name + " sim " + nodes_.at(g.master)->name);
+    });
+}
+
 bool Net::send(int client, std::size_t n, const Command& cmd, std::function<void(Reply)> done) {
     Path& p = path(client, n);
-    if (!nodes_.at(n)->up || p.up.fault.kind == LinkFault::Kind::reset) {
+    if (!p.connected) p.physical = resolve(client, n);  // Sentinel is asked on (re)connecting
+    const std::size_t target = p.physical;
+    if (!nodes_.at(target)->up || p.up.fault.kind == LinkFault::Kind::reset) {
         p.connected = false;
         return false;
     }
     p.connected = true;
     const std::uint64_t connection = p.connection;
-    travel(p.up, [this, client, n, cmd, done = std::move(done), connection]() mutable {
-        SimNode& node = *nodes_[n];
+    travel(p.up, [this, client, n, target, cmd, done = std::move(done), connection]() mutable {
+        SimNode& node = *nodes_[target];
         if (!node.up) return;  // lost with the node
+        auto respond = [this, client, n, connection, done = std::move(done)](Reply r) {
+            travel(path(client, n).down, [this, client, n, r = std::move(r), done, connection] {
+                if (path(client, n).connection == connection) done(r);  // else the client hung up
+            });
+        };
+        const auto ok = [respond](Value v) { respond(Reply{NodeId{0}, Reply::Status::ok, std::move(v), "", false}); };
+        ReplicaGroup* g = group_of_master(target);
+        if (!cmd.args.empty() && (cmd.args[0] == "WAIT" || cmd.args[0] == "wait")) {
+            if (g) return wait_for_replica(*g, cmd, ok);
+            ReplicaGroup none;  // no replica: 0 after the timeout
+            none.has_replica = false;
+            return wait_for_replica(none, cmd, ok);
+        }
         std::string error;
         Value v = node.model.execute(cmd, node.wall_ms(world_.now()), &error);
-        Reply r{NodeId{0}, Reply::Status::ok, std::move(v), error, !error.empty()};
-        travel(path(client, n).down, [this, client, n, r = std::move(r), done = std::move(done), connection] {
-            if (path(client, n).connection == connection) done(r);  // else the client hung up
-        });
+        if (g) replicate(*g);
+        respond(Reply{NodeId{0}, Reply::Status::ok, std::move(v), error, !error.empty()});
     });
     return true;
 }

@@ -62,6 +62,7 @@ struct Path {
     Link down;  // node → client
     std::uint64_t connection = 0;  // a timeout or a lost node drops the connection
     bool connected = false;
+    std::size_t physical = 0;      // the node reached, found (through Sentinel) on connecting
 };
 
 // A simulated client process: its clock, its fibers, whether it is paused or dead.
@@ -73,6 +74,20 @@ struct Process {
     std::vector<Fiber*> fibers;
     std::vector<std::function<void()>> on_resume;
     std::mt19937_64 rng;
+};
+
+// Topology "sentinel": a master, its replica behind one replication link, and Sentinel's
+// failover, modelled on what the live runs measured: the master is seen down (+sdown) 250 ms
+// after it dies, agreed down (+odown) at 800 ms, the replica promoted (+switch-master) at
+// 2 s. Writes reach the replica as the changed keys (absolute expiry, as Redis replicates
+// SET PX), in order, over the link; WAIT counts the replica once it has acknowledged them.
+struct ReplicaGroup {
+    std::size_t master = 0, replica = 0;  // physical nodes; clients name the group by `master`'s index
+    bool has_replica = true;              // false once the replica is promoted
+    Link to_replica, to_master;           // the replication link: data down, acks up
+    long long offset = 0, acked = 0;
+    std::vector<std::pair<long long, std::function<void()>>> waiting;  // WAITs: offset, answer
+    std::function<void(const std::string&, const std::string&)> log;  // Sentinel's announcements
 };
 
 // The network and the nodes of one simulated run.
@@ -97,14 +112,25 @@ public:
     // Returns false if the node refuses the connection (down): nothing was sent.
     bool send(int client, std::size_t node, const Command& cmd, std::function<void(Reply)> done);
 
+    // Makes `master` (clients' name for the group) replicate to `replica`, under Sentinel.
+    void add_replica(std::size_t master, std::size_t replica,
+                     std::function<void(const std::string&, const std::string&)> sentinel_log);
+    void set_replication_fault(std::optional<Direction> direction, const LinkFault& fault);
+
 private:
     void travel(Link& link, std::function<void()> deliver);
     VTime latency();
+    std::size_t resolve(int client, std::size_t node);  // the physical node a path reaches
+    ReplicaGroup* group_of_master(std::size_t physical);
+    void replicate(ReplicaGroup& g);
+    void wait_for_replica(ReplicaGroup& g, const Command& cmd, std::function<void(Value)> answer);
+    void failover(ReplicaGroup& g, std::size_t crashed);
 
     World& world_;
     VTime latency_min_, latency_max_;
     std::vector<std::unique_ptr<SimNode>> nodes_;
     std::map<std::pair<int, std::size_t>, Path> paths_;
+    std::map<std::size_t, ReplicaGroup> groups_;  // by the clients' name for the group
 };
 
 class SimEnv final : public Env {

@@ -11,11 +11,11 @@
 
 namespace lockbench::sim {
 namespace fs = std::filesystem;
+using Json = nlohmann::json;
 
 std::optional<std::string> unsupported(const RunSpec& run) {
     if (!run.command.empty())
         return "an external library runs in its own process, in real time: it cannot run in virtual time";
-    if (run.sentinel) return "the Sentinel topology (replication and failover) is not modelled yet";
     return std::nullopt;
 }
 
@@ -97,6 +97,7 @@ private:
 
     void set_links(const FaultSpec& f, int client, bool heal) {
         const LinkFault fault = heal ? LinkFault::pass() : f.link;
+        if (f.link_replication) net_.set_replication_fault(f.direction, fault);  // one link, whoever the client
         for (int c = 0; c < static_cast<int>(processes_.size()); ++c) {
             if (!f.all_clients && c != client) continue;
             std::vector<std::size_t> targets(f.link_nodes.begin(), f.link_nodes.end());
@@ -193,6 +194,16 @@ SimRunResult run_simulated(const Scenario& s, const RunSpec& run, std::uint64_t 
     }
     const std::size_t store = net.node_count();
     net.add_node("store", false);
+    std::ofstream sentinel_log;
+    if (run.sentinel) {  // lock0 with a replica, under Sentinel; its announcements as live
+        const std::size_t replica = net.node_count();
+        net.add_node("lock0-replica", keeps);
+        sentinel_log.open(run_dir / "sentinel.jsonl");
+        net.add_replica(0, replica, [&world, &sentinel_log](const std::string& event, const std::string& detail) {
+            sentinel_log << Json{{"t_ns", world.now()}, {"op", "sentinel"}, {"event", event}, {"detail", detail}}.dump()
+                         << "\n";
+        });
+    }
 
     const int clients = s.workload.clients;
     std::vector<Process> processes(static_cast<std::size_t>(clients));

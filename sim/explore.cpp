@@ -1,8 +1,10 @@
 #include "sim/explore.h"
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <iostream>
+#include <numeric>
 #include <random>
 #include <stdexcept>
 
@@ -118,22 +120,29 @@ Json draw_schedule(const Json& source, const std::string& run, std::uint64_t see
     Json s = one_run(source, parsed, run);
     std::mt19937_64 rng(seed);
     const RunSpec& spec = *std::ranges::find_if(parsed.runs, [&](const RunSpec& r) { return r.name == run; });
-    const int clients = parsed.workload.clients;
-    const long long duration = parsed.workload.duration_ms;
+    // Who and where are renamed consistently, so that faults aimed at one client (or node)
+    // stay aimed at one; how many times a point is passed shifts alike for every fault, so
+    // that their order holds; lengths and times are drawn each around its own value.
+    std::vector<int> client(static_cast<std::size_t>(parsed.workload.clients)), node(static_cast<std::size_t>(spec.nodes));
+    std::iota(client.begin(), client.end(), 0);
+    std::iota(node.begin(), node.end(), 0);
+    std::shuffle(client.begin(), client.end(), rng);
+    std::shuffle(node.begin(), node.end(), rng);
+    const long long shift = draw(rng, 0, 2);
+    const auto around = [&](Json& f, const char* field, long long lo_div, long long hi_mul) {
+        if (!f.contains(field)) return;
+        const long long v = f[field].get<long long>();
+        f[field] = v >= 0 ? draw(rng, v / lo_div, hi_mul * v) : -draw(rng, -v / lo_div, -hi_mul * v);
+    };
     for (auto& f : s["runs"][0]["faults"]) {
-        if (f.contains("occurrence")) f["occurrence"] = draw(rng, 1, std::max(3LL, 2 * f["occurrence"].get<long long>()));
-        if (f.contains("duration_ms")) {
-            const long long d = f["duration_ms"].get<long long>();
-            f["duration_ms"] = draw(rng, d / 2, 2 * d);
-        }
-        if (f.contains("at_ms")) f["at_ms"] = draw(rng, 0, std::max(2 * f["at_ms"].get<long long>(), duration / 2));
-        if (f.contains("client")) f["client"] = draw(rng, 0, clients - 1);
-        if (f.contains("node") && !f.contains("jump_ms")) f["node"] = draw(rng, 0, spec.nodes - 1);
-        if (f.contains("node") && f.contains("jump_ms")) f["node"] = draw(rng, 0, spec.nodes - 1);
-        if (f.contains("jump_ms")) {
-            const long long j = f["jump_ms"].get<long long>();
-            f["jump_ms"] = j >= 0 ? draw(rng, j / 2, 2 * j) : -draw(rng, -j / 2, -2 * j);
-        }
+        if (f.contains("occurrence")) f["occurrence"] = f["occurrence"].get<long long>() + shift;
+        if (f.contains("client")) f["client"] = client.at(f["client"].get<std::size_t>() % client.size());
+        if (f.contains("node")) f["node"] = node.at(f["node"].get<std::size_t>() % node.size());
+        if (f.contains("nodes"))
+            for (auto& n : f["nodes"]) n = node.at(n.get<std::size_t>() % node.size());
+        around(f, "duration_ms", 2, 2);
+        around(f, "jump_ms", 2, 2);
+        if (f.contains("at_ms")) f["at_ms"] = draw(rng, 0, 2 * f["at_ms"].get<long long>());
         if (f.contains("restart_after_ms")) f["restart_after_ms"] = draw(rng, 0, 2 * f["restart_after_ms"].get<long long>());
     }
     auto& w = s["workload"];

@@ -20,6 +20,12 @@
 //   sim/<algorithm>     the same cycle in the simulator (sim/sim_env.h): the unchanged
 //                       algorithm against a modelled node in virtual time, one fiber, one
 //                       core; what a schedule search can afford. Target: token-lua >= 100k/s.
+//   explore/<case>      lockbench explore on a catalog case, its fault timing randomised,
+//                       stopping at the first violating schedule: seconds_to_violation (the
+//                       wall time until the known violation is found; target < 1 s).
+//   explore/fenced-10k  10,000 schedules of fenced token-lua on one node that never fails
+//                       over, under a GC pause and a delayed write: violations must stay 0;
+//                       schedules_per_second. Long (about a minute): --benchmark_filter it.
 //   checker/1M-events   check() over a generated valid history of a million client events
 //                       (tests/history_gen.h; generated before the timed loop).
 //
@@ -43,6 +49,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -57,6 +64,7 @@
 #include "lockimpl/registry.h"
 #include "sim/external.h"
 #include "sim/live_env.h"
+#include "sim/explore.h"
 #include "sim/sim_env.h"
 #include "sim/recorder.h"
 #include "sim/redis_node.h"
@@ -247,6 +255,38 @@ void bm_sim_cycle(benchmark::State& state, const std::string& algorithm, const n
         cycles ? static_cast<double>(end - sim::kWorldStart) / 1e6 / static_cast<double>(cycles) : 0.0;
 }
 
+// explore/<case>: the search, as `lockbench explore --first`, timed until the violation.
+void bm_explore(benchmark::State& state, const fs::path& scenario, const std::string& run, long long schedules,
+                bool first) {
+    const fs::path out = make_run_temp_dir();
+    long long found = 0, schedules_run = 0;
+    double to_violation = 0, wall = 0;
+    for (auto _ : state) {
+        sim::ExploreOptions o{scenario, {run}, schedules, 1, out, false, first};
+        const nlohmann::json r = sim::explore(o);
+        found += r.at("violations_found").get<long long>();
+        schedules_run += r.at("schedules_run").get<long long>();
+        wall += r.at("wall_s").get<double>();
+        const auto& first_s = r.at("runs").at(run).at("first_violation_s");
+        to_violation = first_s.is_null() ? -1 : first_s.get<double>();
+    }
+    fs::remove_all(out);
+    state.counters["violations_found"] = static_cast<double>(found);
+    state.counters["seconds_to_violation"] = to_violation;
+    state.counters["schedules_per_second"] = wall > 0 ? static_cast<double>(schedules_run) / wall : 0;
+}
+
+// One node, fenced, never failing over: a GC pause and a delayed write around a short lease.
+const char* const kFencedSingleNode = R"({
+  "name": "fenced-single-node", "seed": 1,
+  "workload": {"clients": 3, "duration_ms": 400, "work_ms": {"uniform": [1, 3]}, "retry_ms": {"uniform": [1, 3]}},
+  "faults": [
+    {"fault": "pause", "point": "before_write", "occurrence": 3, "duration_ms": 150},
+    {"fault": "link", "point": "before_write", "occurrence": 5, "mode": "hold", "direction": "upstream", "store": true, "duration_ms": 150}
+  ],
+  "runs": [{"algorithm": "token-lua", "name": "token-lua+fence", "params": {"ttl_ms": 100, "fence": true}}]
+})";
+
 // ---- cycle/bare-hiredis: the same two commands as token-lua, no harness -------------------
 
 using HiredisReply = std::unique_ptr<redisReply, decltype(&freeReplyObject)>;
@@ -357,6 +397,28 @@ void register_benchmarks() {
         benchmark::RegisterBenchmark((std::string("sim/") + c.name).c_str(),
                                      [c](benchmark::State& s) { bm_sim_cycle(s, c.algorithm, c.params); })
             ->UseRealTime();
+    const fs::path scenarios = fs::path(LOCKBENCH_SOURCE_DIR) / "scenarios";
+    struct Case {
+        const char* name;
+        const char* scenario;
+        const char* run;
+    };
+    for (const Case& c : std::vector<Case>{{"gc-pause/token-lua", "gc-pause", "token-lua+ttl_ms=300"},
+                                           {"gc-pause/redlock", "gc-pause", "redlock+ttl_ms=300"},
+                                           {"redlock-clock-jump", "redlock-clock-jump", "redlock+ttl_ms=1000"},
+                                           {"failover-lost-lock", "failover-lost-lock", "token-lua+ttl_ms=10000"},
+                                           {"acquire-pause/no-check", "acquire-pause", "redlock+ttl_ms=300+no-check_validity"}})
+        benchmark::RegisterBenchmark((std::string("explore/") + c.name).c_str(),
+                                     [c, scenarios](benchmark::State& s) {
+                                         bm_explore(s, scenarios / (std::string(c.scenario) + ".json"), c.run, 1000, true);
+                                     })
+            ->UseRealTime()->Iterations(3)->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark("explore/fenced-10k", [](benchmark::State& s) {
+        const fs::path file = make_run_temp_dir() / "fenced-single-node.json";
+        std::ofstream(file) << kFencedSingleNode;
+        bm_explore(s, file, "token-lua+fence", 10000, false);
+        fs::remove_all(file.parent_path());
+    })->UseRealTime()->Iterations(1)->Unit(benchmark::kSecond);
     benchmark::RegisterBenchmark("checker/1M-events", bm_checker)->UseRealTime()->Unit(benchmark::kMillisecond);
 }
 

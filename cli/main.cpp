@@ -142,6 +142,8 @@ int main(int argc, char** argv) {
     matrix->add_option("--repeat", repeat, "repetitions per cell, seeds s, s+1, ... (default 1)");
     matrix->add_option("--out", out, "results tree (default: results/matrix); run again to resume");
     matrix->add_option("--shard", shard, "run only the cells whose index is I modulo N (I/N)");
+    matrix->add_option("--backend", backend, "live (default) or sim: the deterministic simulator")
+        ->check(CLI::IsMember({"live", "sim"}));
 
     CLI::App* sweep = app.add_subcommand("sweep", "vary one numeric field of a scenario and run each step N times");
     sweep->add_option("scenario", scenario, "scenario file (JSON)")->required();
@@ -151,6 +153,8 @@ int main(int argc, char** argv) {
     sweep->add_option("--repeat", repeat, "repetitions per step and run (default 1)");
     sweep->add_option("--out", out, "results tree (default: results/sweep-<scenario>); run again to resume");
     sweep->add_option("--shard", shard, "run only the cells whose index is I modulo N (I/N)");
+    sweep->add_option("--backend", backend, "live (default) or sim: the deterministic simulator")
+        ->check(CLI::IsMember({"live", "sim"}));
 
     CLI::App* explore = app.add_subcommand("explore", "search fault schedules of a scenario in the simulator, shrink what violates");
     explore->add_option("scenario", scenario, "scenario file (JSON)")->required();
@@ -183,12 +187,14 @@ int main(int argc, char** argv) {
         if (run->parsed()) return cmd_run(scenario, out, seed, only, backend);
         if (check->parsed()) return cmd_check(dir);
         if (matrix->parsed()) {
-            const MatrixSpec spec = matrix_spec(catalog_files(scenarios), only, repeat);
+            MatrixSpec spec = matrix_spec(catalog_files(scenarios), only, repeat);
+            if (backend == "sim") spec = simulated(std::move(spec));
             const fs::path o = out ? fs::path(*out) : fs::path("results/matrix");
             return finish_matrix(run_matrix(spec, {o, parse_shard(shard), self_exe(), true, source_dir()}), o);
         }
         if (sweep->parsed()) {
-            const MatrixSpec spec = sweep_spec(scenario, parse_sweep_param(param), steps, only, repeat);
+            MatrixSpec spec = sweep_spec(scenario, parse_sweep_param(param), steps, only, repeat);
+            if (backend == "sim") spec = simulated(std::move(spec));
             const fs::path o = out ? fs::path(*out)
                                    : fs::path("results") / ("sweep-" + spec.json.at("sweep").at("scenario").get<std::string>());
             return finish_matrix(run_matrix(spec, {o, parse_shard(shard), self_exe(), true, source_dir()}), o);
@@ -211,7 +217,7 @@ int main(int argc, char** argv) {
             for (const auto& v : r.at("violations"))
                 std::cout << "  " << v.at("run").get<std::string>() << ": " << v.at("violation").get<std::string>()
                           << " in schedule " << v.at("schedule_seed") << " after " << v.at("found_after_s").get<double>()
-                          << " s; witness " << (o.out / v.at("witness").at("dir").get<std::string>()).string() << "\n";
+                          << " s; witness " << (o.out / v.at("witness").at("scenario").get<std::string>()).string() << "\n";
             std::cout << "explore.json: " << (o.out / "explore.json").string() << "\n";
             return 0;
         }

@@ -10,6 +10,7 @@
 
 #include "analysis/checker.h"
 #include "analysis/history_io.h"
+#include "sim/matrix.h"
 #include "sim/redis_node.h"
 #include "sim/runner.h"
 #include "sim/sim_run.h"
@@ -187,19 +188,20 @@ Json shrink(Json schedule, const std::string& violation, const fs::path& scratch
     return schedule;
 }
 
-// The shrunk schedule as a scenario anyone can run, and its run folder (the witness).
+// The shrunk schedule as a scenario anyone can run (DIR/witness-<run>-<seed>.json), and its
+// simulated run as a one-cell results tree beside it (DIR/witness-<run>-<seed>/), which
+// `lockbench report DIR` draws.
 Json write_witness(const Json& schedule, const std::string& run, std::uint64_t seed, const fs::path& out) {
-    const fs::path dir = out / ("witness-" + run + "-" + std::to_string(seed));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
+    const std::string name = "witness-" + run + "-" + std::to_string(seed);
+    const fs::path file = out / (name + ".json"), tree = out / name;
+    fs::remove_all(tree);
     Json scenario = schedule;
     scenario["description"] = "Shrunk by lockbench explore from schedule " + std::to_string(seed) + " of " +
                               schedule.value("name", std::string()) + ": the smallest variant found that still violates.";
-    write_atomically(dir / "scenario.json", scenario.dump(2) + "\n");
-    RunOptions o{dir / "run", std::nullopt, "", false, {}, true};
-    const Json summary = run_scenario(parse_scenario(scenario, (dir / "scenario.json").string()), o);
-    return {{"dir", fs::relative(dir, out).string()}, {"scenario", fs::relative(dir / "scenario.json", out).string()},
-            {"summary", summary.at("runs").at(0).at("safety")}};
+    write_atomically(file, scenario.dump(2) + "\n");
+    const Json summary = run_matrix(simulated(matrix_spec({file}, {}, 1)), {tree, Shard{0, 1}, "", false, {}});
+    return {{"scenario", file.filename().string()}, {"tree", tree.filename().string()},
+            {"figures", summary.at("cells").at(0).at("reps").at(0)}};
 }
 
 }  // namespace
@@ -247,7 +249,7 @@ Json explore(const ExploreOptions& opts) {
                                      {"witness", w}});
                     if (opts.progress)
                         std::cerr << "lockbench: explore " << run << ": schedule " << seed << " violates ("
-                                  << o.violation << "); shrunk in " << steps << " tries to " << w.at("dir").get<std::string>()
+                                  << o.violation << "); shrunk in " << steps << " tries to " << w.at("scenario").get<std::string>()
                                   << "\n";
                     if (opts.stop_at_first) break;
                 }

@@ -6,8 +6,9 @@
 //        ▼                                and seed drawn too
 //   run_simulated ──► check ──violation?──► shrink: fewer clients, fewer faults, shorter
 //                                          faults, a shorter run, while it still violates
-//                                          ──► DIR/witness-<run>-<seed>/: scenario.json (runs
-//                                              live or simulated as it is) and its run folder
+//                                          ──► DIR/witness-<run>-<seed>.json: a scenario that
+//                                              runs live or simulated as it is; beside it, its
+//                                              simulated run as a results tree (for `report`)
 //
 // Schedule i's seed is derive_seed(S, i): `--replay SEED` rebuilds that very schedule, and
 // the simulator makes it byte-identical.

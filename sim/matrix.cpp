@@ -298,6 +298,19 @@ MatrixSpec matrix_spec(const std::vector<fs::path>& files, const std::vector<std
                    {"cells", cells}});
 }
 
+MatrixSpec simulated(MatrixSpec spec) {
+    Json cells = Json::array();
+    for (const auto& c : spec.json.at("cells"))
+        if (c.at("algorithm") != "external") {
+            cells.push_back(c);
+            cells.back()["index"] = cells.size() - 1;
+        }
+    if (cells.empty()) throw std::runtime_error("--backend sim: every run here is an external library, which cannot be simulated");
+    spec.json["cells"] = cells;
+    spec.json["backend"] = "sim";
+    return finish(spec.json);
+}
+
 MatrixSpec sweep_spec(const fs::path& file, const SweepParam& param, int steps, const std::vector<std::string>& algorithms,
                       int repeat) {
     if (repeat < 1) throw std::runtime_error("--repeat " + std::to_string(repeat) + ": must be at least 1");
@@ -402,7 +415,8 @@ Json run_matrix(const MatrixSpec& spec, const MatrixOptions& opts) {
         }
         nlohmann::json summary;
         try {
-            summary = run_scenario(s, {rep_dir(opts.out, cell, todo[i].rep), seed, opts.self_exe, false, opts.project_dir});
+            summary = run_scenario(s, {rep_dir(opts.out, cell, todo[i].rep), seed, opts.self_exe, false, opts.project_dir,
+                                       spec.json.value("backend", "live") == "sim"});
         } catch (const std::exception& e) {
             if (opts.progress) std::cerr << " failed\n";
             throw std::runtime_error(cell.at("id").get<std::string>() + " rep " + std::to_string(todo[i].rep + 1) + ": " +

@@ -52,6 +52,9 @@ MatrixSpec matrix_spec(const std::vector<std::filesystem::path>& files, const st
                        int repeat);
 MatrixSpec sweep_spec(const std::filesystem::path& file, const SweepParam& param, int steps,
                       const std::vector<std::string>& algorithms, int repeat);
+// The same tree run in the simulator (`--backend sim`): part of the spec, so that a live and
+// a simulated tree never mix; external runs, which cannot be simulated, are left out.
+MatrixSpec simulated(MatrixSpec spec);
 
 struct MatrixOptions {
     std::filesystem::path out;

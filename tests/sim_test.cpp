@@ -118,6 +118,13 @@ TEST_F(CliTest, ExploreFindsShrinksAndReplaysTheGcPauseViolation) {
 
     // The witness is a scenario anyone can run: it violates again in the simulator and live.
     const fs::path witness = out / v.at("witness").at("scenario").get<std::string>();
+    // Its simulated run is a results tree: the report draws the violation's timeline from it.
+    const Result report = run({"report", out.string()});
+    ASSERT_EQ(report.exit_code(), 0) << report.describe();
+    bool timeline = false;
+    for (const auto& f : fs::directory_iterator(out / "report-images"))
+        timeline = timeline || f.path().filename().string().find("timeline") != std::string::npos;
+    EXPECT_TRUE(timeline) << "no timeline drawn from the witness";
     for (const char* backend : {"sim", "live"}) {
         const fs::path o = dir() / (std::string("witness-") + backend);
         const Result w = run({"run", witness.string(), "--backend", backend, "--out", o.string()});

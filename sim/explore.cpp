@@ -121,6 +121,7 @@ Json draw_schedule(const Json& source, const std::string& run, std::uint64_t see
     Json s = one_run(source, parsed, run);
     std::mt19937_64 rng(seed);
     const RunSpec& spec = *std::ranges::find_if(parsed.runs, [&](const RunSpec& r) { return r.name == run; });
+    const long long duration = parsed.workload.duration_ms;
     // Who and where are renamed consistently, so that faults aimed at one client (or node)
     // stay aimed at one; how many times a point is passed shifts alike for every fault, so
     // that their order holds; lengths and times are drawn each around its own value.
@@ -145,6 +146,10 @@ Json draw_schedule(const Json& source, const std::string& run, std::uint64_t see
         around(f, "jump_ms", 2, 2);
         if (f.contains("at_ms")) f["at_ms"] = draw(rng, 0, 2 * f["at_ms"].get<long long>());
         if (f.contains("restart_after_ms")) f["restart_after_ms"] = draw(rng, 0, 2 * f["restart_after_ms"].get<long long>());
+        // Within the run, as the scenario rules want (a longer draw is cut, not wasted).
+        if (f.contains("duration_ms"))
+            f["duration_ms"] = std::max(1LL, std::min(f["duration_ms"].get<long long>(),
+                                                      duration - f.value("at_ms", 0LL)));
     }
     auto& w = s["workload"];
     if (w.contains("start_stagger_ms")) w["start_stagger_ms"] = draw(rng, 0, 2 * w["start_stagger_ms"].get<long long>());

@@ -154,6 +154,22 @@ Json draw_schedule(const Json& source, const std::string& run, std::uint64_t see
     auto& w = s["workload"];
     if (w.contains("start_stagger_ms")) w["start_stagger_ms"] = draw(rng, 0, 2 * w["start_stagger_ms"].get<long long>());
     s["seed"] = rng() >> 12;  // 52 bits: an exact JSON number
+    // What the scenario marks as fixed goes back to its written value.
+    const Json written = one_run(source, parsed, run);
+    for (const std::string& path : parsed.explore_fixed) {
+        if (path == "seed" || path == "workload.start_stagger_ms") {
+            const Json& from = path == "seed" ? written : written.at("workload");
+            Json& to = path == "seed" ? s : s["workload"];
+            const std::string key = path == "seed" ? "seed" : "start_stagger_ms";
+            if (from.contains(key)) to[key] = from.at(key);
+            continue;
+        }
+        const std::string index = path.substr(7, path.find('.', 7) - 7), field = path.substr(path.rfind('.') + 1);
+        const Json& faults = written.at("runs").at(0).at("faults");
+        for (std::size_t i = 0; i < faults.size(); ++i)
+            if ((index == "*" || index == std::to_string(i)) && faults[i].contains(field))
+                s["runs"][0]["faults"][i][field] = faults[i][field];
+    }
     s["name"] = parsed.name + "-" + std::to_string(seed);
     return s;
 }

@@ -375,6 +375,21 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& file) {
         c.finish();
     }
     if (const nlohmann::json* w = f.get("workload")) s.workload = parse_workload(*w, file);
+    if (const nlohmann::json* e = f.get("explore")) {
+        Fields x(*e, "explore", file);
+        if (const nlohmann::json* fixed = x.get("fixed")) {
+            static const std::regex path(
+                R"((seed|workload\.start_stagger_ms|faults\.(\d+|\*)\.(occurrence|client|node|nodes|duration_ms|jump_ms|at_ms|restart_after_ms)))");
+            if (!fixed->is_array()) x.fail(x.at("fixed"), "expected an array of field paths, got " + fixed->dump());
+            for (const auto& p : *fixed) {
+                if (!p.is_string() || !std::regex_match(p.get<std::string>(), path))
+                    x.fail(x.at("fixed"), "expected paths like \"faults.0.at_ms\", \"faults.*.client\", "
+                                    "\"workload.start_stagger_ms\" or \"seed\", got " + p.dump());
+                s.explore_fixed.push_back(p.get<std::string>());
+            }
+        }
+        x.finish();
+    }
     const nlohmann::json* faults = f.get("faults");
     const nlohmann::json scenario_faults = faults ? *faults : nlohmann::json::array();
     const nlohmann::json* runs = f.get("runs");

@@ -58,6 +58,9 @@ struct Scenario {
     WorkloadSpec workload;
     std::vector<RunSpec> runs;
     nlohmann::json source;             // the file as read, recorded beside the results
+    // What `lockbench explore` leaves as written ("faults.0.at_ms", "faults.*.client",
+    // "workload.start_stagger_ms", "seed"); everything else it draws around the file's values.
+    std::vector<std::string> explore_fixed;
 };
 
 // Throws ScenarioError("<file>: <field.path>: <what was expected>").

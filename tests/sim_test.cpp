@@ -147,6 +147,32 @@ TEST_F(CliTest, ExploreFindsShrinksAndReplaysTheGcPauseViolation) {
     EXPECT_GT(read_json(dir() / "replay-a" / "run" / "summary.json").at("runs").at(0).at("safety").at("mutual_exclusion_violations").get<long long>(), 0);
 }
 
+TEST_F(CliTest, ExploreLeavesWhatTheScenarioFixesAndDrawsTheRest) {
+    const fs::path file = write_file("fixed.json", R"({"name": "fixed", "seed": 1,
+        "workload": {"clients": 4, "duration_ms": 1000},
+        "explore": {"fixed": ["faults.*.client", "faults.0.duration_ms"]},
+        "faults": [{"fault": "pause", "point": "after_acquire", "client": 2, "occurrence": 2, "duration_ms": 300}],
+        "runs": [{"algorithm": "token-lua", "params": {"ttl_ms": 200}}]})");
+    std::set<long long> occurrences;
+    for (int seed = 1; seed <= 8; ++seed) {
+        const fs::path out = dir() / ("replay-" + std::to_string(seed));
+        const Result r = run({"explore", file.string(), "--algorithm", "token-lua+ttl_ms=200", "--replay",
+                              std::to_string(seed), "--out", out.string()});
+        ASSERT_EQ(r.exit_code() == 0 || r.exit_code() == 1, true) << r.describe();
+        const Json fault = read_json(out / "scenario.json").at("runs").at(0).at("faults").at(0);
+        EXPECT_EQ(fault.at("client"), 2);
+        EXPECT_EQ(fault.at("duration_ms"), 300);
+        occurrences.insert(fault.at("occurrence").get<long long>());
+    }
+    EXPECT_GT(occurrences.size(), 1u) << "what is not fixed is drawn";
+    const fs::path bad = write_file("bad.json", R"({"name": "bad", "explore": {"fixed": ["faults.0.colour"]},
+        "runs": [{"algorithm": "token-lua"}]})");
+    const Result b = run({"explore", bad.string(), "--schedules", "1", "--out", (dir() / "bad").string()});
+    EXPECT_EQ(b.exit_code(), 2);
+    EXPECT_EQ(lines_of(b.err).size(), 1u) << b.describe();
+    EXPECT_NE(b.err.find("explore.fixed"), std::string::npos) << b.describe();
+}
+
 TEST_F(CliTest, ExploreFindsNoStaleWriteAcceptedByTheFencedLockOnOneNode) {
     const fs::path out = dir() / "explore";
     const Result r = run({"explore", (kScenarios / "gc-pause.json").string(), "--algorithm", "token-lua+ttl_ms=300+fence",

@@ -235,7 +235,8 @@ Json explore(const ExploreOptions& opts) {
     const fs::path scratch = make_run_temp_dir();
     const auto started = std::chrono::steady_clock::now();
     const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
-    Json found = Json::array();
+    Json found = Json::array();  // the first violating schedule of each run, shrunk, with its witness
+    Json every = Json::array();  // every violating schedule: replay any with --replay SEED
     Json per_run = Json::object();
     long long run_count = 0;
     try {
@@ -257,6 +258,7 @@ Json explore(const ExploreOptions& opts) {
                 }
                 if (o.violation.empty()) continue;
                 ++violating;
+                every.push_back({{"run", run}, {"schedule_seed", seed}, {"violation", o.violation}, {"count", o.count}});
                 if (!first_s) {
                     first_s = elapsed();
                     int steps = 0;
@@ -285,7 +287,7 @@ Json explore(const ExploreOptions& opts) {
     Json result = {{"scenario", parsed.name}, {"scenario_file", opts.scenario_file.string()}, {"seed", opts.seed},
                    {"schedules_run", run_count}, {"violations_found", found.size()}, {"wall_s", elapsed()},
                    {"schedules_per_s", static_cast<double>(run_count) / std::max(elapsed(), 1e-9)},
-                   {"runs", per_run}, {"violations", found}};
+                   {"runs", per_run}, {"violations", found}, {"violating_schedules", every}};
     write_atomically(opts.out / "explore.json", result.dump(2) + "\n");
     return result;
 }

@@ -109,6 +109,8 @@ TEST_F(CliTest, ExploreFindsShrinksAndReplaysTheGcPauseViolation) {
     EXPECT_GT(e.at("wall_s").get<double>(), 0.0);
     ASSERT_EQ(e.at("violations_found"), 1) << e.dump(2);
     const Json& v = e.at("violations").at(0);
+    ASSERT_FALSE(e.at("violating_schedules").empty());
+    EXPECT_EQ(e.at("violating_schedules").at(0).at("schedule_seed"), v.at("schedule_seed"));
     EXPECT_EQ(v.at("violation"), "mutual_exclusion_violations");
     EXPECT_LT(v.at("found_after_s").get<double>(), 1.0) << "the known violation, found in under a second";
     // Shrunk: fewer clients than the scenario's eight, and only the pause is left.
@@ -181,6 +183,7 @@ TEST_F(CliTest, ExploreFindsNoStaleWriteAcceptedByTheFencedLockOnOneNode) {
     const Json e = read_json(out / "explore.json");
     EXPECT_EQ(e.at("schedules_run"), 100);
     EXPECT_EQ(e.at("violations_found"), 0) << e.dump(2);
+    EXPECT_TRUE(e.at("violating_schedules").empty());
     EXPECT_EQ(e.at("runs").at("token-lua+ttl_ms=300+fence").at("invalid"), 0);
 }
 

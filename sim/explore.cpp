@@ -22,14 +22,6 @@ using Json = nlohmann::json;
 
 namespace {
 
-Json read_json(const fs::path& file) {
-    std::ifstream in(file);
-    if (!in) throw std::runtime_error(file.string() + ": cannot read");
-    Json j = Json::parse(in, nullptr, false);
-    if (j.is_discarded()) throw std::runtime_error(file.string() + ": not valid JSON");
-    return j;
-}
-
 // The scenario with only run `name`, its faults made its own (the scenario's, unless it
 // names its own), so that a schedule can change them.
 Json one_run(const Json& source, const Scenario& parsed, const std::string& name) {
@@ -228,7 +220,7 @@ Json write_witness(const Json& schedule, const std::string& run, std::uint64_t s
 }  // namespace
 
 Json explore(const ExploreOptions& opts) {
-    const Json source = read_json(opts.scenario_file);
+    const Json source = read_json_file(opts.scenario_file);
     const Scenario parsed = load_scenario(opts.scenario_file);
     const auto runs = runs_to_explore(parsed, opts.algorithms);
     fs::create_directories(opts.out);
@@ -293,7 +285,7 @@ Json explore(const ExploreOptions& opts) {
 }
 
 Json replay(const ExploreOptions& opts, const std::string& run, std::uint64_t schedule_seed) {
-    const Json schedule = draw_schedule(read_json(opts.scenario_file), run, schedule_seed);
+    const Json schedule = draw_schedule(read_json_file(opts.scenario_file), run, schedule_seed);
     fs::create_directories(opts.out);
     write_atomically(opts.out / "scenario.json", schedule.dump(2) + "\n");
     RunOptions o{opts.out / "run", std::nullopt, "", opts.progress, {}, true};

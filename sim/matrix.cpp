@@ -131,13 +131,7 @@ int set_path(Json& j, const std::vector<std::string>& path, size_t at, double va
 
 fs::path header_path(const fs::path& dir) { return dir / "lockbench-results.json"; }
 
-Json read_json(const fs::path& file) {
-    std::ifstream in(file);
-    if (!in) throw std::runtime_error(file.string() + ": cannot read");
-    Json j = Json::parse(in, nullptr, false);
-    if (j.is_discarded()) throw std::runtime_error(file.string() + ": not valid JSON");
-    return j;
-}
+Json read_json(const fs::path& file) { return read_json_file(file); }
 
 bool rep_done(const fs::path& rep_dir) { return fs::is_regular_file(rep_dir / "summary.json"); }
 
@@ -519,6 +513,14 @@ int matrix_exit_code(const Json& summary) {
         if (a.value("clients_failed_reps", 0) > 0) return 1;  // an adapter broke: that cell is not trusted
     }
     return 0;
+}
+
+nlohmann::json read_json_file(const std::filesystem::path& file) {
+    std::ifstream in(file);
+    if (!in) throw std::runtime_error(file.string() + ": cannot read");
+    nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_discarded()) throw std::runtime_error(file.string() + ": not valid JSON");
+    return j;
 }
 
 }  // namespace lockbench

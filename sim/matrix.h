@@ -56,6 +56,9 @@ MatrixSpec sweep_spec(const std::filesystem::path& file, const SweepParam& param
 // a simulated tree never mix; external runs, which cannot be simulated, are left out.
 MatrixSpec simulated(MatrixSpec spec);
 
+// A JSON file; throws one line naming it if it cannot be read or parsed.
+nlohmann::json read_json_file(const std::filesystem::path& file);
+
 struct MatrixOptions {
     std::filesystem::path out;
     Shard shard;

@@ -1,5 +1,7 @@
 #include "sim/model_node.h"
 
+#include "sim/recorder.h"
+
 #include <lua.hpp>
 
 #include <algorithm>
@@ -126,23 +128,6 @@ Value pop_reply(lua_State* L) {
     return out;
 }
 
-std::string json_string(const std::string& s) {
-    std::string out = "\"";
-    for (const unsigned char c : s) {
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += static_cast<char>(c);
-        } else if (c < 0x20) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\u%04x", c);
-            out += buf;
-        } else {
-            out += static_cast<char>(c);
-        }
-    }
-    return out + "\"";
-}
-
 // cjson.encode for the flat tables the store's scripts log: numbers as cjson prints them
 // (%.14g), keys sorted so that a log line is the same in every run.
 int cjson_encode(lua_State* L) {
@@ -161,7 +146,7 @@ int cjson_encode(lua_State* L) {
                 break;
             }
             case LUA_TBOOLEAN: value = lua_toboolean(L, -1) ? "true" : "false"; break;
-            case LUA_TSTRING: value = json_string(lua_tostring(L, -1)); break;
+            case LUA_TSTRING: value = json_escape(lua_tostring(L, -1)); break;
             default: return luaL_error(L, "cjson.encode: the model encodes flat tables only");
         }
         fields.emplace_back(key, value);
@@ -169,7 +154,7 @@ int cjson_encode(lua_State* L) {
     }
     std::ranges::sort(fields);
     std::string out = "{";
-    for (const auto& [k, v] : fields) out += (out.size() > 1 ? "," : "") + json_string(k) + ":" + v;
+    for (const auto& [k, v] : fields) out += (out.size() > 1 ? "," : "") + json_escape(k) + ":" + v;
     out += "}";
     lua_pushlstring(L, out.data(), out.size());
     return 1;

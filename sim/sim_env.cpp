@@ -256,7 +256,8 @@ std::vector<Reply> SimEnv::exchange(const std::vector<std::pair<int, Command>>& 
     }
     // The timeout is judged by the client: not while it is paused, and a reply that arrived
     // meanwhile wins, as it would be waiting in the socket.
-    std::function<void()> expire = [this, call, finish, &w] {
+    std::function<void()> expire = [this, call, finish] {
+        if (!call->alive) return;  // the call is over (answered, or its fiber killed)
         for (std::size_t i = 0; i < call->done.size(); ++i) {
             if (call->done[i]) continue;
             Path& p = net_.path(process_.id, targets_.at(static_cast<std::size_t>(call->replies[i].node.value)));
@@ -270,6 +271,11 @@ std::vector<Reply> SimEnv::exchange(const std::vector<std::pair<int, Command>>& 
         if (process_.paused) process_.on_resume.push_back(expire);
         else expire();
     });
+    // However this ends (answered, or the fiber killed at a point), late events find it over.
+    struct Over {
+        std::shared_ptr<Call> call;
+        ~Over() { call->alive = false; }
+    } over{call};
     if (after_send) reach(*after_send);
     while (call->left > 0) {
         call->token = w.prepare_wait();
@@ -278,7 +284,6 @@ std::vector<Reply> SimEnv::exchange(const std::vector<std::pair<int, Command>>& 
         call->waiting = false;
         run_if_paused(w, process_);
     }
-    call->alive = false;
     return std::move(call->replies);
 }
 

@@ -51,20 +51,25 @@ void Net::travel(Link& link, std::function<void()> deliver) {
     world_.at(due, std::move(deliver));
 }
 
+// Sets the fault of one or both directions of a link pair; lifting a hold delivers, in order,
+// what it held.
+void Net::set_link(Link& up, Link& down, std::optional<Direction> direction, const LinkFault& fault) {
+    for (Link* link : {&up, &down}) {
+        if (direction && (link == &up) != (*direction == Direction::upstream)) continue;
+        link->fault = fault;
+        if (fault.kind != LinkFault::Kind::pass && fault.kind != LinkFault::Kind::delay) continue;
+        auto held = std::move(link->held);
+        link->held.clear();
+        for (auto& d : held) travel(*link, std::move(d));
+    }
+}
+
 void Net::set_fault(int client, std::size_t node, std::optional<Direction> direction, const LinkFault& fault) {
     Path& p = path(client, node);
-    for (Link* link : {&p.up, &p.down}) {
-        if (direction && (link == &p.up) != (*direction == Direction::upstream)) continue;
-        link->fault = fault;
-        if (fault.kind == LinkFault::Kind::pass || fault.kind == LinkFault::Kind::delay) {
-            auto held = std::move(link->held);
-            link->held.clear();
-            for (auto& d : held) travel(*link, std::move(d));
-        }
-        if (fault.kind == LinkFault::Kind::reset) {
-            ++p.connection;
-            p.connected = false;
-        }
+    set_link(p.up, p.down, direction, fault);
+    if (fault.kind == LinkFault::Kind::reset) {  // its connections are gone
+        ++p.connection;
+        p.connected = false;
     }
 }
 
@@ -103,16 +108,8 @@ void Net::add_replica(std::size_t master, std::size_t replica,
 }
 
 void Net::set_replication_fault(std::optional<Direction> direction, const LinkFault& fault) {
-    for (auto& [name, g] : groups_)
-        for (Link* link : {&g.to_replica, &g.to_master}) {
-            if (direction && (link == &g.to_master) != (*direction == Direction::upstream)) continue;
-            link->fault = fault;
-            if (fault.kind == LinkFault::Kind::pass || fault.kind == LinkFault::Kind::delay) {
-                auto held = std::move(link->held);
-                link->held.clear();
-                for (auto& d : held) travel(*link, std::move(d));
-            }
-        }
+    // The replica is the side that connects: upstream is its acks, downstream the data.
+    for (auto& [name, g] : groups_) set_link(g.to_master, g.to_replica, direction, fault);
 }
 
 // The keys the last command changed go to the replica, in order; its ack comes back.

@@ -119,6 +119,7 @@ public:
 
 private:
     void travel(Link& link, std::function<void()> deliver);
+    void set_link(Link& up, Link& down, std::optional<Direction> direction, const LinkFault& fault);
     VTime latency();
     std::size_t resolve(int client, std::size_t node);  // the physical node a path reaches
     ReplicaGroup* group_of_master(std::size_t physical);

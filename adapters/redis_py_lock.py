@@ -18,6 +18,18 @@ except ImportError:  # the first line says why, and what installs it
 host, port = os.environ["LOCKBENCH_NODES"].split(",")[0].split(":")
 timeout_s = int(os.environ["LOCKBENCH_COMMAND_TIMEOUT_MS"]) / 1000  # per command, as lockbench's own
 client = redis.Redis(host=host, port=int(port), socket_timeout=timeout_s, socket_connect_timeout=timeout_s)
+if os.environ.get("LOCKBENCH_SENTINELS"):  # a master behind Sentinel: ask it, reach it by our own path
+    from redis.sentinel import Sentinel
+
+    class OwnPathSentinel(Sentinel):
+        def discover_master(self, name):
+            addr = "%s:%s" % super().discover_master(name)
+            h, p = json.loads(os.environ["LOCKBENCH_ADDRESS_MAP"]).get(addr, addr).split(":")
+            return h, int(p)
+
+    client = OwnPathSentinel([tuple(a.split(":")) for a in os.environ["LOCKBENCH_SENTINELS"].split(",")],
+                             socket_timeout=timeout_s).master_for(
+        os.environ["LOCKBENCH_MASTER_NAME"], socket_timeout=timeout_s, socket_connect_timeout=timeout_s)
 lock = None
 
 

@@ -100,9 +100,21 @@ Nodes start_nodes(const RunSpec& run, std::optional<int> base_port, const fs::pa
     return n;
 }
 
-// An external run's lock: the adapter, told the paths to the nodes (`ports`, this client's own).
+// What Sentinel tells a client of topology "sentinel": the Sentinels' ports, and this client's
+// own way to each server they may name ("127.0.0.1:PORT" → its port).
+nlohmann::json sentinel_discovery(const Nodes& nodes, int lock0_port) {
+    nlohmann::json sentinels = nlohmann::json::array();
+    for (const auto& e : nodes.sentinels->endpoints()) sentinels.push_back(e.port);
+    return {{"sentinels", sentinels},
+            {"address_map", {{"127.0.0.1:" + std::to_string(nodes.repl_port), lock0_port},
+                             {"127.0.0.1:" + std::to_string(nodes.replica->port()), nodes.replica->port()}}}};
+}
+
+// An external run's lock: the adapter, told the paths to the nodes (`ports`, this client's own)
+// and, under Sentinel, where to ask for the master (`discovery`, as sentinel_discovery gives).
 std::unique_ptr<ExternalLock> make_external(const Scenario& s, const RunSpec& run, const std::vector<int>& ports,
-                                            int client, const fs::path& project_dir, const fs::path& stderr_path = {}) {
+                                            int client, const fs::path& project_dir, const nlohmann::json& discovery,
+                                            const fs::path& stderr_path = {}) {
     std::string nodes;
     for (int p : ports) nodes += (nodes.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(p);
     const long long ttl_ms = run.params.integer("ttl_ms");
@@ -116,6 +128,17 @@ std::unique_ptr<ExternalLock> make_external(const Scenario& s, const RunSpec& ru
                    {"LOCKBENCH_OP_TIMEOUT_MS", std::to_string(10 * s.command_timeout_ms)},
                    {"LOCKBENCH_CONNECT_TIMEOUT_MS", std::to_string(s.connect_timeout_ms)}},
                   std::chrono::milliseconds(10 * s.command_timeout_ms), stderr_path};
+    if (discovery.is_object()) {
+        std::string sentinels;
+        for (const auto& p : discovery.at("sentinels"))
+            sentinels += (sentinels.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(p.get<int>());
+        nlohmann::json moved = nlohmann::json::object();
+        for (const auto& [addr, port] : discovery.at("address_map").items())
+            moved[addr] = "127.0.0.1:" + std::to_string(port.get<int>());
+        a.env["LOCKBENCH_SENTINELS"] = sentinels;
+        a.env["LOCKBENCH_MASTER_NAME"] = kMasterName;
+        a.env["LOCKBENCH_ADDRESS_MAP"] = moved.dump();
+    }
     return std::make_unique<ExternalLock>(std::move(a), s.lock_key, ttl_ms);
 }
 
@@ -126,7 +149,9 @@ void preflight_adapter(const Scenario& s, const RunSpec& run, const Nodes& nodes
     std::vector<int> ports;
     for (const auto& n : nodes.lock) ports.push_back(n.port());
     try {
-        make_external(s, run, ports, -1, project_dir, tmp / (run.name + ".adapter-preflight.log"));
+        make_external(s, run, ports, -1, project_dir,
+                      nodes.sentinels ? sentinel_discovery(nodes, ports.at(0)) : nlohmann::json(),
+                      tmp / (run.name + ".adapter-preflight.log"));
     } catch (const AdapterError& e) {
         throw std::runtime_error("run " + run.name + ": " + e.what());
     }
@@ -169,12 +194,10 @@ nlohmann::json client_spec(const Scenario& s, const RunSpec& run, const Nodes& n
             {"history", (run_dir / "history" / ("client-" + std::to_string(client) + ".jsonl")).string()},
             {"project_dir", launch.project_dir.string()}};
     if (nodes.sentinels) {
-        nlohmann::json sentinels = nlohmann::json::array();
-        for (const auto& e : nodes.sentinels->endpoints()) sentinels.push_back(e.port);
         // What the Sentinels will name, and this client's own way to each.
-        spec["sentinels"] = sentinels;
-        spec["address_map"] = {{"127.0.0.1:" + std::to_string(nodes.repl_port), ports[0]},
-                               {"127.0.0.1:" + std::to_string(nodes.replica->port()), nodes.replica->port()}};
+        const nlohmann::json d = sentinel_discovery(nodes, ports[0]);
+        spec["sentinels"] = d.at("sentinels");
+        spec["address_map"] = d.at("address_map");
     }
     return spec;
 }
@@ -455,8 +478,11 @@ int client_main(const fs::path& spec_file) {
                  Instant{Duration{spec.at("start_at_ns").get<long long>()}}, run->check_lease_before_write};
     if (!run->command.empty()) {
         try {
+            nlohmann::json discovery;
+            if (spec.contains("sentinels"))
+                discovery = {{"sentinels", spec.at("sentinels")}, {"address_map", spec.at("address_map")}};
             const auto lock = make_external(s, *run, spec.at("lock_ports").get<std::vector<int>>(), client,
-                                            spec.value("project_dir", std::string()));
+                                            spec.value("project_dir", std::string()), discovery);
             run_worker(lock_env, store_env, *lock, rec, w);
         } catch (const AdapterError& e) {
             rec.line("adapter", "fail").str("detail", e.what()).commit();

@@ -74,7 +74,9 @@ void external_checks(const std::string& name, const nlohmann::json& summary) {
         {"redlock-clock-jump", {{"node-redlock", true}}},
         {"redlock-restart-empty", {{"node-redlock", true}}},
         {"acquire-pause", {{"node-redlock", false}}},
-        {"crash-before-expire", {{"redis-py", false}}}};
+        {"crash-before-expire", {{"redis-py", false}}},
+        {"failover-lost-lock", {{"redis-py", true}}},
+        {"failover-ttl-kept", {{"redis-py", false}}}};
     if (!violates.contains(name)) return;
     for (const auto& [run, expected] : violates.at(name)) {
         const auto& r = run_named(summary, run);

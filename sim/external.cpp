@@ -131,13 +131,34 @@ void ExternalLock::fail(const std::string& what, bool with_last_line) {
     std::string msg = "adapter " + spec_.name + " (" + cmd + "): " + what;
     if (with_last_line)
         msg += last_line_.empty() ? "; it printed nothing" : "; the last thing it printed: " + one_line(last_line_);
-    // Whatever it was doing, it is done: no adapter outlives a broken conversation.
+    // Whatever it was doing, it is done: no adapter outlives a broken conversation, and no
+    // descriptor outlives it (a constructor that throws runs no destructor).
     if (pid_ > 0) {
         ::kill(pid_, SIGKILL);
         ::waitpid(pid_, nullptr, 0);
         pid_ = -1;
     }
+    for (int* fd : {&to_, &from_})
+        if (*fd >= 0) {
+            ::close(*fd);
+            *fd = -1;
+        }
     throw AdapterError(msg);
+}
+
+// Its exit status, once it has gone: an adapter that closed its end of a pipe but lives on
+// gets 200 ms to exit, then SIGKILL, so that the client never hangs on it.
+int ExternalLock::reap() {
+    int status = 0;
+    for (int i = 0; i < 40 && ::waitpid(pid_, &status, WNOHANG) == 0; ++i) {
+        std::this_thread::sleep_for(5ms);
+        if (i == 39) {
+            ::kill(pid_, SIGKILL);
+            ::waitpid(pid_, &status, 0);
+        }
+    }
+    pid_ = -1;
+    return status;
 }
 
 std::string ExternalLock::read_line(std::chrono::steady_clock::time_point deadline, const std::string& waiting_for) {
@@ -165,10 +186,7 @@ std::string ExternalLock::read_line(std::chrono::steady_clock::time_point deadli
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {
             if (!buffer_.empty()) last_line_ = buffer_;
-            int status = 0;
-            ::waitpid(pid_, &status, 0);
-            pid_ = -1;
-            fail(describe_status(status) + " while lockbench waited for " + waiting_for);
+            fail(describe_status(reap()) + " while lockbench waited for " + waiting_for);
         }
         buffer_.append(chunk, static_cast<size_t>(n));
     }
@@ -179,12 +197,7 @@ nlohmann::json ExternalLock::call(const nlohmann::json& request) {
     for (size_t done = 0; done < text.size();) {
         const ssize_t n = ::write(to_, text.data() + done, text.size() - done);
         if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            int status = 0;
-            ::waitpid(pid_, &status, 0);
-            pid_ = -1;
-            fail(describe_status(status) + " before it read " + request.dump());
-        }
+        if (n <= 0) fail(describe_status(reap()) + " before it read " + request.dump());
         done += static_cast<size_t>(n);
     }
     const std::string op = request.at("op");

@@ -60,6 +60,7 @@ private:
     nlohmann::json call(const nlohmann::json& request);
     std::string read_line(std::chrono::steady_clock::time_point deadline, const std::string& waiting_for);
     [[noreturn]] void fail(const std::string& what, bool with_last_line = true);
+    int reap();
 
     AdapterSpec spec_;
     std::string key_;

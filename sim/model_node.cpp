@@ -130,8 +130,8 @@ Value pop_reply(lua_State* L) {
 
 // cjson.encode for the flat tables the store's scripts log: numbers as cjson prints them
 // (%.14g), keys sorted so that a log line is the same in every run.
-int cjson_encode(lua_State* L) {
-    luaL_checktype(L, 1, LUA_TTABLE);
+// The C++ half: false if the table is not flat (then nothing is pushed).
+bool encode_flat(lua_State* L) {
     std::vector<std::pair<std::string, std::string>> fields;
     lua_pushnil(L);
     while (lua_next(L, 1) != 0) {
@@ -147,7 +147,7 @@ int cjson_encode(lua_State* L) {
             }
             case LUA_TBOOLEAN: value = lua_toboolean(L, -1) ? "true" : "false"; break;
             case LUA_TSTRING: value = json_escape(lua_tostring(L, -1)); break;
-            default: return luaL_error(L, "cjson.encode: the model encodes flat tables only");
+            default: lua_pop(L, 2); return false;
         }
         fields.emplace_back(key, value);
         lua_pop(L, 1);
@@ -157,36 +157,56 @@ int cjson_encode(lua_State* L) {
     for (const auto& [k, v] : fields) out += (out.size() > 1 ? "," : "") + json_escape(k) + ":" + v;
     out += "}";
     lua_pushlstring(L, out.data(), out.size());
-    return 1;
+    return true;
+}
+
+int cjson_encode(lua_State* L) {
+    luaL_checktype(L, 1, LUA_TTABLE);
+    if (encode_flat(L)) return 1;
+    return luaL_error(L, "cjson.encode: the model encodes flat tables only");
 }
 
 }  // namespace
 
-// redis.call(...) from a script: the same execute, in the same instant.
-int model_redis_call(lua_State* L) {
-    ModelNode* node = node_of(L);
-    Command cmd;
+// The C++ half of redis.call: builds the command, runs it, pushes the reply. Returns false
+// with the error in `err` instead of raising it: Lua 5.1 (built as C) raises errors with
+// longjmp, which must not cross a C++ frame that owns anything.
+bool redis_call(lua_State* L, ModelNode* node, char* err, std::size_t err_size) {
     const int n = lua_gettop(L);
-    if (n == 0) return luaL_error(L, "Please specify at least one argument for redis.call()");
+    if (n == 0) {
+        std::snprintf(err, err_size, "Please specify at least one argument for redis.call()");
+        return false;
+    }
+    Command cmd;
     for (int i = 1; i <= n; ++i) {
-        if (!lua_isstring(L, i)) return luaL_error(L, "Lua redis() command arguments must be strings or integers");
+        if (!lua_isstring(L, i)) {
+            std::snprintf(err, err_size, "Lua redis() command arguments must be strings or integers");
+            return false;
+        }
         std::size_t len = 0;
         const char* s = lua_tolstring(L, i, &len);
         cmd.args.emplace_back(s, len);
     }
-    Value v;
     try {
-        v = node->run(cmd);
+        const Value v = node->run(cmd);
+        push_reply(L, v);
+        return true;
     } catch (const RedisError& e) {
-        // As Redis 7 does: the script fails with the command's own error ("WRONGTYPE ..."),
-        // raised as an {err = ...} table so that no Lua position is prefixed.
-        lua_newtable(L);
-        lua_pushstring(L, e.message.c_str());
-        lua_setfield(L, -2, "err");
-        return lua_error(L);
+        std::snprintf(err, err_size, "%s", e.message.c_str());
+        return false;
     }
-    push_reply(L, v);
-    return 1;
+}
+
+// redis.call(...) from a script: the same execute, in the same instant. A command's error
+// fails the script with that error ("WRONGTYPE ..."), as in Redis 7, raised as an
+// {err = ...} table so that no Lua position is prefixed.
+int model_redis_call(lua_State* L) {
+    char err[512];  // no destructor: safe under longjmp
+    if (redis_call(L, node_of(L), err, sizeof err)) return 1;
+    lua_newtable(L);
+    lua_pushstring(L, err);
+    lua_setfield(L, -2, "err");
+    return lua_error(L);
 }
 
 ModelNode::ModelNode() : lua_(luaL_newstate(), lua_close) {

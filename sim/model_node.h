@@ -64,7 +64,7 @@ private:
     }
     Value run(const Command& cmd);
     Value eval(const Command& cmd);
-    friend int model_redis_call(lua_State* L);
+    friend bool redis_call(lua_State* L, ModelNode* node, char* err, std::size_t err_size);
 
     std::unordered_map<std::string, Entry> data_;
     std::vector<std::string> dirty_;

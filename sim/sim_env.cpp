@@ -57,6 +57,7 @@ void Net::set_link(Link& up, Link& down, std::optional<Direction> direction, con
     for (Link* link : {&up, &down}) {
         if (direction && (link == &up) != (*direction == Direction::upstream)) continue;
         link->fault = fault;
+        if (fault.kind == LinkFault::Kind::reset) link->held.clear();  // a reset destroys them
         if (fault.kind != LinkFault::Kind::pass && fault.kind != LinkFault::Kind::delay) continue;
         auto held = std::move(link->held);
         link->held.clear();
@@ -67,20 +68,23 @@ void Net::set_link(Link& up, Link& down, std::optional<Direction> direction, con
 void Net::set_fault(int client, std::size_t node, std::optional<Direction> direction, const LinkFault& fault) {
     Path& p = path(client, node);
     set_link(p.up, p.down, direction, fault);
-    if (fault.kind == LinkFault::Kind::reset) {  // its connections are gone
-        ++p.connection;
-        p.connected = false;
-    }
+    if (fault.kind == LinkFault::Kind::reset)  // its connections are gone
+        for (auto& [key, c] : conns_)
+            if (c.client == client && key.second == node) {
+                ++c.connection;
+                c.connected = false;
+            }
 }
 
 void Net::crash(std::size_t n) {
     SimNode& node = *nodes_.at(n);
     node.up = false;
+    ++node.incarnation;
     node.model.restart(node.keeps_data);
-    for (auto& [key, p] : paths_)
-        if (p.physical == n) {
-            ++p.connection;
-            p.connected = false;
+    for (auto& [key, c] : conns_)
+        if (c.physical == n) {
+            ++c.connection;
+            c.connected = false;
         }
     if (ReplicaGroup* g = group_of_master(n)) failover(*g, n);
 }
@@ -173,22 +177,24 @@ void Net::failover(ReplicaGroup& g, std::size_t crashed) {
     });
 }
 
-bool Net::send(int client, std::size_t n, const Command& cmd, std::function<void(Reply)> done) {
+bool Net::send(int channel, std::size_t n, const Command& cmd, std::function<void(Reply)> done) {
+    Conn& c = conn(channel, n);
+    const int client = c.client;
     Path& p = path(client, n);
-    if (!p.connected) p.physical = resolve(client, n);  // Sentinel is asked on (re)connecting
-    const std::size_t target = p.physical;
+    if (!c.connected) c.physical = resolve(client, n);  // Sentinel is asked on (re)connecting
+    const std::size_t target = c.physical;
     if (!nodes_.at(target)->up || p.up.fault.kind == LinkFault::Kind::reset) {
-        p.connected = false;
+        c.connected = false;
         return false;
     }
-    p.connected = true;
-    const std::uint64_t connection = p.connection;
-    travel(p.up, [this, client, n, target, cmd, done = std::move(done), connection]() mutable {
+    c.connected = true;
+    const std::uint64_t connection = c.connection, incarnation = nodes_.at(target)->incarnation;
+    travel(p.up, [this, channel, client, n, target, cmd, done = std::move(done), connection, incarnation]() mutable {
         SimNode& node = *nodes_[target];
-        if (!node.up) return;  // lost with the node
-        auto respond = [this, client, n, connection, done = std::move(done)](Reply r) {
-            travel(path(client, n).down, [this, client, n, r = std::move(r), done, connection] {
-                if (path(client, n).connection == connection) done(r);  // else the client hung up
+        if (!node.up || node.incarnation != incarnation) return;  // lost with the node
+        auto respond = [this, channel, client, n, connection, done = std::move(done)](Reply r) {
+            travel(path(client, n).down, [this, channel, n, r = std::move(r), done, connection] {
+                if (conn(channel, n).connection == connection) done(r);  // else the client hung up
             });
         };
         const auto ok = [respond](Value v) { respond(Reply{NodeId{0}, Reply::Status::ok, std::move(v), "", false}); };
@@ -210,7 +216,8 @@ bool Net::send(int client, std::size_t n, const Command& cmd, std::function<void
 // ---- SimEnv ----
 
 SimEnv::SimEnv(Net& net, Process& process, std::vector<std::size_t> targets, std::function<void(Point)> on_point)
-    : net_(net), process_(process), targets_(std::move(targets)), on_point_(std::move(on_point)) {}
+    : net_(net), process_(process), channel_(net.new_channel(process.id)), targets_(std::move(targets)),
+      on_point_(std::move(on_point)) {}
 
 void SimEnv::run_if_paused(World& world, Process& process) {
     while (process.paused) {
@@ -248,7 +255,7 @@ std::vector<Reply> SimEnv::exchange(const std::vector<std::pair<int, Command>>& 
         const int id = requests[i].first;
         call->replies.push_back(Reply{NodeId{id}, Reply::Status::unknown, {}, "", false});
         const std::size_t target = targets_.at(static_cast<std::size_t>(id));
-        if (!net_.send(process_.id, target, requests[i].second, [finish, i](Reply r) { finish(i, std::move(r)); }))
+        if (!net_.send(channel_, target, requests[i].second, [finish, i](Reply r) { finish(i, std::move(r)); }))
             finish(i, Reply{NodeId{id}, Reply::Status::error, {}, "Connection refused", false});
     }
     // The timeout is judged by the client: not while it is paused, and a reply that arrived
@@ -257,9 +264,9 @@ std::vector<Reply> SimEnv::exchange(const std::vector<std::pair<int, Command>>& 
         if (!call->alive) return;  // the call is over (answered, or its fiber killed)
         for (std::size_t i = 0; i < call->done.size(); ++i) {
             if (call->done[i]) continue;
-            Path& p = net_.path(process_.id, targets_.at(static_cast<std::size_t>(call->replies[i].node.value)));
-            ++p.connection;  // the connection is dropped, as LiveEnv drops it
-            p.connected = false;
+            Conn& c = net_.conn(channel_, targets_.at(static_cast<std::size_t>(call->replies[i].node.value)));
+            ++c.connection;  // the connection is dropped, as LiveEnv drops it
+            c.connected = false;
             finish(i, Reply{call->replies[i].node, Reply::Status::unknown, {}, "timed out", false});
         }
     };
@@ -319,7 +326,13 @@ public:
         });
         process_.fibers.push_back(fiber_);
     }
-    ~SimTask() override { stop(); }
+    ~SimTask() override {
+        try {
+            stop();
+        } catch (const FiberKilled&) {  // its process was killed while waiting for the task
+            world_.kill(fiber_);
+        }
+    }
 
     bool sleep_unless_stopped(Duration d) override {
         if (stop_) return false;

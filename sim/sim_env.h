@@ -46,6 +46,7 @@ struct SimNode {
     ModelNode model;
     SimClock clock;
     bool up = true;
+    std::uint64_t incarnation = 0;  // each crash ends one: what was in flight to it is lost
     bool keeps_data = false;  // persistence: AOF with fsync always
     long long wall_ms(VTime t) const { return clock.wall_ns(t) / 1'000'000; }
 };
@@ -57,10 +58,16 @@ struct Link {
     std::vector<std::function<void()>> held;  // deliveries waiting for the hold to lift
 };
 
+// A client process's path to one node: what the link faults act on.
 struct Path {
     Link up;    // client → node
     Link down;  // node → client
-    std::uint64_t connection = 0;  // a timeout or a lost node drops the connection
+};
+
+// One connection of one env (a client, or its watchdog: each has its own, as live) to a node.
+struct Conn {
+    int client = 0;
+    std::uint64_t connection = 0;  // a timeout, a reset or a lost node drops the connection
     bool connected = false;
     std::size_t physical = 0;      // the node reached, found (through Sentinel) on connecting
 };
@@ -101,6 +108,16 @@ public:
     SimNode& node(std::size_t i) { return *nodes_.at(i); }
     std::size_t node_count() const { return nodes_.size(); }
     Path& path(int client, std::size_t node) { return paths_[{client, node}]; }
+    // A new env's own connections, over its client's paths.
+    int new_channel(int client) {
+        channels_.push_back(client);
+        return static_cast<int>(channels_.size()) - 1;
+    }
+    Conn& conn(int channel, std::size_t node) {
+        Conn& c = conns_[{channel, node}];
+        c.client = channels_.at(static_cast<std::size_t>(channel));
+        return c;
+    }
 
     // Sets one direction's fault (or both) on a path; lifting a hold delivers what it held.
     void set_fault(int client, std::size_t node, std::optional<Direction> direction, const LinkFault& fault);
@@ -108,9 +125,9 @@ public:
     void crash(std::size_t node);
     void restart(std::size_t node);
 
-    // Sends `cmd` from `client` to `node`; `done` gets the reply (or nothing, if it is lost).
+    // Sends `cmd` on `channel` to `node`; `done` gets the reply (or nothing, if it is lost).
     // Returns false if the node refuses the connection (down): nothing was sent.
-    bool send(int client, std::size_t node, const Command& cmd, std::function<void(Reply)> done);
+    bool send(int channel, std::size_t node, const Command& cmd, std::function<void(Reply)> done);
 
     // Makes `master` (clients' name for the group) replicate to `replica`, under Sentinel.
     void add_replica(std::size_t master, std::size_t replica,
@@ -131,6 +148,8 @@ private:
     VTime latency_min_, latency_max_;
     std::vector<std::unique_ptr<SimNode>> nodes_;
     std::map<std::pair<int, std::size_t>, Path> paths_;
+    std::map<std::pair<int, std::size_t>, Conn> conns_;  // by (channel, node)
+    std::vector<int> channels_;                          // channel → its client
     std::map<std::size_t, ReplicaGroup> groups_;  // by the clients' name for the group
 };
 
@@ -158,6 +177,7 @@ private:
 
     Net& net_;
     Process& process_;
+    int channel_;
     std::vector<std::size_t> targets_;
     std::function<void(Point)> on_point_;
 };

@@ -22,7 +22,7 @@
 namespace lockbench::sim {
 
 // Why this run cannot be simulated, if it cannot: an external library runs in another
-// process, in real time; the Sentinel topology is not modelled yet.
+// process, in real time; AOF everysec's loss of the last second is not modelled.
 std::optional<std::string> unsupported(const RunSpec& run);
 
 struct SimRunResult {

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <exception>
 #include <stdexcept>
+#include <utility>
 
 namespace lockbench::sim {
 
@@ -46,6 +47,8 @@ void World::trampoline(unsigned lo, unsigned hi) {
     try {
         if (!f->killed_) f->body_();
     } catch (const FiberKilled&) {
+    } catch (...) {
+        f->error_ = std::current_exception();  // rethrown by resume(), on the world's stack
     }
     f->finished_ = true;
     // Returning switches to uc_link: the world.
@@ -97,6 +100,7 @@ void World::resume(Fiber* f) {
     swapcontext(&world_context_, &f->context_);
     current_ = nullptr;
     if (f->finished_) f->stack_.reset();  // back on the world's stack: its own can go
+    if (f->error_) std::rethrow_exception(std::exchange(f->error_, nullptr));
 }
 
 void World::yield_to_world() {
@@ -113,7 +117,8 @@ std::size_t World::end_all() {
             kill(f.get());
             ++n;
         }
-    // Only the kills' resumptions: whatever else is queued stays unrun.
+    // Runs what is due now (the kills' resumptions among it) until every fiber has unwound;
+    // anything later stays unrun.
     while (n && !events_.empty()) {
         Event e = std::move(const_cast<Event&>(events_.top()));
         events_.pop();

@@ -15,6 +15,7 @@
 #include <ucontext.h>
 
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <queue>
@@ -48,6 +49,7 @@ private:
     bool killed_ = false;    // asked to unwind at its next switch
     bool waiting_ = false;   // blocked, with a wake-up pending somewhere
     std::uint64_t wake_id_ = 0;  // wake-ups older than this are stale
+    std::exception_ptr error_;   // what escaped its body, for the world to rethrow
 };
 
 // Thrown inside a killed fiber at its next switch, to unwind its stack; never escapes it.

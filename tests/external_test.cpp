@@ -87,8 +87,13 @@ TEST_F(ExternalTest, APauseStopsTheClientAndItsAdapterTogetherAndTheClockShimIsI
         for (const auto& client : children_of(tool->pid())) {
             if (client.state != 'T') continue;
             EXPECT_NE(read_text("/proc/" + std::to_string(client.pid) + "/maps").find("clockshim"), std::string::npos);
-            for (const auto& adapter : children_of(client.pid)) {
+            for (auto adapter : children_of(client.pid)) {
                 if (adapter.comm.find("python") == std::string::npos) continue;
+                // SIGSTOP to a group reaches its processes one by one: give it a moment.
+                for (int i = 0; i < 50 && adapter.state != 'T'; ++i) {
+                    std::this_thread::sleep_for(2ms);
+                    if (const auto again = read_proc(adapter.pid)) adapter.state = again->state;
+                }
                 EXPECT_EQ(adapter.state, 'T') << "the adapter of a paused client should be stopped too";
                 // The client's clock is skewed: the shim is loaded into its adapter too.
                 const std::string maps = read_text("/proc/" + std::to_string(adapter.pid) + "/maps");

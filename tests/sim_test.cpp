@@ -112,7 +112,9 @@ TEST_F(CliTest, ExploreFindsShrinksAndReplaysTheGcPauseViolation) {
     ASSERT_FALSE(e.at("violating_schedules").empty());
     EXPECT_EQ(e.at("violating_schedules").at(0).at("schedule_seed"), v.at("schedule_seed"));
     EXPECT_EQ(v.at("violation"), "mutual_exclusion_violations");
-    EXPECT_LT(v.at("found_after_s").get<double>(), 1.0) << "the known violation, found in under a second";
+    // Found within the 20 schedules drawn (the time it takes is a benchmark: explore/*).
+    EXPECT_LE(e.at("runs").at("token-lua+ttl_ms=300").at("schedules").get<long long>(), 20);
+    EXPECT_GT(v.at("found_after_s").get<double>(), 0.0);
     // Shrunk: fewer clients than the scenario's eight, and only the pause is left.
     EXPECT_LT(v.at("shrunk").at("clients").get<int>(), 8);
     ASSERT_EQ(v.at("shrunk").at("faults").size(), 1u);

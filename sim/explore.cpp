@@ -110,7 +110,8 @@ std::vector<Json> smaller(const Json& s) {
 
 Json draw_schedule(const Json& source, const std::string& run, std::uint64_t seed) {
     const Scenario parsed = parse_scenario(source, "<scenario>");
-    Json s = one_run(source, parsed, run);
+    const Json written = one_run(source, parsed, run);  // the run as the file has it
+    Json s = written;
     std::mt19937_64 rng(seed);
     const RunSpec& spec = *std::ranges::find_if(parsed.runs, [&](const RunSpec& r) { return r.name == run; });
     const long long duration = parsed.workload.duration_ms;
@@ -147,7 +148,6 @@ Json draw_schedule(const Json& source, const std::string& run, std::uint64_t see
     if (w.contains("start_stagger_ms")) w["start_stagger_ms"] = draw(rng, 0, 2 * w["start_stagger_ms"].get<long long>());
     s["seed"] = rng() >> 12;  // 52 bits: an exact JSON number
     // What the scenario marks as fixed goes back to its written value.
-    const Json written = one_run(source, parsed, run);
     for (const std::string& path : parsed.explore_fixed) {
         if (path == "seed" || path == "workload.start_stagger_ms") {
             const Json& from = path == "seed" ? written : written.at("workload");

@@ -19,6 +19,7 @@
 #include "sim/nemesis.h"
 #include "sim/sentinel.h"
 #include "sim/redis_node.h"
+#include "sim/start_barrier.h"
 #include "sim/summary.h"
 #include "sim/worker.h"
 
@@ -159,7 +160,7 @@ void preflight_adapter(const Scenario& s, const RunSpec& run, const Nodes& nodes
 
 struct Launch {
     std::uint64_t seed = 0;
-    long long start_at_ns = 0;
+    std::filesystem::path start_barrier;                 // StartBarrier's prefix
     const Nemesis* nemesis = nullptr;
     const std::vector<ClockControl>* clocks = nullptr;   // the clients', if skewed
     ProxyHub* proxies = nullptr;                         // every client's own paths, if any
@@ -189,7 +190,7 @@ nlohmann::json client_spec(const Scenario& s, const RunSpec& run, const Nodes& n
         ports.push_back(port_for(launch, client, "n" + std::to_string(i), nodes.lock[i].port()));
     nlohmann::json spec = {{"scenario", s.source}, {"scenario_path", s.path}, {"run", run.name}, {"client", client},
             {"seed", derive_seed(launch.seed, 1000 + static_cast<std::uint64_t>(client))}, {"lock_ports", ports},
-            {"store_port", port_for(launch, client, "store", nodes.store->port())}, {"start_at_ns", launch.start_at_ns},
+            {"store_port", port_for(launch, client, "store", nodes.store->port())}, {"start_barrier", launch.start_barrier.string()},
             {"control_socket", launch.nemesis->socket_path().string()}, {"armed", launch.nemesis->armed_points()},
             {"history", (run_dir / "history" / ("client-" + std::to_string(client) + ".jsonl")).string()},
             {"project_dir", launch.project_dir.string()}};
@@ -286,15 +287,23 @@ nlohmann::json execute_run(const Scenario& s, const RunSpec& run, std::uint64_t 
     } stop_first{nemesis};
     if (!run.command.empty()) preflight_adapter(s, run, nodes, opts.project_dir, tmp);
     started();
-    // Every client waits for the same start instant, so none gets a head start; an external
-    // library's adapters (a Python or Node.js process each, started at once) get longer.
-    const long long head_ms = 200 + 20LL * s.workload.clients + (run.command.empty() ? 0 : 100LL * s.workload.clients);
-    const Launch launch{seed, monotonic_ns() + head_ms * 1000000LL, &nemesis, &client_clocks,
-                        proxies ? &*proxies : nullptr, opts.project_dir};
+    StartBarrier barrier(tmp / (run.name + ".start"));
+    const Launch launch{seed, barrier.prefix(), &nemesis, &client_clocks, proxies ? &*proxies : nullptr,
+                        opts.project_dir};
     std::vector<ChildProcess> clients = spawn_clients(s, run, nodes, launch, run_dir, tmp, opts.self_exe);
     std::vector<pid_t> pids;
     for (const auto& c : clients) pids.push_back(c.pid());
-    nemesis.start(pids, launch.start_at_ns);
+    // Every client starts at the same instant, once all have built their locks (an adapter
+    // start-up can take seconds on a busy machine), so none gets a head start.
+    try {
+        barrier.wait_ready(s.workload.clients, [&](int c) { return clients[static_cast<size_t>(c)].running(); },
+                           std::chrono::seconds(60));
+    } catch (const std::runtime_error& e) {
+        throw std::runtime_error("run " + run.name + ": " + e.what());
+    }
+    const long long start_at_ns = monotonic_ns() + (20 + 2LL * s.workload.clients) * 1000000LL;
+    nemesis.start(pids, start_at_ns);
+    barrier.release(start_at_ns);
     const nlohmann::json failed_clients = wait_for_clients(clients, s, run, tmp, nemesis);
     nemesis.stop();
     nlohmann::json record = run_record(s, run, seed);
@@ -474,8 +483,12 @@ int client_main(const fs::path& spec_file) {
     LiveEnv lock_env(std::move(lock_config));
     LiveEnv store_env({{{"127.0.0.1", spec.at("store_port").get<int>()}},
                        std::chrono::milliseconds(s.connect_timeout_ms), derive_seed(seed, 7), {}});
-    WorkerSpec w{client, seed, s.workload, std::chrono::milliseconds(1000),
-                 Instant{Duration{spec.at("start_at_ns").get<long long>()}}, run->check_lease_before_write};
+    // The worker starts at the run's common instant, told once this client's lock exists.
+    const fs::path barrier = spec.at("start_barrier").get<std::string>();
+    const auto worker_spec = [&] {
+        return WorkerSpec{client, seed, s.workload, std::chrono::milliseconds(1000),
+                          Instant{Duration{await_start(barrier, client)}}, run->check_lease_before_write};
+    };
     if (!run->command.empty()) {
         try {
             nlohmann::json discovery;
@@ -483,7 +496,7 @@ int client_main(const fs::path& spec_file) {
                 discovery = {{"sentinels", spec.at("sentinels")}, {"address_map", spec.at("address_map")}};
             const auto lock = make_external(s, *run, spec.at("lock_ports").get<std::vector<int>>(), client,
                                             spec.value("project_dir", std::string()), discovery);
-            run_worker(lock_env, store_env, *lock, rec, w);
+            run_worker(lock_env, store_env, *lock, rec, worker_spec());
         } catch (const AdapterError& e) {
             rec.line("adapter", "fail").str("detail", e.what()).commit();
             std::cerr << e.what() << "\n";
@@ -493,7 +506,7 @@ int client_main(const fs::path& spec_file) {
     }
     const auto lock = run->algorithm->make(
         run->params, {s.lock_key, client, std::chrono::milliseconds(s.command_timeout_ms)});
-    run_worker(lock_env, store_env, *lock, rec, w);
+    run_worker(lock_env, store_env, *lock, rec, worker_spec());
     return 0;
 }
 

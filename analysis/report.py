@@ -146,6 +146,11 @@ class Cell:
         self.step = c.get("step")
         self.value = c.get("value")
         self.repeat = int(num(c.get("repeat"), 0))
+        budget = tree.summary.get("budget")
+        if isinstance(budget, dict):
+            # The time budget ended the work between rounds: every cell has this many reps,
+            # which is what was planned for this tree, not a tree broken off.
+            self.repeat = min(self.repeat, int(num(budget.get("repetitions_per_cell"), self.repeat)))
         reps = c.get("reps") or []
         self.reps = [r for r in reps if isinstance(r, dict) and isinstance(r.get("dir"), str)]
         self.reps.sort(key=lambda r: num(r.get("rep"), 0))
@@ -1746,6 +1751,15 @@ def write_findings(trees, page):
     page.lead_bullets(items)
 
 
+def budget_note(tree):
+    """Where a time budget set the number of repetitions (the main job's rounds)."""
+    b = tree.summary.get("budget")
+    if not isinstance(b, dict):
+        return ""
+    k, n = int(num(b.get("repetitions_per_cell"), 0)), int(num(tree.summary.get("repeat"), 0))
+    return f" ({plural(k, 'rep')} per cell of up to {n}: the {fmt_n(num(b.get('seconds'), 0))} s time budget ended it)"
+
+
 def write_page(trees, results, page):
     ncell = sum(len(t.cells) for t in trees)
     nrep = sum(len(c.reps) for t in trees for c in t.cells)
@@ -1755,7 +1769,7 @@ def write_page(trees, results, page):
     page.heading(1, "lockbench report")
     cover = [f"{t.name}: {t.kind}" + (f" of {t.sweep.get('scenario')} over {t.sweep.get('path')}" if t.kind == "sweep" else
                                       f" of {plural(len(t.scenario_order), 'scenario')}")
-             + f", {plural(len(t.cells), 'cell')}, spec {t.spec_id}" for t in trees]
+             + f", {plural(len(t.cells), 'cell')}, spec {t.spec_id}" + budget_note(t) for t in trees]
     page.para("Covers " + "; ".join(cover) + ".")
     s = f"{plural(ncell, 'cell')} (a run of a scenario: one algorithm with its parameters), {nrep} of {nplanned} planned reps done"
     if seeds:

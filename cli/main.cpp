@@ -144,6 +144,9 @@ int main(int argc, char** argv) {
     matrix->add_option("--shard", shard, "run only the cells whose index is I modulo N (I/N)");
     matrix->add_option("--backend", backend, "live (default) or sim: the deterministic simulator")
         ->check(CLI::IsMember({"live", "sim"}));
+    std::optional<double> budget_s;
+    matrix->add_option("--time-budget-s", budget_s, "start another round of repetitions only if it ends within this "
+                       "many seconds of the start (every cell runs at least once)")->check(CLI::PositiveNumber);
 
     CLI::App* sweep = app.add_subcommand("sweep", "vary one numeric field of a scenario and run each step N times");
     sweep->add_option("scenario", scenario, "scenario file (JSON)")->required();
@@ -155,6 +158,7 @@ int main(int argc, char** argv) {
     sweep->add_option("--shard", shard, "run only the cells whose index is I modulo N (I/N)");
     sweep->add_option("--backend", backend, "live (default) or sim: the deterministic simulator")
         ->check(CLI::IsMember({"live", "sim"}));
+    sweep->add_option("--time-budget-s", budget_s, "as for matrix")->check(CLI::PositiveNumber);
 
     CLI::App* explore = app.add_subcommand("explore", "search fault schedules of a scenario in the simulator, shrink what violates");
     explore->add_option("scenario", scenario, "scenario file (JSON)")->required();
@@ -190,14 +194,14 @@ int main(int argc, char** argv) {
             MatrixSpec spec = matrix_spec(catalog_files(scenarios), only, repeat);
             if (backend == "sim") spec = simulated(std::move(spec));
             const fs::path o = out ? fs::path(*out) : fs::path("results/matrix");
-            return finish_matrix(run_matrix(spec, {o, parse_shard(shard), self_exe(), true, source_dir()}), o);
+            return finish_matrix(run_matrix(spec, {o, parse_shard(shard), self_exe(), true, source_dir(), budget_s}), o);
         }
         if (sweep->parsed()) {
             MatrixSpec spec = sweep_spec(scenario, parse_sweep_param(param), steps, only, repeat);
             if (backend == "sim") spec = simulated(std::move(spec));
             const fs::path o = out ? fs::path(*out)
                                    : fs::path("results") / ("sweep-" + spec.json.at("sweep").at("scenario").get<std::string>());
-            return finish_matrix(run_matrix(spec, {o, parse_shard(shard), self_exe(), true, source_dir()}), o);
+            return finish_matrix(run_matrix(spec, {o, parse_shard(shard), self_exe(), true, source_dir(), budget_s}), o);
         }
         if (explore->parsed()) {
             const Scenario s = load_scenario(scenario);

@@ -221,13 +221,22 @@ Json scenarios_overview(const Json& spec) {
     return out;
 }
 
-Json write_summary(const fs::path& out, const Json& spec, const std::string& id) {
+// Where a time budget ended a matrix: every cell has this many repetitions of `repeat`.
+struct BudgetStop {
+    double seconds;
+    int repetitions_per_cell;
+};
+
+Json write_summary(const fs::path& out, const Json& spec, const std::string& id,
+                   std::optional<BudgetStop> stop = std::nullopt) {
     const int repeat = spec.at("repeat").get<int>();
     Json cells = Json::array();
     for (const auto& cell : spec.at("cells")) cells.push_back(cell_entry(out, cell, repeat, true));
     Json summary = {{"format", kResultsFormat}, {"version", kResultsVersion}, {"kind", spec.at("kind")},
                     {"spec_id", id}, {"repeat", repeat}, {"scenarios", scenarios_overview(spec)}, {"cells", cells}};
     if (spec.contains("sweep")) summary["sweep"] = spec.at("sweep");
+    // Cells short of `repeat` because the time budget ran out, not because the work broke off.
+    if (stop) summary["budget"] = {{"seconds", stop->seconds}, {"repetitions_per_cell", stop->repetitions_per_cell}};
     write_atomically(out / "summary.json", summary.dump(2) + "\n");
     return summary;
 }
@@ -358,79 +367,121 @@ Json read_results_header(const fs::path& dir) {
     return h;
 }
 
-Json run_matrix(const MatrixSpec& spec, const MatrixOptions& opts) {
-    redis_server_binary();  // fails here, in one line, before anything is written
-    prepare_out(opts.out, spec);
-    const Json& cells = spec.json.at("cells");
-    const int repeat = spec.json.at("repeat").get<int>();
+namespace {
 
-    struct Todo {
-        const Json* cell;
-        int rep;
-        double weight;
-    };
+struct Todo {
+    const Json* cell;
+    int rep;
+    double weight;
+};
+
+// Every repetition not yet done, in rounds: every cell's first repetition, then every
+// cell's second, and so on, so that a time budget that ends the work early leaves every
+// cell with the same number of repetitions.
+std::vector<Todo> todo_in_rounds(const MatrixSpec& spec, const MatrixOptions& opts, size_t& kept, size_t& shard_cells) {
+    const int repeat = spec.json.at("repeat").get<int>();
     std::vector<Todo> todo;
-    size_t kept = 0, shard_cells = 0, cells_done = 0;
-    for (const auto& cell : cells) {
-        if (cell.at("index").get<int>() % opts.shard.count != opts.shard.index) continue;
-        ++shard_cells;
-        const Json& source = spec.json.at("scenarios").at(cell.at("scenario_index").get<size_t>()).at("source");
-        for (int k = 0; k < repeat; ++k) {
+    for (int k = 0; k < repeat; ++k)
+        for (const auto& cell : spec.json.at("cells")) {
+            if (cell.at("index").get<int>() % opts.shard.count != opts.shard.index) continue;
+            if (k == 0) ++shard_cells;
+            const Json& source = spec.json.at("scenarios").at(cell.at("scenario_index").get<size_t>()).at("source");
             if (rep_done(rep_dir(opts.out, cell, k))) ++kept;
             else todo.push_back({&cell, k, rep_weight(source)});
         }
-        if (todo.empty() || todo.back().cell != &cell) ++cells_done;
+    return todo;
+}
+
+void announce_matrix(const MatrixSpec& spec, const MatrixOptions& opts, size_t shard_cells, size_t kept) {
+    std::cerr << "lockbench: " << spec.json.at("kind").get<std::string>() << " " << spec.id << ": " << shard_cells
+              << " cells";
+    if (opts.shard.count > 1) std::cerr << " in shard " << opts.shard.index << "/" << opts.shard.count;
+    std::cerr << " × " << spec.json.at("repeat").get<int>() << " repetitions into " << opts.out.string();
+    if (opts.budget_s) std::cerr << ", in rounds within " << clock_text(*opts.budget_s);
+    if (kept) std::cerr << "; " << kept << " repetitions already done are kept";
+    std::cerr << "\n";
+}
+
+std::uint64_t s_seed(const MatrixSpec& spec, const Json& cell, int rep) {
+    const Json& source = spec.json.at("scenarios").at(cell.at("scenario_index").get<size_t>()).at("source");
+    return source.value("seed", std::uint64_t{1}) + static_cast<std::uint64_t>(rep);
+}
+
+// One repetition of one cell: the cell's scenario cut to its run, with the repetition's seed.
+Json run_repetition(const MatrixSpec& spec, const MatrixOptions& opts, const Todo& t) {
+    const Json& cell = *t.cell;
+    const Json& entry = spec.json.at("scenarios").at(cell.at("scenario_index").get<size_t>());
+    Scenario s = parse_scenario(entry.at("source"), entry.at("file"));
+    std::erase_if(s.runs, [&](const RunSpec& r) { return r.name != cell.at("run").get<std::string>(); });
+    const std::uint64_t seed = s.seed + static_cast<std::uint64_t>(t.rep);
+    try {
+        return run_scenario(s, {rep_dir(opts.out, cell, t.rep), seed, opts.self_exe, false, opts.project_dir,
+                                spec.json.value("backend", "live") == "sim"});
+    } catch (const std::exception& e) {
+        if (opts.progress) std::cerr << " failed\n";
+        throw std::runtime_error(cell.at("id").get<std::string>() + " rep " + std::to_string(t.rep + 1) + ": " + e.what() +
+                                 " (done repetitions are kept: run the same command to resume)");
     }
-    if (opts.progress) {
-        std::cerr << "lockbench: " << spec.json.at("kind").get<std::string>() << " " << spec.id << ": " << shard_cells
-                  << " cells";
-        if (opts.shard.count > 1) std::cerr << " in shard " << opts.shard.index << "/" << opts.shard.count;
-        std::cerr << " × " << repeat << " repetitions into " << opts.out.string();
-        if (kept) std::cerr << "; " << kept << " repetitions already done are kept";
-        std::cerr << "\n";
-    }
+}
+
+void report_repetition(const MatrixSpec& spec, const Json& summary) {
+    const Json& r = summary.at("runs").at(0);
+    const auto v = r.at("safety").at("mutual_exclusion_violations").get<long long>();
+    std::cerr << " " << v << (v == 1 ? " violation" : " violations");
+    // A sweep's steps run values the scenario's `expect` was not written for.
+    if (spec.json.at("kind") == "matrix")
+        std::cerr << ", expectations " << (r.at("expectations_held").get<bool>() ? "held" : "NOT held");
+    std::cerr << "\n";
+}
+
+}  // namespace
+
+Json run_matrix(const MatrixSpec& spec, const MatrixOptions& opts) {
+    redis_server_binary();  // fails here, in one line, before anything is written
+    prepare_out(opts.out, spec);
+    const int repeat = spec.json.at("repeat").get<int>();
+    size_t kept = 0, shard_cells = 0;
+    const std::vector<Todo> todo = todo_in_rounds(spec, opts, kept, shard_cells);
+    if (opts.progress) announce_matrix(spec, opts, shard_cells, kept);
 
     const auto start = std::chrono::steady_clock::now();
+    const auto elapsed_s = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
     double weight_done = 0, weight_left = 0;
     for (const Todo& t : todo) weight_left += t.weight;
+    int rounds_run = 0;  // rounds finished by this command
     for (size_t i = 0; i < todo.size(); ++i) {
+        const bool new_round = i > 0 && todo[i].rep != todo[i - 1].rep;
+        if (new_round) ++rounds_run;
+        // A round is started only if one more, as long as the rounds so far took on average,
+        // still ends within the budget.
+        if (new_round && opts.budget_s && elapsed_s() + elapsed_s() / rounds_run > *opts.budget_s) {
+            if (opts.progress)
+                std::cerr << "lockbench: time budget: stopping after " << todo[i].rep << " of " << repeat
+                          << " repetitions per cell (" << clock_text(elapsed_s()) << " spent of " << clock_text(*opts.budget_s)
+                          << ")\n";
+            return write_summary(opts.out, spec.json, spec.id, BudgetStop{*opts.budget_s, todo[i].rep});
+        }
         const Json& cell = *todo[i].cell;
-        Scenario s = parse_scenario(spec.json.at("scenarios").at(cell.at("scenario_index").get<size_t>()).at("source"),
-                                    spec.json.at("scenarios").at(cell.at("scenario_index").get<size_t>()).at("file"));
-        std::erase_if(s.runs, [&](const RunSpec& r) { return r.name != cell.at("run").get<std::string>(); });
-        const std::uint64_t seed = s.seed + static_cast<std::uint64_t>(todo[i].rep);
         if (opts.progress) {
-            const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            const double elapsed = elapsed_s();
             const std::string eta = weight_done > 0 ? "~" + clock_text(elapsed / weight_done * weight_left) + " left"
                                                     : "estimating time left";
-            std::cerr << "lockbench: [" << cells_done << "/" << shard_cells << " cells done, " << clock_text(elapsed)
-                      << " elapsed, " << eta << "] " << cell.at("id").get<std::string>() << " rep " << todo[i].rep + 1
-                      << "/" << repeat << " (seed " << seed << ") ..." << std::flush;
+            std::cerr << "lockbench: [" << kept + i << "/" << kept + todo.size() << " repetitions done, "
+                      << clock_text(elapsed) << " elapsed, " << eta << "] " << cell.at("id").get<std::string>() << " rep "
+                      << todo[i].rep + 1 << "/" << repeat << " (seed " << s_seed(spec, cell, todo[i].rep) << ") ..."
+                      << std::flush;
         }
-        nlohmann::json summary;
-        try {
-            summary = run_scenario(s, {rep_dir(opts.out, cell, todo[i].rep), seed, opts.self_exe, false, opts.project_dir,
-                                       spec.json.value("backend", "live") == "sim"});
-        } catch (const std::exception& e) {
-            if (opts.progress) std::cerr << " failed\n";
-            throw std::runtime_error(cell.at("id").get<std::string>() + " rep " + std::to_string(todo[i].rep + 1) + ": " +
-                                     e.what() + " (done repetitions are kept: run the same command to resume)");
-        }
+        const Json summary = run_repetition(spec, opts, todo[i]);
         refresh_cell(opts.out, cell, repeat);
         write_summary(opts.out, spec.json, spec.id);
-        if (todo[i].rep + 1 == repeat || i + 1 == todo.size() || todo[i + 1].cell != &cell) ++cells_done;
         weight_done += todo[i].weight;
         weight_left -= todo[i].weight;
-        if (opts.progress) {
-            const Json& r = summary.at("runs").at(0);
-            const auto v = r.at("safety").at("mutual_exclusion_violations").get<long long>();
-            std::cerr << " " << v << (v == 1 ? " violation" : " violations");
-            // A sweep's steps run values the scenario's `expect` was not written for.
-            if (spec.json.at("kind") == "matrix")
-                std::cerr << ", expectations " << (r.at("expectations_held").get<bool>() ? "held" : "NOT held");
-            std::cerr << "\n";
-        }
+        if (opts.progress) report_repetition(spec, summary);
     }
+    if (opts.budget_s && opts.progress && rounds_run == 0 && elapsed_s() > *opts.budget_s)
+        std::cerr << "lockbench: warning: one repetition of every cell took " << clock_text(elapsed_s())
+                  << ", more than the time budget of " << clock_text(*opts.budget_s)
+                  << ": scale the cases' time down (see README, \"The main job's time\")\n";
     return write_summary(opts.out, spec.json, spec.id);
 }
 

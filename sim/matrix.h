@@ -13,7 +13,9 @@
 // A repetition is done when its summary.json exists, so a tree interrupted at any point
 // resumes by running the same command again: done repetitions are kept. Cells are numbered;
 // `--shard I/N` runs the cells whose index is I modulo N, and `merge` joins the trees of
-// shards of one spec.
+// shards of one spec. Repetitions run in rounds (every cell's first, then every cell's
+// second, ...), so a time budget (`--time-budget-s`) that stops the work between rounds
+// leaves every cell with the same number of repetitions.
 #pragma once
 
 #include <filesystem>
@@ -65,6 +67,10 @@ struct MatrixOptions {
     std::string self_exe;
     bool progress = true;
     std::filesystem::path project_dir;  // where an external adapter's command runs
+    // Work in rounds (every cell once, then again, up to `repeat`) and start a round only if
+    // it is expected to end within this many seconds of the command's start; the summary
+    // then says where the budget stopped it (`budget`). Unset: every repetition runs.
+    std::optional<double> budget_s;
 };
 
 // Runs the shard's cells that are not done yet and returns the tree's summary (also written

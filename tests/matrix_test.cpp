@@ -49,8 +49,10 @@ TEST_F(MatrixTest, RunsEveryCellRepeatTimesWithDistinctSeedsAndAggregates) {
     const fs::path out = dir() / "m";
     const Result r = run({"matrix", kTiny.string(), "--repeat", "2", "--out", out.string()});
     ASSERT_EQ(r.exit_code(), 0) << r.describe();
-    // Progress: cells done, the cell now running, elapsed and time left.
-    EXPECT_NE(r.err.find("cells done"), std::string::npos) << r.err;
+    // Progress: repetitions done, the cell now running, elapsed and time left.
+    EXPECT_NE(r.err.find("repetitions done"), std::string::npos) << r.err;
+    // In rounds: every cell's first repetition before any cell's second.
+    EXPECT_LT(r.err.find(kFenced + " rep 1/2"), r.err.find(kUnfenced + " rep 2/2")) << r.err;
     EXPECT_NE(r.err.find(kFenced + " rep 2/2"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("elapsed"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("left"), std::string::npos) << r.err;
@@ -90,6 +92,24 @@ TEST_F(MatrixTest, RunsEveryCellRepeatTimesWithDistinctSeedsAndAggregates) {
     EXPECT_EQ(cell(summary, kFenced).at("variant"), "token-lua+fence");
     // Two repetitions of 2/2 give a Wilson interval well inside (0, 1].
     EXPECT_NEAR(cell(summary, kUnfenced).at("aggregate").at("violation_rate_ci95").at(0).get<double>(), 0.342, 0.001);
+}
+
+// A time budget stops the work between rounds: here every round takes longer than the
+// whole budget, so only the first runs, and every cell has exactly one repetition.
+TEST_F(MatrixTest, TimeBudgetEndsTheWorkBetweenRounds) {
+    const fs::path out = dir() / "m";
+    const Result r = run({"matrix", kTiny.string(), "--repeat", "3", "--time-budget-s", "0.001", "--out", out.string()});
+    ASSERT_EQ(r.exit_code(), 0) << r.describe();
+    EXPECT_NE(r.err.find("time budget: stopping after 1 of 3 repetitions per cell"), std::string::npos) << r.err;
+    const Json summary = read_json(out / "summary.json");
+    EXPECT_EQ(summary.at("budget").at("repetitions_per_cell"), 1);
+    for (const auto& c : summary.at("cells")) EXPECT_EQ(c.at("reps_done"), 1) << c.at("id");
+    // Without a budget the same command runs the rest, keeping the first round.
+    const Result rest = run({"matrix", kTiny.string(), "--repeat", "3", "--out", out.string()});
+    ASSERT_EQ(rest.exit_code(), 0) << rest.describe();
+    const Json whole = read_json(out / "summary.json");
+    EXPECT_FALSE(whole.contains("budget"));
+    for (const auto& c : whole.at("cells")) EXPECT_EQ(c.at("reps_done"), 3) << c.at("id");
 }
 
 TEST_F(MatrixTest, KilledMatrixResumesKeepingDoneRepetitions) {

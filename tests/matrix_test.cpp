@@ -6,7 +6,8 @@
 //                 aggregate; progress on stderr
 //   resume ...... a matrix killed with SIGKILL and started again keeps what it had done
 //   shards ...... two shards on this machine, merged, equal the whole; other specs refused; an
-//                 incomplete set refused unless allowed, and then recorded
+//                 incomplete set refused unless allowed, and then recorded; the Slurm jobs of
+//                 scripts/slurm/ run as they are
 //   sweep ....... the swept field really changes the run (no violation below the TTL, some
 //                 above it)
 //   bad input ... one line, exit 2, nothing written
@@ -187,6 +188,34 @@ TEST_F(MatrixTest, MergeOfAnIncompleteSetIsRefusedUnlessAllowedAndThenRecordsWha
     EXPECT_EQ(summary.at("incomplete_cells"), Json::array({kFenced})) << summary.dump(2);
     EXPECT_EQ(cell(summary, kFenced).at("reps_done"), 0);
     EXPECT_EQ(cell(summary, kUnfenced).at("reps_done"), 1);
+}
+
+// The Slurm jobs of scripts/slurm/, run by hand as a Slurm node would run them (a task is the
+// script with SLURM_ARRAY_TASK_ID set): with one task missing the merge job refuses and names
+// the --rerun that fixes it; with both, it merges and writes the report.
+TEST_F(MatrixTest, SlurmJobsMergeOnlyAWholeSetAndSayWhichTaskToRunAgain) {
+    const fs::path slurm = fs::path(LOCKBENCH_SOURCE_DIR) / "scripts" / "slurm", out = dir() / "big";
+    const auto job = [&](const std::string& script, std::vector<std::string> args, const std::string& task) {
+        ToolOptions o;
+        o.program = "/bin/bash";
+        o.set_env = {{"LOCKBENCH", LOCKBENCH_BINARY}, {"SLURM_ARRAY_TASK_ID", task}};
+        args.insert(args.begin(), (slurm / script).string());
+        return run(args, o);
+    };
+    const std::vector<std::string> shard_args{out.string(), "2", "matrix", kTiny.string(), "--backend", "sim"};
+    const Result t0 = job("shard.sbatch", shard_args, "0");
+    ASSERT_EQ(t0.exit_code(), 0) << t0.describe();
+    const Result refused = job("merge.sbatch", {out.string()}, "");
+    EXPECT_EQ(refused.exit_code(), 2) << refused.describe();
+    EXPECT_NE(refused.err.find("submit --rerun 1 " + out.string()), std::string::npos) << refused.describe();
+    EXPECT_FALSE(fs::exists(out / "merged"));
+
+    const Result t1 = job("shard.sbatch", shard_args, "1");
+    ASSERT_EQ(t1.exit_code(), 0) << t1.describe();
+    const Result merged = job("merge.sbatch", {out.string()}, "");
+    ASSERT_EQ(merged.exit_code(), 0) << merged.describe();
+    EXPECT_EQ(read_json(out / "merged" / "summary.json").at("incomplete_cells"), Json::array());
+    EXPECT_TRUE(fs::is_regular_file(out / "merged" / "report.html"));
 }
 
 TEST_F(MatrixTest, SweepChangesTheFieldAtEveryStep) {

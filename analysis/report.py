@@ -118,6 +118,11 @@ class Tree:
                 if not isinstance(c.get(key), str):
                     raise Fail(spath, f'cells[{i}] has no "{key}" string')
             self.cells.append(Cell(self, c, i))
+        # What lacks repetitions: as the summary records it (`merge --allow-incomplete`, or a
+        # shard's own tree), else from the cells.
+        recorded = s.get("incomplete_cells")
+        ids = set(recorded) if isinstance(recorded, list) else {c.id for c in self.cells if c.partial or not c.reps}
+        self.incomplete = [c for c in self.cells if c.id in ids or c.partial or not c.reps]
         self.scenario_order = []
         for c in self.cells:
             if c.scenario not in self.scenario_order:
@@ -1678,9 +1683,24 @@ def cell_name(c, cells):
     return c.variant
 
 
+def incomplete_tail(cells, everyone):
+    """" Not run: ...; partly run: ...", about cells lacking repetitions; "" when none do."""
+    notrun = [c for c in cells if not c.reps]
+    part = [c for c in cells if c.reps and c.partial]
+    tail = ""
+    if notrun:
+        tail += " Not run (no repetition, so nothing is said of it): " + join_en(cell_name(c, everyone) for c in notrun) + "."
+    if part:
+        tail += " Partly run, the above is over the reps done: " + join_en(
+            f"{cell_name(c, everyone)} ({len(c.reps)} of {c.repeat} reps)" for c in part) + "."
+    return tail
+
+
 def finding_of_scenario(t, sc):
-    """One line: what the scenario did to each variant, worst first."""
-    cells = [c for c in t.cells_of(sc) if c.reps]
+    """One line: what the scenario did to each variant, worst first; a variant with no
+    repetition is only ever named as not run."""
+    everyone = t.cells_of(sc)
+    cells = [c for c in everyone if c.reps]
     if not cells:
         return "not run."
     groups = []
@@ -1715,7 +1735,7 @@ def finding_of_scenario(t, sc):
         tail = " EXPECTATIONS FAILED for " + join_en(cell_name(c, cells) for c in failed) + "."
     elif exp:
         tail = " Expectations held."
-    return "; ".join(groups) + "." + tail
+    return "; ".join(groups) + "." + tail + incomplete_tail(everyone, everyone)
 
 
 def finding_of_sweep(t):
@@ -1724,15 +1744,21 @@ def finding_of_sweep(t):
     for label, key, cs in sweep_lines(t):
         done = [c for c in cs if c.reps]
         bad = [c for c in done if c.outcome() == "violation"]
+        notrun = [c for c in cs if not c.reps]
+        if not done:
+            parts.append(f"{label} not run")
+            continue
+        gap = f" (not run at {join_en(fmt_n(num(c.value)) for c in notrun)})" if notrun else ""
         if not bad:
-            parts.append(f"{label} never violated mutual exclusion")
+            parts.append(f"{label} never violated mutual exclusion in the {plural(len(done), 'value')} run{gap}"
+                         if notrun else f"{label} never violated mutual exclusion")
             continue
         b = boundary(cs)
         first = min(num(c.value) for c in bad)
         if b:
-            parts.append(f"{label} held up to {fmt_n(b[1])} and violated from {fmt_n(b[2])}")
+            parts.append(f"{label} held up to {fmt_n(b[1])} and violated from {fmt_n(b[2])}{gap}")
         else:
-            parts.append(f"{label} violated from {fmt_n(first)}")
+            parts.append(f"{label} violated from {fmt_n(first)}{gap}")
     values = sw.get("values") or [c.value for c in t.cells]
     rng = f"{fmt_n(num(values[0]))} to {fmt_n(num(values[-1]))}" if values else ""
     return f"{sw.get('path')} from {rng}: " + "; ".join(parts) + "."
@@ -1778,6 +1804,14 @@ def write_page(trees, results, page):
     if dates:
         s += f"; reps recorded {dates[0]} to {dates[1]} (file times)"
     page.para(s + f". Generated {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}.")
+    for t in trees:
+        if t.incomplete:
+            page.para(f"INCOMPLETE: {t.name} lacks repetitions in {len(t.incomplete)} of {plural(len(t.cells), 'cell')} "
+                      "(a shard not merged, or not finished): "
+                      + join_en(f"{c.id} ({len(c.reps)} of {c.repeat} reps)" for c in t.incomplete[:8])
+                      + (f" and {len(t.incomplete) - 8} more" if len(t.incomplete) > 8 else "")
+                      + ". Those cells are shown as not run (grey) or partial (dashed), and no finding speaks for "
+                      "what did not run.")
     write_findings(trees, page)
     page.heading(2, "How to read this report", "how")
     page.para(

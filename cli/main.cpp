@@ -176,6 +176,9 @@ int main(int argc, char** argv) {
     CLI::App* merge = app.add_subcommand("merge", "join the results trees of shards of one matrix or sweep");
     merge->add_option("out", dir, "the merged tree (made if missing)")->required();
     merge->add_option("trees", trees, "shard trees")->required();
+    bool allow_incomplete = false;
+    merge->add_flag("--allow-incomplete", allow_incomplete,
+                    "merge even if some cells lack repetitions (they are listed in summary.json and shown as not run)");
 
     CLI::App* report = app.add_subcommand("report", "write report.html and report.md from a results tree (or a folder of them)");
     report->add_option("dir", dir, "results tree, or a folder whose subfolders are results trees")->required();
@@ -227,11 +230,14 @@ int main(int argc, char** argv) {
         }
         if (merge->parsed()) {
             std::vector<fs::path> paths(trees.begin(), trees.end());
-            const nlohmann::json summary = merge_results(dir, paths);
-            size_t complete = 0;
-            for (const auto& c : summary.at("cells")) complete += c.at("complete").get<bool>() ? 1 : 0;
-            std::cerr << "lockbench: merged " << paths.size() << " trees into " << dir << ": " << complete << " of "
-                      << summary.at("cells").size() << " cells complete\n";
+            const nlohmann::json summary = merge_results(dir, paths, allow_incomplete);
+            const auto& incomplete = summary.at("incomplete_cells");
+            std::cerr << "lockbench: merged " << paths.size() << " trees into " << dir << ": "
+                      << summary.at("cells").size() - incomplete.size() << " of " << summary.at("cells").size()
+                      << " cells complete";
+            if (!incomplete.empty())
+                std::cerr << "; " << incomplete.size() << " incomplete, listed in summary.json (incomplete_cells)";
+            std::cerr << "\n";
             return finish_matrix(summary, dir);
         }
         if (report->parsed()) return cmd_report(dir);

@@ -217,6 +217,69 @@ Json write_witness(const Json& schedule, const std::string& run, std::uint64_t s
             {"figures", summary.at("cells").at(0).at("reps").at(0)}};
 }
 
+// Seconds since a start that the caller sets: each run's search has its own.
+class Stopwatch {
+public:
+    double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count(); }
+
+private:
+    std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+};
+
+// What the search of one run found: its line of explore.json's "runs", its first violating
+// schedule shrunk (if any), and every violating schedule.
+struct RunSearch {
+    Json record;
+    std::optional<Json> first;
+    Json violating = Json::array();
+};
+
+// The first violating schedule of a run, shrunk, its witness written; `found_after_s` is
+// counted from the start of this run's search.
+Json first_violation(const Json& schedule, const Outcome& o, const std::string& run, std::uint64_t seed,
+                     double found_after_s, const fs::path& scratch, const ExploreOptions& opts) {
+    int steps = 0;
+    const Json shrunk = shrink(schedule, o.violation, scratch / "shrink", steps);
+    Json w = write_witness(shrunk, run, seed, opts.out);
+    if (opts.progress)
+        std::cerr << "lockbench: explore " << run << ": schedule " << seed << " violates (" << o.violation
+                  << "); shrunk in " << steps << " tries to " << w.at("scenario").get<std::string>() << "\n";
+    return {{"run", run}, {"schedule_seed", seed}, {"violation", o.violation}, {"count", o.count},
+            {"found_after_s", found_after_s}, {"shrink_steps", steps},
+            {"shrunk", {{"clients", shrunk.at("workload").value("clients", 8)},
+                        {"duration_ms", shrunk.at("workload").value("duration_ms", 0LL)},
+                        {"faults", shrunk.at("runs").at(0).at("faults")}}},
+            {"witness", w}};
+}
+
+// Draws and simulates the schedules of one run. Its clock starts here, so that a run's
+// first_violation_s and wall_s say how long that run's own search took, whatever ran before it.
+RunSearch search_run(const Json& source, const std::string& run, const fs::path& scratch, const ExploreOptions& opts) {
+    const Stopwatch clock;
+    RunSearch found;
+    long long n = 0, invalid = 0;
+    std::optional<double> first_s;
+    for (long long i = 0; i < opts.schedules; ++i) {
+        const std::uint64_t seed = derive_seed(opts.seed, static_cast<std::uint64_t>(i));
+        const Json schedule = draw_schedule(source, run, seed);
+        const Outcome o = simulate(schedule, schedule.at("seed").get<std::uint64_t>(), scratch / "s");
+        ++n;
+        if (opts.progress && (i % 100 == 99 || i + 1 == opts.schedules))
+            std::cerr << "lockbench: explore " << run << ": " << i + 1 << "/" << opts.schedules << " schedules, "
+                      << found.violating.size() << " violating, " << static_cast<int>(clock.seconds()) << " s\n";
+        if (o.violation == "invalid") ++invalid;
+        if (o.violation == "invalid" || o.violation.empty()) continue;
+        found.violating.push_back({{"run", run}, {"schedule_seed", seed}, {"violation", o.violation}, {"count", o.count}});
+        if (first_s) continue;
+        first_s = clock.seconds();
+        found.first = first_violation(schedule, o, run, seed, *first_s, scratch, opts);
+        if (opts.stop_at_first) break;
+    }
+    found.record = {{"schedules", n}, {"violating", found.violating.size()}, {"invalid", invalid},
+                    {"first_violation_s", first_s ? Json(*first_s) : Json()}, {"wall_s", clock.seconds()}};
+    return found;
+}
+
 }  // namespace
 
 Json explore(const ExploreOptions& opts) {
@@ -225,60 +288,28 @@ Json explore(const ExploreOptions& opts) {
     const auto runs = runs_to_explore(parsed, opts.algorithms);
     fs::create_directories(opts.out);
     const fs::path scratch = make_run_temp_dir();
-    const auto started = std::chrono::steady_clock::now();
-    const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
+    const Stopwatch clock;
     Json found = Json::array();  // the first violating schedule of each run, shrunk, with its witness
     Json every = Json::array();  // every violating schedule: replay any with --replay SEED
     Json per_run = Json::object();
     long long run_count = 0;
     try {
         for (const std::string& run : runs) {
-            long long n = 0, violating = 0, invalid = 0;
-            std::optional<double> first_s;
-            for (long long i = 0; i < opts.schedules; ++i) {
-                const std::uint64_t seed = derive_seed(opts.seed, static_cast<std::uint64_t>(i));
-                const Json schedule = draw_schedule(source, run, seed);
-                const Outcome o = simulate(schedule, schedule.at("seed").get<std::uint64_t>(), scratch / "s");
-                ++n;
-                ++run_count;
-                if (opts.progress && (i % 100 == 99 || i + 1 == opts.schedules))
-                    std::cerr << "lockbench: explore " << run << ": " << i + 1 << "/" << opts.schedules
-                              << " schedules, " << violating << " violating, " << static_cast<int>(elapsed()) << " s\n";
-                if (o.violation == "invalid") {
-                    ++invalid;
-                    continue;
-                }
-                if (o.violation.empty()) continue;
-                ++violating;
-                every.push_back({{"run", run}, {"schedule_seed", seed}, {"violation", o.violation}, {"count", o.count}});
-                if (!first_s) {
-                    first_s = elapsed();
-                    int steps = 0;
-                    const Json shrunk = shrink(schedule, o.violation, scratch / "shrink", steps);
-                    Json w = write_witness(shrunk, run, seed, opts.out);
-                    found.push_back({{"run", run}, {"schedule_seed", seed}, {"violation", o.violation},
-                                     {"count", o.count}, {"found_after_s", *first_s}, {"shrink_steps", steps},
-                                     {"shrunk", {{"clients", shrunk.at("workload").value("clients", 8)},
-                                                 {"duration_ms", shrunk.at("workload").value("duration_ms", 0LL)},
-                                                 {"faults", shrunk.at("runs").at(0).at("faults")}}},
-                                     {"witness", w}});
-                    if (opts.progress)
-                        std::cerr << "lockbench: explore " << run << ": schedule " << seed << " violates ("
-                                  << o.violation << "); shrunk in " << steps << " tries to " << w.at("scenario").get<std::string>()
-                                  << "\n";
-                    if (opts.stop_at_first) break;
-                }
-            }
-            per_run[run] = {{"schedules", n}, {"violating", violating}, {"invalid", invalid}, {"first_violation_s", first_s ? Json(*first_s) : Json()}};
+            RunSearch r = search_run(source, run, scratch, opts);
+            run_count += r.record.at("schedules").get<long long>();
+            if (r.first) found.push_back(std::move(*r.first));
+            for (auto& v : r.violating) every.push_back(std::move(v));
+            per_run[run] = std::move(r.record);
         }
     } catch (...) {
         fs::remove_all(scratch);
         throw;
     }
     fs::remove_all(scratch);
+    const double wall_s = clock.seconds();
     Json result = {{"scenario", parsed.name}, {"scenario_file", opts.scenario_file.string()}, {"seed", opts.seed},
-                   {"schedules_run", run_count}, {"violations_found", found.size()}, {"wall_s", elapsed()},
-                   {"schedules_per_s", static_cast<double>(run_count) / std::max(elapsed(), 1e-9)},
+                   {"schedules_run", run_count}, {"violations_found", found.size()}, {"wall_s", wall_s},
+                   {"schedules_per_s", static_cast<double>(run_count) / std::max(wall_s, 1e-9)},
                    {"runs", per_run}, {"violations", found}, {"violating_schedules", every}};
     write_atomically(opts.out / "explore.json", result.dump(2) + "\n");
     return result;

@@ -227,13 +227,22 @@ struct BudgetStop {
     int repetitions_per_cell;
 };
 
-Json write_summary(const fs::path& out, const Json& spec, const std::string& id,
+// `shard` is the one this tree was run as (a merged tree has none): `merge` reads its count
+// to name the shards that hold what is missing.
+Json write_summary(const fs::path& out, const Json& spec, const std::string& id, std::optional<Shard> shard,
                    std::optional<BudgetStop> stop = std::nullopt) {
     const int repeat = spec.at("repeat").get<int>();
-    Json cells = Json::array();
-    for (const auto& cell : spec.at("cells")) cells.push_back(cell_entry(out, cell, repeat, true));
+    Json cells = Json::array(), incomplete = Json::array();
+    for (const auto& cell : spec.at("cells")) {
+        cells.push_back(cell_entry(out, cell, repeat, true));
+        // A cell the time budget left at its rounds is as planned, not missing anything.
+        const bool budgeted = stop && cells.back().at("reps_done").get<int>() >= stop->repetitions_per_cell;
+        if (!cells.back().at("complete").get<bool>() && !budgeted) incomplete.push_back(cell.at("id"));
+    }
     Json summary = {{"format", kResultsFormat}, {"version", kResultsVersion}, {"kind", spec.at("kind")},
-                    {"spec_id", id}, {"repeat", repeat}, {"scenarios", scenarios_overview(spec)}, {"cells", cells}};
+                    {"spec_id", id}, {"repeat", repeat}, {"scenarios", scenarios_overview(spec)}, {"cells", cells},
+                    {"incomplete_cells", incomplete}};
+    if (shard) summary["shard"] = {{"index", shard->index}, {"count", shard->count}};
     if (spec.contains("sweep")) summary["sweep"] = spec.at("sweep");
     // Cells short of `repeat` because the time budget ran out, not because the work broke off.
     if (stop) summary["budget"] = {{"seconds", stop->seconds}, {"repetitions_per_cell", stop->repetitions_per_cell}};
@@ -254,6 +263,53 @@ std::string clock_text(double seconds) {
 double rep_weight(const Json& scenario_source) {
     const Json w = scenario_source.value("workload", Json::object());
     return static_cast<double>(w.value("duration_ms", 3000)) / 1000.0 + 2.0;
+}
+
+// The shard count the trees were run with, if they say and agree (a merged tree says none).
+std::optional<int> shard_count_of(const std::vector<fs::path>& trees) {
+    std::optional<int> count;
+    for (const auto& tree : trees) {
+        if (!fs::is_regular_file(tree / "summary.json")) continue;
+        const Json s = read_json(tree / "summary.json");
+        if (!s.contains("shard")) continue;
+        const int n = s.at("shard").value("count", 0);
+        if (count && *count != n) return std::nullopt;
+        count = n;
+    }
+    return count;
+}
+
+// One line saying which cells a merge of `trees` into `out` would leave short of their
+// repetitions, and which shards hold them; empty when none would be.
+std::string missing_after_merge(const MatrixSpec& spec, const fs::path& out, const std::vector<fs::path>& trees) {
+    const int repeat = spec.json.at("repeat").get<int>();
+    const bool out_is_ours = fs::is_regular_file(header_path(out)) && read_results_header(out).at("spec_id") == spec.id;
+    std::vector<std::string> short_cells;
+    std::set<int> shards;
+    const std::optional<int> shard_count = shard_count_of(trees);
+    for (const auto& cell : spec.json.at("cells")) {
+        int most = out_is_ours ? reps_done(out, cell, repeat) : 0;
+        for (const auto& tree : trees) most = std::max(most, reps_done(tree, cell, repeat));
+        if (most == repeat) continue;
+        short_cells.push_back(cell.at("id").get<std::string>() + " has " + std::to_string(most) + " of " +
+                              std::to_string(repeat));
+        if (shard_count) shards.insert(cell.at("index").get<int>() % *shard_count);
+    }
+    if (short_cells.empty()) return "";
+    std::string text = "merge: " + std::to_string(short_cells.size()) + " of " + std::to_string(spec.cells()) +
+                       " cells are missing repetitions (";
+    for (size_t i = 0; i < short_cells.size() && i < 3; ++i) text += (i ? ", " : "") + short_cells[i];
+    if (short_cells.size() > 3) text += " and " + std::to_string(short_cells.size() - 3) + " more";
+    text += ")";
+    if (shard_count) {
+        std::string list;
+        for (int i : shards) list += (list.empty() ? "" : ",") + std::to_string(i);
+        text += ", from shard" + std::string(shards.size() > 1 ? "s " : " ") + list + " of " + std::to_string(*shard_count);
+    }
+    const bool one = shard_count && shards.size() == 1;
+    return text + "; re-run " + (one ? "that shard into its tree" : shard_count ? "those shards into their trees"
+                                                                                : "the shards that hold them") +
+           " (done repetitions are kept) and merge again, or pass --allow-incomplete";
 }
 
 }  // namespace
@@ -459,7 +515,7 @@ Json run_matrix(const MatrixSpec& spec, const MatrixOptions& opts) {
                 std::cerr << "lockbench: time budget: stopping after " << todo[i].rep << " of " << repeat
                           << " repetitions per cell (" << clock_text(elapsed_s()) << " spent of " << clock_text(*opts.budget_s)
                           << ")\n";
-            return write_summary(opts.out, spec.json, spec.id, BudgetStop{*opts.budget_s, todo[i].rep});
+            return write_summary(opts.out, spec.json, spec.id, opts.shard, BudgetStop{*opts.budget_s, todo[i].rep});
         }
         const Json& cell = *todo[i].cell;
         if (opts.progress) {
@@ -473,7 +529,7 @@ Json run_matrix(const MatrixSpec& spec, const MatrixOptions& opts) {
         }
         const Json summary = run_repetition(spec, opts, todo[i]);
         refresh_cell(opts.out, cell, repeat);
-        write_summary(opts.out, spec.json, spec.id);
+        write_summary(opts.out, spec.json, spec.id, opts.shard);
         weight_done += todo[i].weight;
         weight_left -= todo[i].weight;
         if (opts.progress) report_repetition(spec, summary);
@@ -482,10 +538,10 @@ Json run_matrix(const MatrixSpec& spec, const MatrixOptions& opts) {
         std::cerr << "lockbench: warning: one repetition of every cell took " << clock_text(elapsed_s())
                   << ", more than the time budget of " << clock_text(*opts.budget_s)
                   << ": scale the cases' time down (see README, \"The main job's time\")\n";
-    return write_summary(opts.out, spec.json, spec.id);
+    return write_summary(opts.out, spec.json, spec.id, opts.shard);
 }
 
-Json merge_results(const fs::path& out, const std::vector<fs::path>& trees) {
+Json merge_results(const fs::path& out, const std::vector<fs::path>& trees, bool allow_incomplete) {
     if (trees.empty()) throw std::runtime_error("merge: name at least one results tree to merge");
     const Json first = read_results_header(trees.front());
     for (size_t i = 1; i < trees.size(); ++i) {
@@ -496,6 +552,12 @@ Json merge_results(const fs::path& out, const std::vector<fs::path>& trees) {
                                      "); only shards of one matrix or sweep merge");
     }
     const MatrixSpec spec{first.at("spec"), first.at("spec_id")};
+    // Refused before anything is written: a report of the merged tree would otherwise speak
+    // of cells that never ran as if they had.
+    if (!allow_incomplete) {
+        const std::string missing = missing_after_merge(spec, out, trees);
+        if (!missing.empty()) throw std::runtime_error(missing);
+    }
     prepare_out(out, spec);
     const int repeat = spec.json.at("repeat").get<int>();
     for (const auto& tree : trees) {
@@ -513,7 +575,7 @@ Json merge_results(const fs::path& out, const std::vector<fs::path>& trees) {
             fs::rename(tmp, dst);
         }
     }
-    return write_summary(out, spec.json, spec.id);
+    return write_summary(out, spec.json, spec.id, std::nullopt);
 }
 
 std::string format_matrix_table(const Json& summary) {

@@ -79,8 +79,11 @@ struct MatrixOptions {
 nlohmann::json run_matrix(const MatrixSpec& spec, const MatrixOptions& opts);
 
 // Joins result trees of one spec into OUT (made if missing). Throws on trees of different
-// specs, or a folder that is not a results tree.
-nlohmann::json merge_results(const std::filesystem::path& out, const std::vector<std::filesystem::path>& trees);
+// specs, or a folder that is not a results tree, and, unless `allow_incomplete`, when a cell
+// would be left with fewer repetitions than the spec asks for (writing nothing). The
+// merged summary lists such cells in `incomplete_cells`.
+nlohmann::json merge_results(const std::filesystem::path& out, const std::vector<std::filesystem::path>& trees,
+                             bool allow_incomplete);
 
 // Reads OUT/lockbench-results.json, checking format and version; throws with one line.
 nlohmann::json read_results_header(const std::filesystem::path& dir);

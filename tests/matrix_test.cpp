@@ -5,14 +5,17 @@
 //   matrix ...... every cell N times with seeds s..s+N-1; per-repetition figures and their
 //                 aggregate; progress on stderr
 //   resume ...... a matrix killed with SIGKILL and started again keeps what it had done
-//   shards ...... two shards on this machine, merged, equal the whole; other specs refused
+//   shards ...... two shards on this machine, merged, equal the whole; other specs refused; an
+//                 incomplete set refused unless allowed, and then recorded; the Slurm jobs of
+//                 scripts/slurm/ run as they are
 //   sweep ....... the swept field really changes the run (no violation below the TTL, some
 //                 above it)
 //   bad input ... one line, exit 2, nothing written
 //   report ...... `lockbench report` over a matrix and a sweep: every figure is there, the page
 //                 opens in headless Chromium with every image loaded and nothing cut off; a
 //                 folder that is not results, or from another version, or a damaged history is
-//                 one line and leaves the previous report as it was
+//                 one line and leaves the previous report as it was; a cell that never ran is
+//                 shown as not run and no finding speaks for it
 #include "cli_util.h"
 
 namespace {
@@ -182,6 +185,59 @@ TEST_F(MatrixTest, TwoShardsMergeIntoTheWholeAndOtherSpecsAreRefused) {
     expect_one_line_error(run({"matrix", kTiny.string(), "--repeat", "2", "--out", a.string()}), "another matrix");
 }
 
+// One shard of two, simulated: its tree holds the unfenced cell and not the fenced one.
+TEST_F(MatrixTest, MergeOfAnIncompleteSetIsRefusedUnlessAllowedAndThenRecordsWhatIsMissing) {
+    const fs::path a = dir() / "shard0", merged = dir() / "merged";
+    const Result r0 = run({"matrix", kTiny.string(), "--backend", "sim", "--shard", "0/2", "--out", a.string()});
+    ASSERT_EQ(r0.exit_code(), 0) << r0.describe();
+
+    // Without the other shard: refused in one line that counts what is missing and names the
+    // shard to run again; nothing is written.
+    const Result refused = run({"merge", merged.string(), a.string()});
+    expect_one_line_error(refused, "1 of 2 cells are missing repetitions");
+    EXPECT_NE(refused.err.find(kFenced + " has 0 of 1"), std::string::npos) << refused.describe();
+    EXPECT_NE(refused.err.find("shard 1 of 2"), std::string::npos) << refused.describe();
+    EXPECT_NE(refused.err.find("--allow-incomplete"), std::string::npos) << refused.describe();
+    EXPECT_FALSE(fs::exists(merged));
+
+    // Asked to accept it: merged, and the summary lists the cell that did not run.
+    const Result allowed = run({"merge", "--allow-incomplete", merged.string(), a.string()});
+    ASSERT_NE(allowed.exit_code(), 2) << allowed.describe();
+    EXPECT_NE(allowed.err.find("1 of 2 cells complete; 1 incomplete"), std::string::npos) << allowed.describe();
+    const Json summary = read_json(merged / "summary.json");
+    EXPECT_EQ(summary.at("incomplete_cells"), Json::array({kFenced})) << summary.dump(2);
+    EXPECT_EQ(cell(summary, kFenced).at("reps_done"), 0);
+    EXPECT_EQ(cell(summary, kUnfenced).at("reps_done"), 1);
+}
+
+// The Slurm jobs of scripts/slurm/, run by hand as a Slurm node would run them (a task is the
+// script with SLURM_ARRAY_TASK_ID set): with one task missing the merge job refuses and names
+// the --rerun that fixes it; with both, it merges and writes the report.
+TEST_F(MatrixTest, SlurmJobsMergeOnlyAWholeSetAndSayWhichTaskToRunAgain) {
+    const fs::path slurm = fs::path(LOCKBENCH_SOURCE_DIR) / "scripts" / "slurm", out = dir() / "big";
+    const auto job = [&](const std::string& script, std::vector<std::string> args, const std::string& task) {
+        ToolOptions o;
+        o.program = "/bin/bash";
+        o.set_env = {{"LOCKBENCH", LOCKBENCH_BINARY}, {"SLURM_ARRAY_TASK_ID", task}};
+        args.insert(args.begin(), (slurm / script).string());
+        return run(args, o);
+    };
+    const std::vector<std::string> shard_args{out.string(), "2", "matrix", kTiny.string(), "--backend", "sim"};
+    const Result t0 = job("shard.sbatch", shard_args, "0");
+    ASSERT_EQ(t0.exit_code(), 0) << t0.describe();
+    const Result refused = job("merge.sbatch", {out.string()}, "");
+    EXPECT_EQ(refused.exit_code(), 2) << refused.describe();
+    EXPECT_NE(refused.err.find("submit --rerun 1 " + out.string()), std::string::npos) << refused.describe();
+    EXPECT_FALSE(fs::exists(out / "merged"));
+
+    const Result t1 = job("shard.sbatch", shard_args, "1");
+    ASSERT_EQ(t1.exit_code(), 0) << t1.describe();
+    const Result merged = job("merge.sbatch", {out.string()}, "");
+    ASSERT_EQ(merged.exit_code(), 0) << merged.describe();
+    EXPECT_EQ(read_json(out / "merged" / "summary.json").at("incomplete_cells"), Json::array());
+    EXPECT_TRUE(fs::is_regular_file(out / "merged" / "report.html"));
+}
+
 TEST_F(MatrixTest, SweepChangesTheFieldAtEveryStep) {
     const fs::path out = dir() / "s";
     const Result r = run({"sweep", kTiny.string(), "--param", "faults.0.duration_ms=50..250", "--steps", "3",
@@ -299,6 +355,42 @@ TEST_F(ReportTest, DrawsEveryFigureIntoOnePageThatOpensInChromium) {
     EXPECT_EQ(check.exit_code(), 0) << check.describe();
     EXPECT_NE(check.out.find("OK "), std::string::npos) << check.describe();
     EXPECT_NE(check.out.find(std::to_string(images) + " images loaded"), std::string::npos) << check.describe();
+}
+
+// A matrix and a sweep merged from one shard of two (--allow-incomplete): the fenced variant
+// never ran, and the report says so and nothing else about it.
+TEST_F(ReportTest, CellsThatNeverRanAreShownAsNotRunAndNoFindingSpeaksForThem) {
+    const fs::path shards = dir() / "shards", results = dir() / "results";
+    ASSERT_EQ(run({"matrix", kTiny.string(), "--backend", "sim", "--shard", "0/2", "--out", (shards / "m").string()})
+                  .exit_code(),
+              0);
+    // Cells by step, then run: 0 and 2 are the unfenced line, 1 and 3 the fenced one.
+    ASSERT_EQ(run({"sweep", kTiny.string(), "--param", "faults.0.duration_ms=50..250", "--steps", "2", "--backend", "sim",
+                   "--shard", "0/2", "--out", (shards / "s").string()})
+                  .exit_code(),
+              0);
+    for (const char* name : {"m", "s"})
+        ASSERT_NE(run({"merge", "--allow-incomplete", (results / name).string(), (shards / name).string()}).exit_code(), 2);
+    const Result r = report(results);
+    ASSERT_EQ(r.exit_code(), 0) << r.describe();
+    const std::string md = read_text(results / "report.md");
+    const size_t from = md.find("## Findings"), to = md.find("## How to read");
+    ASSERT_TRUE(from != std::string::npos && to != std::string::npos) << md;
+    const std::string findings = md.substr(from, to - from);
+    EXPECT_EQ(findings.find("token-lua+fence never violated"), std::string::npos) << findings;
+    EXPECT_NE(findings.find("token-lua+fence not run"), std::string::npos) << findings;
+    EXPECT_NE(findings.find("Not run (no repetition, so nothing is said of it): token-lua+fence"), std::string::npos)
+        << findings;
+    // The cover counts what is missing, and the verdict matrices show those cells as not run.
+    EXPECT_NE(md.find("INCOMPLETE: m lacks repetitions in 1 of 2 cells"), std::string::npos) << md;
+    EXPECT_NE(md.find("INCOMPLETE: s lacks repetitions in 2 of 4 cells"), std::string::npos) << md;
+    size_t not_run = 0;
+    for (const auto& line : lines_of(md))
+        if (line.starts_with("| token-lua+fence |")) {
+            EXPECT_EQ(line.find("safe"), std::string::npos) << line;
+            not_run += line.find("not run") != std::string::npos ? 1 : 0;
+        }
+    EXPECT_EQ(not_run, 2u) << md;
 }
 
 TEST_F(ReportTest, BadResultsAreOneLineAndLeaveThePreviousReport) {

@@ -10,7 +10,8 @@
 //   explore ..... a schedule search finds the GC pause's violation, shrinks it, and writes a
 //                 witness scenario that violates again, simulated and on live redis-servers;
 //                 `--replay SEED` rebuilds that schedule byte for byte; fenced token-lua on one
-//                 node accepts no stale write in any schedule
+//                 node accepts no stale write in any schedule; each run's search is timed from
+//                 its own start
 #include "cli_util.h"
 
 namespace {
@@ -175,6 +176,32 @@ TEST_F(CliTest, ExploreLeavesWhatTheScenarioFixesAndDrawsTheRest) {
     EXPECT_EQ(b.exit_code(), 2);
     EXPECT_EQ(lines_of(b.err).size(), 1u) << b.describe();
     EXPECT_NE(b.err.find("explore.fixed"), std::string::npos) << b.describe();
+}
+
+// Each run's search has its own clock: a run searched second that violates at once reports a
+// first violation within the time of its own first schedule, not after the run before it.
+TEST_F(CliTest, ExploreTimesEachRunFromItsOwnStart) {
+    // The long lease never expires under these short sections; the 1 ms one expires inside each.
+    const fs::path file = write_file("two-runs.json", R"({"name": "two-runs", "seed": 1,
+        "workload": {"clients": 3, "duration_ms": 300, "work_ms": {"uniform": [10, 20]}, "retry_ms": {"uniform": [2, 4]}},
+        "runs": [{"algorithm": "token-lua", "params": {"ttl_ms": 5000}},
+                 {"algorithm": "token-lua", "params": {"ttl_ms": 1}}]})");
+    const fs::path out = dir() / "explore";
+    const Result r = run({"explore", file.string(), "--schedules", "40", "--first", "--out", out.string()});
+    ASSERT_EQ(r.exit_code(), 0) << r.describe();
+    const Json e = read_json(out / "explore.json");
+    const Json& held = e.at("runs").at("token-lua+ttl_ms=5000");
+    const Json& broke = e.at("runs").at("token-lua+ttl_ms=1");
+    // The premise: the first run searched all 40 schedules, the second violated in its first.
+    ASSERT_EQ(held.at("schedules"), 40) << e.dump(2);
+    ASSERT_EQ(held.at("violating"), 0) << e.dump(2);
+    ASSERT_EQ(broke.at("schedules"), 1) << e.dump(2);
+    ASSERT_EQ(e.at("violations").size(), 1u) << e.dump(2);
+    // One schedule (drawn, simulated, checked) of the second run against the forty of the first.
+    EXPECT_LT(broke.at("first_violation_s").get<double>(), held.at("wall_s").get<double>()) << e.dump(2);
+    EXPECT_LE(broke.at("first_violation_s").get<double>(), broke.at("wall_s").get<double>()) << e.dump(2);
+    EXPECT_EQ(e.at("violations").at(0).at("found_after_s"), broke.at("first_violation_s"));
+    EXPECT_LE(held.at("wall_s").get<double>() + broke.at("wall_s").get<double>(), e.at("wall_s").get<double>());
 }
 
 TEST_F(CliTest, ExploreFindsNoStaleWriteAcceptedByTheFencedLockOnOneNode) {

@@ -15,9 +15,10 @@ struct LeaseState {
     std::optional<SectionRef> section;
     bool wrote = false;
     bool write_rejected = false;
-    // Entered, then nothing: no write, no exit, and its client never came back (it died
-    // inside the section). It did nothing the store saw after its read.
-    bool vanished() const { return section && !section->exit_seq && !wrote && !write_rejected; }
+    // Entered, then nothing: no write, no exit (its client died inside the section, or its
+    // abandon was lost too). The store saw nothing of it after its enter, so its section
+    // ends there: its own enter can land inside another's section, nobody's inside its.
+    bool end_unseen() const { return section && !section->exit_seq && !wrote && !write_rejected; }
 };
 
 // Keeps at most max_witnesses of each kind, so that one kind cannot crowd out another.
@@ -33,10 +34,19 @@ struct StoreSweep {
     std::vector<std::optional<int>> client_open;         // each client's open section
     std::vector<std::pair<int, int>> overlaps;           // (open lease, entering lease)
     std::optional<int> latest_enter;                     // lease of the most recent enter
-    std::optional<std::pair<long long, int>> max_fence;  // highest fence seen, and its lease
+    // The highest fence the store has seen, the lease that brought it first, and another
+    // lease that brought the same one since, if any (two leases with one token).
+    struct MaxFence {
+        long long fence = 0;
+        int lease = 0;
+        std::optional<int> also;
+    };
+    std::optional<MaxFence> max_fence;
 
     void see_fence(const StoreEntry& e) {
-        if (e.fence && (!max_fence || *e.fence > max_fence->first)) max_fence = {{*e.fence, e.lease}};
+        if (!e.fence) return;
+        if (!max_fence || *e.fence > max_fence->fence) max_fence = MaxFence{*e.fence, e.lease, std::nullopt};
+        else if (*e.fence == max_fence->fence && e.lease != max_fence->lease && !max_fence->also) max_fence->also = e.lease;
     }
     // A client does one thing at a time: its new section ends any it left open (a lost
     // reply, a crash), so an abandoned section cannot overlap everything after it.
@@ -48,16 +58,17 @@ struct StoreSweep {
     }
     // The lease a write came too late for, if any: one that entered after this lease did
     // (unless both carry fences and the later one's is lower: it was the stale one), or one
-    // whose fence is higher than this write's (or equal, from another lease).
+    // whose fence the store has seen and is higher than this write's, or equal: two leases
+    // with one token is a failure of the fence, and neither may write once both are seen.
     std::optional<int> superseded_by(const StoreEntry& e) const {
         if (latest_enter && *latest_enter != e.lease) {
             const auto& later = leases[*latest_enter].section;
             const bool later_is_older = e.fence && later && later->fence && *later->fence < *e.fence;
             if (!later_is_older) return latest_enter;
         }
-        if (e.fence && max_fence && max_fence->second != e.lease && max_fence->first >= *e.fence)
-            return max_fence->second;
-        return std::nullopt;
+        if (!e.fence || !max_fence || max_fence->fence < *e.fence) return std::nullopt;
+        if (max_fence->lease != e.lease) return max_fence->lease;
+        return max_fence->also;
     }
 };
 
@@ -94,15 +105,15 @@ void check_store(const RunHistory& h, const CheckOptions& opts, CheckResult& r) 
                 ++r.safety.stale_writes_rejected;
                 s.leases[e.lease].write_rejected = true;
                 break;
-            case StoreKind::exit:
+            case StoreKind::exit:  // the first: an abandon may log a second one later
                 std::erase(s.open, e.lease);
-                if (s.leases[e.lease].section) s.leases[e.lease].section->exit_seq = e.seq;
+                if (auto& section = s.leases[e.lease].section; section && !section->exit_seq) section->exit_seq = e.seq;
                 break;
         }
     }
     // Classified at the end: whether a fence refused a section's write is known only later.
     for (auto [a, b] : s.overlaps) {
-        if (s.leases[a].vanished()) continue;
+        if (s.leases[a].end_unseen()) continue;
         if (s.leases[a].write_rejected || s.leases[b].write_rejected) {
             ++r.safety.fenced_overlaps;
             continue;

@@ -1,15 +1,21 @@
 // The checker: pure functions from a RunHistory to counts, rates, latencies and witnesses.
 //
 // Definitions (README.md, "Reading the results", says the same for users):
-// - mutual-exclusion violation: an enter of lease B lands in the store between lease A's
-//   enter and A's exit (A != B). Counted once per such pair. If the fence rejected either
-//   section's write, the pair is a fenced overlap instead: the store stopped the damage.
-//   A client's new enter closes a section it left open (a lost reply), and a section that
-//   never writes nor exits (its client died inside it) overlaps nothing.
+// - mutual-exclusion violation: an enter of lease B lands in the store while lease A is
+//   inside its section (A != B). A is inside from its enter to its first exit, or to its
+//   client's next enter if that comes first (a client does one thing at a time). A section
+//   whose end the store never saw (no write, no exit: its client died inside it, or its
+//   abandon was lost too) is inside at its enter only: its enter landing inside another's
+//   section counts, an enter after it never counts against it. So a definite enter into an
+//   open section is always an overlap, and an interval that never closes swallows nothing.
+//   Counted once per such pair. If the fence rejected either section's write, the pair is
+//   a fenced overlap instead: the store stopped the damage.
 // - lost update: completed sections (accepted writes) minus the final counter.
 // - stale write accepted: an accepted write of lease A after another lease entered later
 //   than A did (unless both carry fences and the later one's is lower), or after the store
-//   saw a higher fence than A's; rejected: the store's fence refused the write.
+//   saw a fence from another lease that is higher than A's or equal to it (two leases with
+//   one token is a failure of the fence: once the store has seen both, neither's write is
+//   safe); rejected: the store's fence refused the write.
 // - foreign release: a release of lease A whose reply says it removed the key on node n,
 //   although another lease acquired node n with an attempt that began after A acquired it
 //   and ended before A's release began. That acquire's SET landed after A's, so A's own

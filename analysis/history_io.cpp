@@ -4,6 +4,8 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "analysis/record_check.h"
+
 namespace lockbench {
 
 const char* op_name(OpKind k) {
@@ -82,6 +84,8 @@ std::uint32_t node_mask(const nlohmann::json& j) {
     return mask;
 }
 
+// Calls f(json, line number) for each non-empty line; anything f throws comes back naming
+// the file and the line.
 template <typename F>
 void for_each_line(const std::filesystem::path& path, F&& f) {
     std::ifstream in(path);
@@ -90,7 +94,7 @@ void for_each_line(const std::filesystem::path& path, F&& f) {
     for (int n = 1; std::getline(in, line); ++n) {
         if (line.empty()) continue;
         try {
-            f(nlohmann::json::parse(line));
+            f(nlohmann::json::parse(line), n);
         } catch (const std::exception& e) {
             throw std::runtime_error(path.string() + ":" + std::to_string(n) + ": " + e.what());
         }
@@ -131,24 +135,77 @@ void parse_store_entry(const nlohmann::json& j, RunHistory& h) {
     h.store.push_back(s);
 }
 
-RunHistory load_run_history(const std::filesystem::path& run_dir) {
-    RunHistory h;
-    const auto run_json = run_dir / "run.json";
+namespace {
+
+// run.json's final counter and client count, or one line naming the file and the field.
+void read_run_record(const std::filesystem::path& run_json, RunHistory& h) {
     std::ifstream in(run_json);
     if (!in) throw std::runtime_error(run_json.string() + ": cannot open (not a lockbench run folder?)");
     const nlohmann::json run = nlohmann::json::parse(in, nullptr, false);
-    if (run.is_discarded() || !run.contains("final_counter"))
+    if (run.is_discarded() || !run.is_object() || !run.contains("final_counter") || !run.contains("clients"))
         throw std::runtime_error(run_json.string() + ": not a lockbench run record");
+    for (const auto& [field, max] : {std::pair<const char*, long long>{"final_counter", 1LL << 62}, {"clients", 100000}}) {
+        const nlohmann::json& v = run.at(field);
+        if (!v.is_number_integer() || v.get<long long>() < 0 || v.get<long long>() > max)
+            throw std::runtime_error(run_json.string() + ": " + field + " is " + v.dump().substr(0, 40) +
+                                     ", expected a whole number from 0 to " + std::to_string(max));
+    }
     h.final_counter = run.at("final_counter").get<long long>();
-    h.clients = run.value("clients", 0);
+    h.clients = run.at("clients").get<int>();
+}
 
+// The client a history file belongs to: history/client-N.jsonl, N below run.json's clients.
+int history_client(const std::filesystem::path& file, int clients) {
+    const std::string name = file.filename().string();
+    const std::string prefix = "client-", suffix = ".jsonl";
+    const bool shaped = name.size() > prefix.size() + suffix.size() && name.starts_with(prefix) && name.ends_with(suffix);
+    const std::string digits = shaped ? name.substr(prefix.size(), name.size() - prefix.size() - suffix.size()) : "";
+    if (digits.empty() || digits.size() > 6 || !std::ranges::all_of(digits, [](char c) { return c >= '0' && c <= '9'; }))
+        throw std::runtime_error(file.string() + ": not a client history (expected history/client-N.jsonl)");
+    const int client = std::stoi(digits);
+    if (client >= clients)
+        throw std::runtime_error(file.string() + ": client " + digits + ", but run.json says " +
+                                 std::to_string(clients) + " clients");
+    return client;
+}
+
+// A client with no file is no damage by itself (one killed before it opened its history):
+// if it did anything in the store, the store's log names it.
+std::vector<std::filesystem::path> history_files(const std::filesystem::path& run_dir, int clients) {
+    const auto dir = run_dir / "history";
+    if (!std::filesystem::is_directory(dir)) throw std::runtime_error(dir.string() + ": missing");
     std::vector<std::filesystem::path> files;
-    for (const auto& f : std::filesystem::directory_iterator(run_dir / "history")) files.push_back(f.path());
+    for (const auto& f : std::filesystem::directory_iterator(dir)) files.push_back(f.path());
     std::ranges::sort(files);
-    for (const auto& f : files) for_each_line(f, [&](const nlohmann::json& j) { parse_client_event(j, h); });
+    for (const auto& f : files) history_client(f, clients);
+    return files;
+}
+
+}  // namespace
+
+RunHistory load_run_history(const std::filesystem::path& run_dir) {
+    RunHistory h;
+    const auto run_json = run_dir / "run.json";
+    read_run_record(run_json, h);
+    RecordCheck records(h, run_dir);
+    const auto fail_on = [](const std::optional<std::string>& wrong) {
+        if (wrong) throw std::runtime_error(*wrong);
+    };
+    for (const auto& f : history_files(run_dir, h.clients)) {
+        records.begin_history(history_client(f, h.clients));
+        for_each_line(f, [&](const nlohmann::json& j, int line) {
+            const size_t before = h.events.size();
+            parse_client_event(j, h);
+            if (h.events.size() > before) fail_on(records.history_event(h.events.back(), {f.string(), line}));
+        });
+    }
     std::ranges::stable_sort(h.events, {}, &ClientEvent::t_ns);
-    for_each_line(run_dir / "store.jsonl", [&](const nlohmann::json& j) { parse_store_entry(j, h); });
-    std::ranges::stable_sort(h.store, {}, &StoreEntry::seq);
+    const auto store = run_dir / "store.jsonl";
+    for_each_line(store, [&](const nlohmann::json& j, int line) {
+        parse_store_entry(j, h);
+        fail_on(records.store_entry(h.store.back(), {store.string(), line}));
+    });
+    if (const auto wrong = records.finish(h.final_counter, run_json.string())) throw std::runtime_error(*wrong);
     return h;
 }
 

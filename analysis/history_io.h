@@ -14,7 +14,8 @@
 
 namespace lockbench {
 
-// Throws std::runtime_error naming the file and line of anything malformed.
+// Throws std::runtime_error naming the file and line of anything malformed, or of the first
+// record a genuine run could not have written (analysis/record_check.h says what one writes).
 RunHistory load_run_history(const std::filesystem::path& run_dir);
 
 // Parses one history line / one store line into `h` (lease names interned).

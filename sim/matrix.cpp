@@ -628,6 +628,43 @@ int matrix_exit_code(const Json& summary) {
     return 0;
 }
 
+namespace {
+
+// The trees `report` draws from DIR: DIR itself, or its subfolders that are trees.
+std::vector<fs::path> trees_in(const fs::path& dir) {
+    if (fs::exists(header_path(dir))) return {dir};
+    std::vector<fs::path> trees;
+    if (!fs::is_directory(dir)) return trees;
+    for (const auto& e : fs::directory_iterator(dir))
+        if (e.is_directory() && !e.path().filename().string().starts_with(".") && fs::exists(header_path(e.path())))
+            trees.push_back(e.path());
+    std::ranges::sort(trees);
+    return trees;
+}
+
+// A summary.json that is missing or malformed is left for the report, which names what is wrong.
+void check_tree_reps(const fs::path& tree) {
+    std::ifstream in(tree / "summary.json");
+    const Json summary = Json::parse(in, nullptr, false);
+    if (!summary.is_object() || !summary.contains("cells") || !summary.at("cells").is_array()) return;
+    for (const Json& cell : summary.at("cells")) {
+        if (!cell.is_object() || !cell.contains("reps") || !cell.at("reps").is_array()) continue;
+        for (const Json& rep : cell.at("reps")) {
+            if (!rep.is_object() || !rep.contains("dir") || !rep.at("dir").is_string()) continue;
+            const fs::path dir = tree / rep.at("dir").get<std::string>();
+            const Recheck r = recheck(dir);
+            if (!r.differences.empty())
+                throw std::runtime_error(r.differences.front() + " (`lockbench check " + dir.string() + "` lists them all)");
+        }
+    }
+}
+
+}  // namespace
+
+void check_trees_for_report(const std::filesystem::path& dir) {
+    for (const fs::path& tree : trees_in(dir)) check_tree_reps(tree);
+}
+
 nlohmann::json read_json_file(const std::filesystem::path& file) {
     std::ifstream in(file);
     if (!in) throw std::runtime_error(file.string() + ": cannot read");

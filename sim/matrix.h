@@ -88,6 +88,12 @@ nlohmann::json merge_results(const std::filesystem::path& out, const std::vector
 // Reads OUT/lockbench-results.json, checking format and version; throws with one line.
 nlohmann::json read_results_header(const std::filesystem::path& dir);
 
+// Before a report is drawn from DIR (a results tree, or a folder of them, as `report` takes
+// it): every repetition the trees list, checked again as `lockbench check` does. Throws one
+// line naming the first damaged file, or the first figure a summary.json holds that its
+// histories do not give. A folder with no tree in it is left for the report to refuse.
+void check_trees_for_report(const std::filesystem::path& dir);
+
 std::string format_matrix_table(const nlohmann::json& summary);
 
 // 0 when every expectation held in every repetition of a matrix (a sweep's steps are meant

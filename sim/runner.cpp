@@ -431,27 +431,32 @@ nlohmann::json run_scenario(const Scenario& s, const RunOptions& opts) {
     return summary;
 }
 
-nlohmann::json recheck(const fs::path& dir) {
-    if (!fs::is_directory(dir / "runs") || !fs::is_regular_file(dir / "summary.json"))
+Recheck recheck(const fs::path& dir) {
+    const fs::path summary_file = dir / "summary.json";
+    if (!fs::is_directory(dir / "runs") || !fs::is_regular_file(summary_file))
         throw std::runtime_error(dir.string() + ": not a complete lockbench results folder (no summary.json and runs/)");
-    std::ifstream summary_in(dir / "summary.json");
+    std::ifstream summary_in(summary_file);
     const nlohmann::json recorded = nlohmann::json::parse(summary_in, nullptr, false);
-    if (recorded.is_discarded() || !recorded.contains("runs"))
-        throw std::runtime_error((dir / "summary.json").string() + ": not a lockbench summary");
-    std::vector<fs::path> run_dirs;
-    for (const auto& run : recorded.at("runs")) run_dirs.push_back(dir / run.value("run_dir", ""));
-    nlohmann::json runs = nlohmann::json::array();
-    std::string scenario;
-    for (const auto& run_dir : run_dirs) {
-        std::ifstream in(run_dir / "run.json");
+    if (recorded.is_discarded() || !recorded.is_object() || !recorded.contains("runs") || !recorded.at("runs").is_array())
+        throw std::runtime_error(summary_file.string() + ": not a lockbench summary");
+    Recheck out;
+    out.summary = {{"scenario", recorded.value("scenario", "")}, {"runs", nlohmann::json::array()}};
+    for (const auto& stored : recorded.at("runs")) {
+        const std::string run_dir = stored.is_object() ? stored.value("run_dir", "") : "";
+        const std::string name = stored.is_object() ? stored.value("name", "") : "";
+        if (run_dir.empty() || name.empty() || run_dir.find("..") != std::string::npos)
+            throw std::runtime_error(summary_file.string() + ": a run without a name and a run_dir under runs/");
+        std::ifstream in(dir / run_dir / "run.json");
         const nlohmann::json record = nlohmann::json::parse(in, nullptr, false);
-        if (record.is_discarded() || !record.contains("final_counter"))
-            throw std::runtime_error((run_dir / "run.json").string() + ": missing or not a lockbench run record");
-        scenario = record.value("scenario", "");
-        runs.push_back(check_run(run_dir, record));
+        if (record.is_discarded() || !record.is_object() || !record.contains("final_counter"))
+            throw std::runtime_error((dir / run_dir / "run.json").string() + ": missing or not a lockbench run record");
+        nlohmann::json run = check_run(dir / run_dir, record);
+        for (const std::string& d : figure_differences(stored, run))
+            out.differences.push_back(summary_file.string() + ": run " + name + ": " + d);
+        out.summary["runs"].push_back(std::move(run));
     }
-    if (runs.empty()) throw std::runtime_error(dir.string() + ": no recorded runs under runs/");
-    return {{"scenario", scenario}, {"runs", runs}};
+    if (out.summary["runs"].empty()) throw std::runtime_error(dir.string() + ": no recorded runs under runs/");
+    return out;
 }
 
 int client_main(const fs::path& spec_file) {

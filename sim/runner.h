@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -36,8 +37,15 @@ struct RunOptions {
 // and the run folders it made are removed.
 nlohmann::json run_scenario(const Scenario& s, const RunOptions& opts);
 
-// Re-checks the runs recorded under DIR and returns the summary (not written).
-nlohmann::json recheck(const std::filesystem::path& dir);
+// The runs recorded under DIR, checked again (nothing is written).
+struct Recheck {
+    nlohmann::json summary;                // as the checker sees the runs now
+    std::vector<std::string> differences;  // "DIR/summary.json: run R: FIGURE: ...", one a figure
+};
+
+// Throws one line naming the file (and line) of anything damaged: summary.json, a run.json,
+// a history or a store log that a genuine run could not have written (analysis/record_check.h).
+Recheck recheck(const std::filesystem::path& dir);
 
 // Writes `text` to `path` through a temporary file and a rename: readers see the old file
 // or the whole new one, never half of it.

@@ -39,7 +39,33 @@ std::string cell(double v, const char* fmt = "%.0f") {
     return buf;
 }
 
+// A value as a difference line shows it: at most 60 characters.
+std::string shown(const nlohmann::json* v) {
+    if (!v) return "nothing";
+    const std::string text = v->dump();
+    return text.size() <= 60 ? text : text.substr(0, 57) + "...";
+}
+
+void differences_under(const nlohmann::json* stored, const nlohmann::json& recomputed, const std::string& path,
+                       std::vector<std::string>& out) {
+    if (recomputed.is_object()) {
+        for (const auto& [key, value] : recomputed.items()) {
+            const nlohmann::json* inner = stored && stored->is_object() && stored->contains(key) ? &stored->at(key) : nullptr;
+            differences_under(inner, value, path.empty() ? key : path + "." + key, out);
+        }
+        return;
+    }
+    if (stored && *stored == recomputed) return;
+    out.push_back(path + ": summary.json has " + shown(stored) + ", the histories give " + shown(&recomputed));
+}
+
 }  // namespace
+
+std::vector<std::string> figure_differences(const nlohmann::json& stored, const nlohmann::json& recomputed) {
+    std::vector<std::string> out;
+    differences_under(&stored, recomputed, "", out);
+    return out;
+}
 
 nlohmann::json run_summary(const nlohmann::json& record, const CheckResult& result, const RunHistory& h) {
     nlohmann::json run = {

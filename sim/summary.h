@@ -1,6 +1,9 @@
 // One run's entry in summary.json, from its record (run.json) and the checker's result.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "analysis/checker.h"
@@ -9,5 +12,10 @@ namespace lockbench {
 
 // `record` is the run's run.json: name, algorithm, params, nodes, seed, clients, expect.
 nlohmann::json run_summary(const nlohmann::json& record, const CheckResult& result, const RunHistory& h);
+
+// Every figure of `recomputed` (a run's entry as the checker gives it now) that `stored`
+// (the entry summary.json holds) does not hold, one line each: "safety.lost_updates:
+// summary.json has 25, the histories give 24". Arrays (witnesses, windows) are one figure.
+std::vector<std::string> figure_differences(const nlohmann::json& stored, const nlohmann::json& recomputed);
 
 }  // namespace lockbench

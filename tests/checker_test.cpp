@@ -174,6 +174,68 @@ TEST(CheckerStore, ASectionWhoseClientDiedInsideOverlapsNothing) {
     EXPECT_EQ(check(b.final_counter(2).build()).safety.mutual_exclusion_violations, 0);
 }
 
+// The same two sections in both orders: a section whose end the store never saw (no write,
+// no exit) is inside at its enter only. Entering inside another's section is an overlap;
+// another's enter after it is not, however long it stays "open".
+TEST(CheckerStore, ASectionWithNoEndCountsWhereItEnteredInEitherOrder) {
+    HistoryBuilder dead_first;
+    dead_first.add_store(K::enter, 0, "c0.1", std::nullopt, 0);  // its client dies inside
+    section(dead_first, 1, "c1.1", 0);
+    const CheckResult r1 = check(dead_first.final_counter(1).build());
+    EXPECT_EQ(r1.safety.mutual_exclusion_violations, 0);
+
+    HistoryBuilder dead_second;
+    const int holder = dead_second.lease("c1.1", 1), dead = dead_second.lease("c0.1", 0);
+    dead_second.add_store(K::enter, 1, "c1.1", std::nullopt, 0)
+        .add_store(K::enter, 0, "c0.1", std::nullopt, 0)  // enters while c1.1 is inside, then dies
+        .add_store(K::write, 1, "c1.1", std::nullopt, 0, 0)
+        .add_store(K::exit, 1, "c1.1");
+    const CheckResult r2 = check(dead_second.final_counter(1).build());
+    EXPECT_EQ(r2.safety.mutual_exclusion_violations, 1);
+    const auto w = std::ranges::find(r2.witnesses, Witness::Kind::mutual_exclusion, &Witness::kind);
+    ASSERT_NE(w, r2.witnesses.end());
+    EXPECT_EQ(w->first.lease, holder);
+    EXPECT_EQ(w->second.lease, dead);
+    EXPECT_FALSE(w->second.exit_seq.has_value());
+}
+
+// The worker abandons a section whose write's reply was lost: a second exit, after the real
+// one. The section ended at the first.
+TEST(CheckerStore, AWitnessShowsTheSectionsFirstExit) {
+    HistoryBuilder b;
+    b.add_store(K::enter, 0, "a", std::nullopt, 0)           // 1
+        .add_store(K::enter, 1, "b", std::nullopt, 0)        // 2: inside a
+        .add_store(K::write, 0, "a", std::nullopt, 0, 0)     // 3
+        .add_store(K::exit, 0, "a")                          // 4: a's section ends here
+        .add_store(K::exit, 0, "a")                          // 5: its abandon, after a lost reply
+        .add_store(K::write, 1, "b", std::nullopt, 0, 1)     // 6
+        .add_store(K::exit, 1, "b");                         // 7
+    const CheckResult r = check(b.final_counter(1).build());
+    const auto w = std::ranges::find(r.witnesses, Witness::Kind::mutual_exclusion, &Witness::kind);
+    ASSERT_NE(w, r.witnesses.end());
+    EXPECT_EQ(w->first.exit_seq, 4);
+}
+
+// Two leases with one fencing token: once the store has seen both, a write under that
+// token is stale whichever of the two entered first. Then c2.1 enters with an older token
+// (it was paused), so "another lease entered later" does not decide it.
+TEST(CheckerStore, EqualFencesFromTwoLeasesAreStaleWhicheverEnteredFirst) {
+    for (const bool writer_first : {true, false}) {
+        SCOPED_TRACE(writer_first ? "the writer entered first" : "the writer entered second");
+        HistoryBuilder b;
+        const std::string first = writer_first ? "c0.1" : "c1.1", second = writer_first ? "c1.1" : "c0.1";
+        b.add_store(K::enter, first == "c0.1" ? 0 : 1, first, 5, 0)
+            .add_store(K::enter, second == "c0.1" ? 0 : 1, second, 5, 0)
+            .add_store(K::exit, 1, "c1.1")                   // c1.1 gives up
+            .add_store(K::enter, 2, "c2.1", 3, 0)
+            .add_store(K::exit, 2, "c2.1")
+            .add_store(K::write, 0, "c0.1", 5, 0, 0)         // the store took it
+            .add_store(K::exit, 0, "c0.1");
+        const CheckResult r = check(b.final_counter(1).build());
+        EXPECT_EQ(r.safety.stale_writes_accepted, 1);
+    }
+}
+
 TEST(CheckerStore, OverlapWhoseWriteTheFenceRejectedIsFencedNotViolation) {
     HistoryBuilder b;
     b.add_store(K::enter, 0, "a", 1, 0)      // A holds token 1
@@ -593,22 +655,23 @@ TEST_F(RunFolder, GeneratedHistoryRoundTrips) {
 }
 
 TEST_F(RunFolder, MergesClientFilesByTimeAndSkipsFaultPoints) {
-    write("run.json", R"({"final_counter": 1, "clients": 2, "scenario": "x"})");
+    write("run.json", R"({"final_counter": 0, "clients": 2, "scenario": "x"})");
     write("history/client-0.jsonl",
           R"({"t_ns": 10, "client": 0, "op": "acquire", "type": "invoke"})" "\n"
-          R"({"t_ns": 30, "client": 0, "op": "acquire", "type": "ok", "lease": "c0.1", "nodes": [0, 2], "fence": 7})" "\n");
+          R"({"t_ns": 30, "client": 0, "op": "acquire", "type": "ok", "lease": "c0.1", "nodes": [0, 2], "fence": 7})" "\n"
+          R"({"t_ns": 40, "client": 0, "op": "read", "type": "invoke", "lease": "c0.1"})" "\n");
     write("history/client-1.jsonl",
           R"({"t_ns": 20, "client": 1, "op": "point", "name": "after_acquire"})" "\n"
           "\n"
           R"({"t_ns": 25, "client": 1, "op": "acquire", "type": "invoke", "depth": 2})" "\n");
     write("store.jsonl",
-          R"({"seq": 2, "kind": "exit", "client": 0, "lease": "c0.1"})" "\n"
           // As the store's script logs it: TIME split into seconds and microseconds.
-          R"({"seq": 1, "kind": "enter", "client": 0, "lease": "c0.1", "fence": 7, "read": 5, "t_s": 1700000000, "t_usec": 250})" "\n");
+          R"({"seq": 1, "kind": "enter", "client": 0, "lease": "c0.1", "fence": 7, "read": 0, "t_s": 1700000000, "t_usec": 250})" "\n"
+          R"({"seq": 2, "kind": "exit", "client": 0, "lease": "c0.1"})" "\n");
     const RunHistory h = load_run_history(dir_);
-    EXPECT_EQ(h.final_counter, 1);
+    EXPECT_EQ(h.final_counter, 0);
     EXPECT_EQ(h.clients, 2);
-    ASSERT_EQ(h.events.size(), 3u);
+    ASSERT_EQ(h.events.size(), 4u);
     EXPECT_EQ(h.events[0].t_ns, 10);
     EXPECT_EQ(h.events[1].t_ns, 25);
     EXPECT_EQ(h.events[1].depth, 2);
@@ -616,7 +679,7 @@ TEST_F(RunFolder, MergesClientFilesByTimeAndSkipsFaultPoints) {
     EXPECT_EQ(h.events[2].fence, 7);
     ASSERT_EQ(h.store.size(), 2u);
     EXPECT_EQ(h.store[0].seq, 1);
-    EXPECT_EQ(h.store[0].read, 5);
+    EXPECT_EQ(h.store[0].read, 0);
     EXPECT_EQ(h.store[0].fence, 7);
     EXPECT_EQ(h.store[0].t_us, 1'700'000'000'000'250LL);
     EXPECT_EQ(h.store[1].kind, StoreKind::exit);
@@ -644,7 +707,7 @@ TEST_F(RunFolder, UnknownValuesAndMissingFieldsNameFileAndLine) {
     EXPECT_NE(err.find("client-0.jsonl:1"), std::string::npos) << err;
     EXPECT_NE(err.find("grab"), std::string::npos) << err;
 
-    write("history/client-0.jsonl", "");
+    write("history/client-0.jsonl", R"({"t_ns": 10, "client": 0, "op": "read", "type": "invoke", "lease": "a"})" "\n");
     write("store.jsonl",
           R"({"seq": 1, "kind": "enter", "client": 0, "lease": "a"})" "\n"
           R"({"seq": 2, "client": 0, "lease": "a"})" "\n");
@@ -656,6 +719,143 @@ TEST_F(RunFolder, MissingOrForeignRunJsonIsRefused) {
     EXPECT_NE(load_error().find("run.json"), std::string::npos);
     write("run.json", R"({"something": "else"})");
     EXPECT_NE(load_error().find("not a lockbench run record"), std::string::npos);
+    write("run.json", R"({"final_counter": "many", "clients": 1})");
+    const std::string err = load_error();
+    EXPECT_NE(err.find("run.json: final_counter"), std::string::npos) << err;
+}
+
+// ---- what a genuine run writes, and what it cannot have written --------------------------
+
+// A generated run (3 clients, every section enter/write/exit), written as a run writes it;
+// then `edit` changes the lines of one of its files.
+class DamagedRun : public RunFolder {
+protected:
+    void SetUp() override {
+        RunFolder::SetUp();
+        write_run(histgen::generate_history(3, 200, 42));
+        ASSERT_EQ(load_error(), "");
+    }
+
+    std::vector<std::string> lines(const fs::path& rel) const {
+        std::ifstream in(dir_ / rel);
+        std::vector<std::string> out;
+        for (std::string line; std::getline(in, line);) out.push_back(line);
+        return out;
+    }
+    void rewrite(const fs::path& rel, const std::vector<std::string>& ls) const {
+        std::string text;
+        for (const auto& l : ls) text += l + "\n";
+        write(rel, text);
+    }
+    // The error, which must name `where` (file:line) and say `what`.
+    void expect_refused(const std::string& where, const std::string& what) const {
+        const std::string err = load_error();
+        EXPECT_NE(err.find(where), std::string::npos) << err;
+        EXPECT_NE(err.find(what), std::string::npos) << err;
+    }
+};
+
+TEST_F(DamagedRun, AGapInTheStoresSequenceIsRefusedAtItsLine) {
+    auto store = lines("store.jsonl");
+    store.erase(store.begin() + 3);  // seq 4 is gone
+    rewrite("store.jsonl", store);
+    expect_refused("store.jsonl:4:", "seq 5 where 4 was due");
+}
+
+TEST_F(DamagedRun, ADuplicateOrOutOfOrderSequenceIsRefused) {
+    auto store = lines("store.jsonl");
+    store.insert(store.begin() + 4, store[3]);  // seq 4 twice
+    rewrite("store.jsonl", store);
+    expect_refused("store.jsonl:5:", "seq 4 where 5 was due");
+
+    store = lines("store.jsonl");
+    store.erase(store.begin() + 4);
+    std::swap(store[0], store[1]);
+    rewrite("store.jsonl", store);
+    expect_refused("store.jsonl:1:", "seq 2 where 1 was due");
+}
+
+TEST_F(DamagedRun, AWriteWithoutAnEnterIsRefused) {
+    write("run.json", R"({"final_counter": 1, "clients": 1})");
+    write("history/client-0.jsonl",
+          R"({"t_ns": 1, "client": 0, "op": "write", "type": "invoke", "lease": "c0.1"})" "\n"
+          R"({"t_ns": 2, "client": 0, "op": "write", "type": "ok", "lease": "c0.1"})" "\n");
+    fs::remove(dir_ / "history" / "client-1.jsonl");
+    fs::remove(dir_ / "history" / "client-2.jsonl");
+    write("store.jsonl",
+          R"({"seq": 1, "kind": "write", "client": 0, "lease": "c0.1", "read": 0, "prev": 0})" "\n"
+          R"({"seq": 2, "kind": "exit", "client": 0, "lease": "c0.1"})" "\n");
+    expect_refused("store.jsonl:1:", "a write of lease c0.1 that never entered");
+}
+
+TEST_F(DamagedRun, AWriteNotFollowedByItsExitIsRefused) {
+    auto store = lines("store.jsonl");
+    store.resize(2);  // enter, write: the script that logged the write logs its exit too
+    rewrite("store.jsonl", store);
+    expect_refused("store.jsonl:2:", "its exit is missing");
+}
+
+TEST_F(DamagedRun, AHistoryCutShortIsRefusedWhereTheStoreOutlivesIt) {
+    auto history = lines("history/client-0.jsonl");
+    history.resize(2);
+    rewrite("history/client-0.jsonl", history);
+    const std::string err = load_error();
+    EXPECT_NE(err.find("store.jsonl:"), std::string::npos) << err;
+    EXPECT_NE(err.find("client-0.jsonl never invoked its read"), std::string::npos) << err;
+}
+
+TEST_F(DamagedRun, AnEmptiedStoreLogIsRefusedAtTheFirstReadItAnswered) {
+    write("store.jsonl", "");
+    expect_refused("client-0.jsonl:", "but " + (dir_ / "store.jsonl").string() + " has no enter of it");
+}
+
+TEST_F(DamagedRun, AFinalCounterTheWritesDoNotLeaveIsRefused) {
+    const RunHistory h = load_run_history(dir_);
+    write("run.json", nlohmann::json{{"final_counter", h.final_counter + 1}, {"clients", 3}}.dump());
+    expect_refused("run.json: final_counter is " + std::to_string(h.final_counter + 1), "leave the counter at");
+}
+
+TEST_F(DamagedRun, AnEnterThatReadsAnotherCounterIsRefused) {
+    auto store = lines("store.jsonl");
+    nlohmann::json enter = nlohmann::json::parse(store[3]);  // the second section's enter
+    ASSERT_EQ(enter.at("kind"), "enter");
+    enter["read"] = 7;
+    store[3] = enter.dump();
+    rewrite("store.jsonl", store);
+    expect_refused("store.jsonl:4:", "the enter reads 7, but the writes before it left the counter at 1");
+}
+
+TEST_F(DamagedRun, HistoryLinesOutOfTurnAreRefused) {
+    auto history = lines("history/client-1.jsonl");
+    const auto ok = std::ranges::find_if(history, [](const std::string& l) { return l.find(R"("type":"ok")") != std::string::npos; });
+    ASSERT_NE(ok, history.end());
+    const auto at = ok - history.begin();
+    history.erase(history.begin() + at - 1);  // the invoke it answers
+    rewrite("history/client-1.jsonl", history);
+    expect_refused("client-1.jsonl:" + std::to_string(at) + ":", "invoked before it");
+}
+
+TEST_F(DamagedRun, AnotherClientsLineInAHistoryIsRefused) {
+    auto history = lines("history/client-1.jsonl");
+    nlohmann::json first = nlohmann::json::parse(history[0]);
+    first["client"] = 2;
+    history[0] = first.dump();
+    rewrite("history/client-1.jsonl", history);
+    expect_refused("client-1.jsonl:1:", "client 2 in client 1's history");
+}
+
+// A run whose clients never got into a section leaves an empty store log: that is no damage.
+TEST_F(RunFolder, AnEmptyStoreLogOfARunWithNoSectionIsGenuine) {
+    write("run.json", R"({"final_counter": 0, "clients": 1})");
+    write("history/client-0.jsonl",
+          R"({"t_ns": 1, "client": 0, "op": "acquire", "type": "invoke"})" "\n"
+          R"({"t_ns": 2, "client": 0, "op": "acquire", "type": "fail"})" "\n"
+          R"({"t_ns": 3, "client": 0, "op": "acquire", "type": "invoke"})" "\n"
+          R"({"t_ns": 4, "client": 0, "op": "acquire", "type": "ok", "lease": "c0.1"})" "\n"
+          R"({"t_ns": 5, "client": 0, "op": "read", "type": "invoke", "lease": "c0.1"})" "\n"
+          R"({"t_ns": 6, "client": 0, "op": "read", "type": "info", "lease": "c0.1"})" "\n");
+    write("store.jsonl", "");
+    EXPECT_EQ(load_error(), "");
 }
 
 }  // namespace

@@ -165,6 +165,66 @@ TEST_F(CliTest, CheckOnMissingFolder) {
     EXPECT_NE(r.err.find("no-such-folder"), std::string::npos) << r.describe();
 }
 
+TEST_F(CliTest, CheckSaysWhichFiguresDifferFromSummaryJson) {
+    const fs::path file = write_file("tiny.json", tiny_token_lua);
+    const fs::path out = dir() / "out";
+    ASSERT_EQ(run({"run", file.string(), "--out", out.string(), "--backend", "sim"}).exit_code(), 0);
+    const Result clean = run({"check", out.string()});
+    EXPECT_EQ(clean.exit_code(), 0) << clean.describe();
+    EXPECT_EQ(clean.out.find("differs"), std::string::npos) << clean.describe();
+
+    // Cut client 0's history at a line boundary right after its last write: what it did
+    // after (its last release) is gone, and nothing left contradicts the store's log.
+    const fs::path history = out / "runs" / "tiny-token-lua" / "history" / "client-0.jsonl";
+    const auto lines = lines_of(read_text(history));
+    size_t last_write = 0;
+    for (size_t i = 0; i < lines.size(); ++i)
+        if (lines[i].find(R"("op":"write")") != std::string::npos) last_write = i;
+    ASSERT_GT(last_write, 0u);
+    ASSERT_LT(last_write + 1, lines.size()) << "nothing after the last write to cut";
+    std::string cut;
+    for (size_t i = 0; i <= last_write; ++i) cut += lines[i] + "\n";
+    write_text(history, cut);
+
+    const Result c = run({"check", out.string()});
+    EXPECT_EQ(c.exit_code(), 1) << c.describe();
+    EXPECT_NE(c.out.find("differs: " + (out / "summary.json").string() + ": run tiny-token-lua: ops.released: "
+                         "summary.json has "),
+              std::string::npos)
+        << c.describe();
+}
+
+TEST_F(CliTest, CheckRefusesADamagedStoreLogNamingTheLine) {
+    const fs::path file = write_file("tiny.json", tiny_token_lua);
+    const fs::path out = dir() / "out";
+    ASSERT_EQ(run({"run", file.string(), "--out", out.string(), "--backend", "sim"}).exit_code(), 0);
+    const fs::path store = out / "runs" / "tiny-token-lua" / "store.jsonl";
+    const std::string good = read_text(store);
+    auto lines = lines_of(good);
+    ASSERT_GE(lines.size(), 6u);
+
+    lines.erase(lines.begin() + 4);  // a gap: seq 5 is missing
+    std::string gap;
+    for (const auto& l : lines) gap += l + "\n";
+    write_text(store, gap);
+    Result c = run({"check", out.string()});
+    EXPECT_EQ(c.exit_code(), 2) << c.describe();
+    EXPECT_EQ(lines_of(c.err).size(), 1u) << c.describe();
+    EXPECT_NE(c.err.find(store.string() + ":5: seq 6 where 5 was due"), std::string::npos) << c.describe();
+
+    write_text(store, "");  // emptied: the histories say the store answered their reads
+    c = run({"check", out.string()});
+    EXPECT_EQ(c.exit_code(), 2) << c.describe();
+    EXPECT_EQ(lines_of(c.err).size(), 1u) << c.describe();
+    EXPECT_NE(c.err.find(store.string() + " has no enter of it"), std::string::npos) << c.describe();
+
+    write_text(store, good);
+    write_text(out / "runs" / "tiny-token-lua" / "run.json", "garbage");
+    c = run({"check", out.string()});
+    EXPECT_EQ(c.exit_code(), 2) << c.describe();
+    EXPECT_NE(c.err.find("run.json"), std::string::npos) << c.describe();
+}
+
 void expect_member(const nlohmann::json& j, const std::string& path, const std::string& key) {
     EXPECT_TRUE(j.is_object() && j.contains(key)) << "summary.json: " << path << "." << key << " missing";
 }

@@ -438,4 +438,39 @@ TEST_F(ReportTest, BadResultsAreOneLineAndLeaveThePreviousReport) {
     EXPECT_EQ(report(results).exit_code(), 0);
 }
 
+// What `lockbench check` refuses, `report` refuses before drawing anything: a store log
+// emptied, a run.json that is not one, a figure summary.json holds that its histories do not
+// give. The simulator makes the tree (no Redis needed).
+TEST_F(ReportTest, RefusesWhatCheckRefusesAndLeavesThePreviousReport) {
+    const fs::path results = dir() / "m";
+    ASSERT_EQ(run({"matrix", kTiny.string(), "--backend", "sim", "--out", results.string()}).exit_code(), 0);
+    ASSERT_EQ(report(results).exit_code(), 0);
+    const std::string md_before = read_text(results / "report.md");
+    const Json summary = read_json(results / "summary.json");
+    const fs::path rep = results / cell(summary, kUnfenced).at("reps").at(0).at("dir").get<std::string>();
+    const fs::path run_dir = rep / "runs" / "token-lua+ttl_ms=100";
+    ASSERT_EQ(run({"check", rep.string()}).exit_code(), 0);
+
+    const std::string store = read_text(run_dir / "store.jsonl");
+    write_text(run_dir / "store.jsonl", "");
+    expect_refused(report(results), (run_dir / "store.jsonl").string());
+    EXPECT_EQ(read_text(results / "report.md"), md_before);
+    write_text(run_dir / "store.jsonl", store);
+
+    const std::string record = read_text(run_dir / "run.json");
+    write_text(run_dir / "run.json", "{\"final_counter\": ");
+    expect_refused(report(results), (run_dir / "run.json").string());
+    EXPECT_EQ(read_text(results / "report.md"), md_before);
+    write_text(run_dir / "run.json", record);
+
+    const std::string rep_summary = read_text(rep / "summary.json");
+    Json changed = Json::parse(rep_summary);
+    changed["runs"][0]["safety"]["lost_updates"] = 12345;
+    write_text(rep / "summary.json", changed.dump());
+    expect_refused(report(results), "safety.lost_updates: summary.json has 12345");
+    EXPECT_EQ(read_text(results / "report.md"), md_before);
+    write_text(rep / "summary.json", rep_summary);
+    EXPECT_EQ(report(results).exit_code(), 0);
+}
+
 }  // namespace

@@ -68,15 +68,17 @@ int finish_matrix(const nlohmann::json& summary, const fs::path& out) {
 
 // `report` writes into DIR and reads DIR's trees (DIR itself, or its subfolders that hold
 // lockbench-results.json, as report.py finds them): it holds the lock of each, so that no tree
-// changes under it and no two reports write one page.
+// changes under it and no two reports write one page. A folder with no tree is left as it
+// is, for report.py to refuse.
 std::vector<FolderLock> lock_for_report(const fs::path& dir) {
+    if (fs::exists(dir / "lockbench-results.json")) return lock_folders(dir, {}, false);
     std::vector<fs::path> trees;
     std::error_code ec;
-    if (fs::is_directory(dir) && !fs::exists(dir / "lockbench-results.json"))
-        for (const auto& e : fs::directory_iterator(dir, ec))
-            if (!e.path().filename().string().starts_with(".") && e.is_directory() &&
-                fs::exists(e.path() / "lockbench-results.json"))
-                trees.push_back(e.path());
+    for (const auto& e : fs::directory_iterator(dir, ec))
+        if (!e.path().filename().string().starts_with(".") && e.is_directory() &&
+            fs::exists(e.path() / "lockbench-results.json"))
+            trees.push_back(e.path());
+    if (trees.empty()) return {};
     return lock_folders(dir, trees, false);
 }
 

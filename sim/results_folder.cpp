@@ -89,6 +89,9 @@ FolderLock::FolderLock(const fs::path& dir, bool create) : dir_(dir) {
     const fs::path file = dir / kLockFileName;
     for (;;) {
         fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        // A folder only read (a shard to merge) on storage we may not write: no lockbench of
+        // ours can write it either, so there is nothing to exclude.
+        if (fd_ < 0 && !create && (errno == EACCES || errno == EROFS)) return;
         if (fd_ < 0) throw std::runtime_error(system_error(dir.string() + ": cannot open its lock file " + kLockFileName));
         if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
             const std::string holder = holder_of(fd_);

@@ -27,7 +27,8 @@ inline constexpr const char* kLockFileName = ".lockbench.lock";
 class FolderLock {
 public:
     // Takes DIR's lock, making DIR first if `create`. Throws one line naming DIR and the pid
-    // of the lockbench that holds it when another does.
+    // of the lockbench that holds it when another does. A folder not to be made that this
+    // process may not write is left unlocked.
     FolderLock(const std::filesystem::path& dir, bool create);
     ~FolderLock();  // removes DIR again when this lock made it and it holds nothing else
     FolderLock(FolderLock&& other) noexcept;

@@ -13,6 +13,7 @@
 #include "sim/explore.h"
 #include "sim/external.h"
 #include "sim/matrix.h"
+#include "sim/results_folder.h"
 #include "sim/runner.h"
 #include "sim/scenario.h"
 
@@ -40,6 +41,7 @@ int cmd_run(const std::string& file, std::optional<std::string> out, std::option
     select_runs(s, only);
     RunOptions opts{out ? fs::path(*out) : fs::path("results") / s.name, seed, self_exe(), true, source_dir(),
                     backend == "sim"};
+    const auto locks = lock_folders(opts.out, {});
     const nlohmann::json summary = run_scenario(s, opts);
     std::cout << format_table(summary);
     std::cout << "summary: " << (opts.out / "summary.json").string() << "\n";
@@ -64,7 +66,25 @@ int finish_matrix(const nlohmann::json& summary, const fs::path& out) {
     return matrix_exit_code(summary);
 }
 
+// `report` writes into DIR and reads DIR's trees (DIR itself, or its subfolders that hold
+// lockbench-results.json, as report.py finds them): it holds the lock of each, so that no tree
+// changes under it and no two reports write one page. A folder with no tree is left as it
+// is, for report.py to refuse.
+std::vector<FolderLock> lock_for_report(const fs::path& dir) {
+    if (fs::exists(dir / "lockbench-results.json")) return lock_folders(dir, {}, false);
+    std::vector<fs::path> trees;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec))
+        if (!e.path().filename().string().starts_with(".") && e.is_directory() &&
+            fs::exists(e.path() / "lockbench-results.json"))
+            trees.push_back(e.path());
+    if (trees.empty()) return {};
+    return lock_folders(dir, trees, false);
+}
+
 int cmd_report(const std::string& dir) {
+    std::vector<FolderLock> locks = lock_for_report(dir);
+    for (auto& l : locks) l.keep_across_exec();  // report.py holds them until it ends
     // What `check` refuses is not drawn: a damaged run fails here, before the old report is touched.
     try {
         check_trees_for_report(dir);
@@ -211,6 +231,7 @@ int main(int argc, char** argv) {
             MatrixSpec spec = matrix_spec(catalog_files(scenarios), only, repeat);
             if (backend == "sim") spec = simulated(std::move(spec));
             const fs::path o = out ? fs::path(*out) : fs::path("results/matrix");
+            const auto locks = lock_folders(o, {});
             return finish_matrix(run_matrix(spec, {o, parse_shard(shard), self_exe(), true, source_dir(), budget_s}), o);
         }
         if (sweep->parsed()) {
@@ -218,12 +239,14 @@ int main(int argc, char** argv) {
             if (backend == "sim") spec = simulated(std::move(spec));
             const fs::path o = out ? fs::path(*out)
                                    : fs::path("results") / ("sweep-" + spec.json.at("sweep").at("scenario").get<std::string>());
+            const auto locks = lock_folders(o, {});
             return finish_matrix(run_matrix(spec, {o, parse_shard(shard), self_exe(), true, source_dir(), budget_s}), o);
         }
         if (explore->parsed()) {
             const Scenario s = load_scenario(scenario);
             sim::ExploreOptions o{scenario, only, schedules, explore_seed,
                                   out ? fs::path(*out) : fs::path("results") / ("explore-" + s.name), true, first_only};
+            const auto locks = lock_folders(o.out, {});
             if (replay_seed) {
                 if (only.size() != 1) throw std::runtime_error("--replay needs one --algorithm: the run's name");
                 const nlohmann::json summary = sim::replay(o, only.front(), *replay_seed);
@@ -244,6 +267,7 @@ int main(int argc, char** argv) {
         }
         if (merge->parsed()) {
             std::vector<fs::path> paths(trees.begin(), trees.end());
+            const auto locks = lock_folders(dir, paths);
             const nlohmann::json summary = merge_results(dir, paths, allow_incomplete);
             const auto& incomplete = summary.at("incomplete_cells");
             std::cerr << "lockbench: merged " << paths.size() << " trees into " << dir << ": "

@@ -12,6 +12,7 @@
 #include "analysis/history_io.h"
 #include "sim/matrix.h"
 #include "sim/redis_node.h"
+#include "sim/results_folder.h"
 #include "sim/runner.h"
 #include "sim/sim_run.h"
 #include "sim/workload.h"
@@ -207,12 +208,14 @@ Json shrink(Json schedule, const std::string& violation, const fs::path& scratch
 Json write_witness(const Json& schedule, const std::string& run, std::uint64_t seed, const fs::path& out) {
     const std::string name = "witness-" + run + "-" + std::to_string(seed);
     const fs::path file = out / (name + ".json"), tree = out / name;
-    fs::remove_all(tree);
     Json scenario = schedule;
     scenario["description"] = "Shrunk by lockbench explore from schedule " + std::to_string(seed) + " of " +
                               schedule.value("name", std::string()) + ": the smallest variant found that still violates.";
     write_atomically(file, scenario.dump(2) + "\n");
-    const Json summary = run_matrix(simulated(matrix_spec({file}, {}, 1)), {tree, Shard{0, 1}, "", false, {}});
+    // Built beside the tree it replaces and switched in whole (results_folder.h).
+    const fs::path staging = make_staging(tree);
+    const Json summary = run_matrix(simulated(matrix_spec({file}, {}, 1)), {staging, Shard{0, 1}, "", false, {}});
+    replace_folder(staging, tree);
     return {{"scenario", file.filename().string()}, {"tree", tree.filename().string()},
             {"figures", summary.at("cells").at(0).at("reps").at(0)}};
 }

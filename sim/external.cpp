@@ -83,6 +83,8 @@ ExternalLock::ExternalLock(AdapterSpec spec, std::string key, long long ttl_ms)
             const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
             if (err >= 0) ::dup2(err, STDERR_FILENO);
         }
+        // Descriptors the client opened without O_CLOEXEC (its connections) stay out of the adapter.
+        ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
         if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) _exit(126);
         ::execvpe(argv[0], argv.data(), envp.data());
         const char* why = strerrordesc_np(errno);

@@ -13,6 +13,7 @@
 #include "analysis/checker.h"
 #include "analysis/history_io.h"
 #include "lockimpl/params.h"
+#include "sim/results_folder.h"
 #include "sim/runner.h"
 #include "sim/scenario.h"
 
@@ -155,7 +156,7 @@ void prepare_out(const fs::path& out, const MatrixSpec& spec) {
                                      "); choose another --out, or remove it");
         return;
     }
-    if (fs::exists(out) && (!fs::is_directory(out) || !fs::is_empty(out)))
+    if (fs::exists(out) && (!fs::is_directory(out) || !empty_but_for_lock(out)))
         throw std::runtime_error(out.string() + ": exists and is not a lockbench results tree; choose another --out");
     fs::create_directories(out);
     const Json header = {{"format", kResultsFormat}, {"version", kResultsVersion},
@@ -565,14 +566,12 @@ Json merge_results(const fs::path& out, const std::vector<fs::path>& trees, bool
         for (const auto& cell : spec.json.at("cells")) {
             const int theirs = reps_done(tree, cell, repeat);
             if (theirs == 0 || theirs <= reps_done(out, cell, repeat)) continue;
-            // The tree with more repetitions of a cell wins; the copy lands whole or not at all.
+            // The tree with more repetitions of a cell wins; the copy replaces the cell whole,
+            // in one step, and the old cell goes only once the new one is in place.
             const fs::path dst = out / cell.at("dir").get<std::string>();
-            const fs::path tmp = dst.string() + ".merging";
-            fs::remove_all(tmp);
-            fs::create_directories(tmp.parent_path());
-            fs::copy(tree / cell.at("dir").get<std::string>(), tmp, fs::copy_options::recursive);
-            fs::remove_all(dst);
-            fs::rename(tmp, dst);
+            const fs::path staging = make_staging(dst);
+            fs::copy(tree / cell.at("dir").get<std::string>(), staging, fs::copy_options::recursive);
+            replace_folder(staging, dst);
         }
     }
     return write_summary(out, spec.json, spec.id, std::nullopt);

@@ -96,12 +96,22 @@ std::string read_from(const fs::path& path, std::uintmax_t offset) {
     return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-std::string last_line(const std::string& text) {
-    std::size_t end = text.find_last_not_of(" \r\n\t");
-    if (end == std::string::npos) return "(nothing logged)";
-    const std::size_t newline = text.rfind('\n', end);
-    const std::size_t begin = newline == std::string::npos ? 0 : newline + 1;
-    return text.substr(begin, end + 1 - begin);
+// The last `count` non-empty lines, joined by " | " so that an error stays one line.
+std::string last_lines(const std::string& text, int count) {
+    std::vector<std::string> lines;
+    std::size_t end = text.size();
+    while (end > 0 && static_cast<int>(lines.size()) < count) {
+        const std::size_t newline = text.rfind('\n', end - 1);
+        const std::size_t begin = newline == std::string::npos ? 0 : newline + 1;
+        std::string line = text.substr(begin, end - begin);
+        while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.pop_back();
+        if (!line.empty()) lines.insert(lines.begin(), line.size() > 300 ? line.substr(0, 300) + "..." : line);
+        end = newline == std::string::npos ? 0 : newline;
+    }
+    if (lines.empty()) return "(nothing logged)";
+    std::string joined;
+    for (const auto& l : lines) joined += (joined.empty() ? "" : " | ") + l;
+    return joined;
 }
 
 std::string describe_status(std::optional<int> status) {
@@ -206,9 +216,11 @@ SpawnOptions RedisNode::spawn_options(const std::string& binary) const {
 
 std::runtime_error RedisNode::start_failure(const std::string& what,
                                             std::uintmax_t log_offset) const {
-    const std::string tail = last_line(read_from(log_path(), log_offset));
+    // What the log said, not where it is: the log lives in the run's temporary folder, which
+    // is gone by the time this message is read.
+    const std::string tail = last_lines(read_from(log_path(), log_offset), 3);
     return std::runtime_error("redis node " + name() + " on port " + std::to_string(port_) + " " +
-                              what + "; see " + log_path().string() + ", last line: " + tail);
+                              what + "; its log ended: " + tail);
 }
 
 std::runtime_error RedisNode::port_in_use_error(int port) const {
@@ -310,8 +322,9 @@ std::filesystem::path make_run_temp_dir() {
     remove_stale_run_dirs(base);
     std::string pattern = (base / ("lockbench." + std::to_string(getpid()) + ".XXXXXX")).string();
     if (!mkdtemp(pattern.data()))
-        throw std::runtime_error("cannot create a folder under " + base.string() + ": " +
-                                 std::strerror(errno));
+        throw std::runtime_error((tmpdir && *tmpdir ? "TMPDIR=" : "") + base.string() +
+                                 ": cannot make lockbench's temporary folder there: " + std::strerror(errno) +
+                                 (tmpdir && *tmpdir ? "; point TMPDIR at a writable folder" : ""));
     return pattern;
 }
 

@@ -31,7 +31,7 @@ class RedisNode {
 public:
     // Throws std::runtime_error with one clear line: redis-server missing (names the fix:
     // scripts/setup or apt-get install redis-server), port in use (names the port), or the
-    // server did not answer PING within the start timeout (names its log file).
+    // server did not answer PING within the start timeout (quotes the last lines of its log).
     RedisNode(RedisNodeConfig config, std::filesystem::path dir);
     ~RedisNode();
     RedisNode(RedisNode&&) noexcept = default;

@@ -19,6 +19,7 @@
 #include "sim/nemesis.h"
 #include "sim/sentinel.h"
 #include "sim/redis_node.h"
+#include "sim/results_folder.h"
 #include "sim/start_barrier.h"
 #include "sim/summary.h"
 #include "sim/worker.h"
@@ -144,18 +145,50 @@ std::unique_ptr<ExternalLock> make_external(const Scenario& s, const RunSpec& ru
 }
 
 // Before any client starts: the adapter starts and says it is ready, or the run fails in
-// one line (a missing library names the command that installs it).
-void preflight_adapter(const Scenario& s, const RunSpec& run, const Nodes& nodes, const fs::path& project_dir,
+// one line (a missing library names the command that installs it). The check is a child like
+// every other (faults/process.h: its own process group, dies with lockbench, inherits no
+// descriptor, killed on Ctrl-C): `lockbench client` with a spec that only starts the adapter,
+// which is then that child's child, in its group.
+void preflight_adapter(const Scenario& s, const RunSpec& run, const Nodes& nodes, const RunOptions& opts,
                        const fs::path& tmp) {
     std::vector<int> ports;
     for (const auto& n : nodes.lock) ports.push_back(n.port());
+    nlohmann::json spec = {{"preflight", true}, {"scenario", s.source}, {"scenario_path", s.path}, {"run", run.name},
+                           {"lock_ports", ports}, {"project_dir", opts.project_dir.string()},
+                           {"adapter_stderr", (tmp / (run.name + ".adapter-preflight.log")).string()}};
+    if (nodes.sentinels) spec.update(sentinel_discovery(nodes, ports.at(0)));
+    const fs::path spec_file = tmp / (run.name + ".preflight.json");
+    std::ofstream(spec_file) << spec.dump();
+    const fs::path log = tmp / (run.name + ".preflight.log");
+    ChildProcess check = ChildProcess::spawn({{opts.self_exe, "client", spec_file.string()}, log.string(), log.string()});
+    // The adapter has max(its operation timeout, 10 s) to say it is ready.
+    const auto limit = std::chrono::milliseconds(std::max(10LL * s.command_timeout_ms, 10000LL) + 5000);
+    const std::optional<int> status = check.wait_for(limit);
+    if (!status)
+        throw std::runtime_error("run " + run.name + ": the adapter check did not end within " +
+                                 std::to_string(limit.count()) + " ms; its log: " + tail_of(log));
+    if (WIFEXITED(*status) && WEXITSTATUS(*status) == 0) return;
+    if (WIFEXITED(*status) && WEXITSTATUS(*status) == kAdapterFailed)
+        throw std::runtime_error("run " + run.name + ": " + last_line_of(log));
+    throw std::runtime_error("run " + run.name + ": the adapter check failed: " + tail_of(log));
+}
+
+// What a client spec says Sentinel will name (see sentinel_discovery); null without Sentinel.
+nlohmann::json discovery_of(const nlohmann::json& spec) {
+    if (!spec.contains("sentinels")) return {};
+    return {{"sentinels", spec.at("sentinels")}, {"address_map", spec.at("address_map")}};
+}
+
+// `lockbench client` for preflight_adapter: starts the adapter, waits for it to be ready, ends it.
+int preflight_main(const Scenario& s, const RunSpec& run, const nlohmann::json& spec) {
     try {
-        make_external(s, run, ports, -1, project_dir,
-                      nodes.sentinels ? sentinel_discovery(nodes, ports.at(0)) : nlohmann::json(),
-                      tmp / (run.name + ".adapter-preflight.log"));
+        make_external(s, run, spec.at("lock_ports").get<std::vector<int>>(), -1, spec.value("project_dir", std::string()),
+                      discovery_of(spec), spec.at("adapter_stderr").get<std::string>());
     } catch (const AdapterError& e) {
-        throw std::runtime_error("run " + run.name + ": " + e.what());
+        std::cerr << e.what() << "\n";
+        return kAdapterFailed;
     }
+    return 0;
 }
 
 struct Launch {
@@ -285,7 +318,7 @@ nlohmann::json execute_run(const Scenario& s, const RunSpec& run, std::uint64_t 
         Nemesis& nemesis;
         ~StopFirst() { nemesis.stop(); }
     } stop_first{nemesis};
-    if (!run.command.empty()) preflight_adapter(s, run, nodes, opts.project_dir, tmp);
+    if (!run.command.empty()) preflight_adapter(s, run, nodes, opts, tmp);
     started();
     StartBarrier barrier(tmp / (run.name + ".start"));
     const Launch launch{seed, barrier.prefix(), &nemesis, &client_clocks, proxies ? &*proxies : nullptr,
@@ -332,38 +365,17 @@ bool announce(const RunOptions& opts, size_t i, size_t n, const RunSpec& run, co
 }  // namespace
 
 void write_atomically(const fs::path& path, const std::string& text) {
-    const fs::path tmp = path.string() + ".tmp";
+    const fs::path tmp = unique_temp_path(path);  // a name no other writer uses
     {
         std::ofstream out(tmp, std::ios::trunc);
         out << text;
-        if (!out.flush()) throw std::runtime_error(tmp.string() + ": cannot write");
+        if (!out.flush()) {
+            std::error_code ec;
+            fs::remove(tmp, ec);
+            throw std::runtime_error(path.string() + ": cannot write");
+        }
     }
     fs::rename(tmp, path);
-}
-
-// Runs are recorded in OUT/.incomplete.<pid>/ and moved into OUT/runs/ only once all of
-// them are done, so an interrupted or failed run leaves no half-written results behind
-// (a folder left by a run killed with SIGKILL is removed by the next run into OUT).
-fs::path staging_dir(const fs::path& out) {
-    if (fs::is_directory(out))
-        for (const auto& e : fs::directory_iterator(out)) {
-            const std::string name = e.path().filename().string();
-            if (name.rfind(".incomplete.", 0) != 0) continue;
-            const pid_t pid = static_cast<pid_t>(std::atoi(name.c_str() + 12));
-            if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH) fs::remove_all(e.path());
-        }
-    return out / (".incomplete." + std::to_string(::getpid()));
-}
-
-// The new runs replace the old ones as a whole; summary.json goes first and comes back
-// last, so a folder caught in between has none and reads as incomplete.
-void publish(const fs::path& staging, const fs::path& out, const nlohmann::json& summary, const Scenario& s) {
-    fs::remove(out / "summary.json");
-    fs::remove_all(out / "runs");
-    fs::rename(staging / "runs", out / "runs");
-    fs::remove_all(staging);
-    write_atomically(out / "scenario.json", s.source.dump(2) + "\n");
-    write_atomically(out / "summary.json", summary.dump(2) + "\n");
 }
 
 // The simulated run: the same record, history and checker, from sim::run_simulated.
@@ -381,15 +393,31 @@ nlohmann::json execute_simulated(const Scenario& s, const RunSpec& run, std::uin
     return record;
 }
 
-nlohmann::json run_scenario(const Scenario& s, const RunOptions& opts) {
-    if (!opts.simulated) redis_server_binary();  // fails here, in one line, before anything is written
-    const std::uint64_t seed = opts.seed.value_or(s.seed);
-    const bool out_existed = fs::exists(opts.out);
-    const fs::path staging = staging_dir(opts.out);
-    fs::create_directories(staging / "runs");  // even when every run is skipped
-    const fs::path tmp = make_run_temp_dir();
+namespace {
+
+// A run folder holds a run's results and nothing else: publishing replaces it as a whole.
+void check_run_folder(const fs::path& out) {
+    if (!fs::exists(out)) return;
+    if (!fs::is_directory(out)) throw std::runtime_error(out.string() + ": exists and is not a folder; choose another --out");
+    for (const auto& e : fs::directory_iterator(out)) {
+        const std::string name = e.path().filename().string();
+        const bool ours = name == "summary.json" || name == "scenario.json" || name == "runs" || name == kLockFileName ||
+                          name.starts_with(".incomplete.") || name.find(".tmp.") != std::string::npos;
+        if (!ours)
+            throw std::runtime_error(out.string() + ": holds " + name + ", which is not part of a lockbench run's results " +
+                                     "(a run replaces the whole folder); choose another --out");
+    }
+}
+
+struct RunsDone {
     nlohmann::json runs = nlohmann::json::array();
     nlohmann::json skipped = nlohmann::json::array();  // runs the simulator cannot run
+};
+
+// Runs every run of the scenario into STAGING/runs/<name>/ and checks it.
+RunsDone run_each(const Scenario& s, const RunOptions& opts, std::uint64_t seed, const fs::path& staging,
+                  const fs::path& tmp) {
+    RunsDone done;
     bool line_open = false;  // a progress line awaits its ending
     try {
         for (size_t i = 0; i < s.runs.size(); ++i) {
@@ -400,34 +428,57 @@ nlohmann::json run_scenario(const Scenario& s, const RunOptions& opts) {
                 if (const auto why = sim::unsupported(run)) {
                     if (opts.progress) std::cerr << "lockbench: [" << i + 1 << "/" << s.runs.size() << "] " << run.name
                                                  << ": skipped: " << *why << "\n";
-                    skipped.push_back({{"name", run.name}, {"why", *why}});
+                    done.skipped.push_back({{"name", run.name}, {"why", *why}});
                     continue;
                 }
-                runs.push_back(check_run(run_dir, execute_simulated(s, run, seed, run_dir, started)));
+                done.runs.push_back(check_run(run_dir, execute_simulated(s, run, seed, run_dir, started)));
             } else {
-                runs.push_back(check_run(run_dir, execute_run(s, run, seed, run_dir, tmp, opts, started)));
+                done.runs.push_back(check_run(run_dir, execute_run(s, run, seed, run_dir, tmp, opts, started)));
             }
             if (line_open) {
-                const auto v = runs.back()["safety"]["mutual_exclusion_violations"].get<long long>();
-                std::cerr << " " << runs.back()["ops"]["sections_completed"] << " sections, " << v
+                const auto v = done.runs.back()["safety"]["mutual_exclusion_violations"].get<long long>();
+                std::cerr << " " << done.runs.back()["ops"]["sections_completed"] << " sections, " << v
                           << (v == 1 ? " violation\n" : " violations\n");
             }
             line_open = false;
         }
     } catch (...) {
         if (line_open) std::cerr << " failed\n";
-        fs::remove_all(staging);
-        fs::remove_all(tmp);
-        if (!out_existed) fs::remove_all(opts.out);
+        throw;
+    }
+    return done;
+}
+
+}  // namespace
+
+// The new results are built whole in a staging folder beside OUT and switched in at once
+// (results_folder.h): at every instant OUT holds the old results or the new ones.
+nlohmann::json run_scenario(const Scenario& s, const RunOptions& opts) {
+    if (!opts.simulated) redis_server_binary();  // fails here, in one line, before anything is written
+    check_run_folder(opts.out);
+    const std::uint64_t seed = opts.seed.value_or(s.seed);
+    const fs::path tmp = make_run_temp_dir();  // first: a TMPDIR that cannot hold it fails before anything is written
+    fs::path staging;
+    RunsDone done;
+    try {
+        staging = make_staging(opts.out);
+        fs::create_directories(staging / "runs");  // even when every run is skipped
+        done = run_each(s, opts, seed, staging, tmp);
+    } catch (...) {
+        std::error_code ec;
+        if (!staging.empty()) fs::remove_all(staging, ec);
+        fs::remove_all(tmp, ec);
         throw;
     }
     fs::remove_all(tmp);
-    nlohmann::json summary = {{"scenario", s.name}, {"scenario_file", s.path}, {"seed", seed}, {"runs", runs}};
+    nlohmann::json summary = {{"scenario", s.name}, {"scenario_file", s.path}, {"seed", seed}, {"runs", done.runs}};
     if (opts.simulated) {
         summary["backend"] = "sim";
-        summary["skipped"] = skipped;
+        summary["skipped"] = done.skipped;
     }
-    publish(staging, opts.out, summary, s);
+    write_atomically(staging / "scenario.json", s.source.dump(2) + "\n");
+    write_atomically(staging / "summary.json", summary.dump(2) + "\n");
+    replace_folder(staging, opts.out);
     return summary;
 }
 
@@ -465,6 +516,7 @@ int client_main(const fs::path& spec_file) {
     const Scenario s = parse_scenario(spec.at("scenario"), spec.at("scenario_path"));
     const auto run = std::ranges::find(s.runs, spec.at("run").get<std::string>(), &RunSpec::name);
     if (run == s.runs.end()) throw std::runtime_error("client: no run named " + spec.at("run").dump());
+    if (spec.value("preflight", false)) return preflight_main(s, *run, spec);
     const int client = spec.at("client").get<int>();
     const std::uint64_t seed = spec.at("seed").get<std::uint64_t>();
 
@@ -496,11 +548,8 @@ int client_main(const fs::path& spec_file) {
     };
     if (!run->command.empty()) {
         try {
-            nlohmann::json discovery;
-            if (spec.contains("sentinels"))
-                discovery = {{"sentinels", spec.at("sentinels")}, {"address_map", spec.at("address_map")}};
             const auto lock = make_external(s, *run, spec.at("lock_ports").get<std::vector<int>>(), client,
-                                            spec.value("project_dir", std::string()), discovery);
+                                            spec.value("project_dir", std::string()), discovery_of(spec));
             run_worker(lock_env, store_env, *lock, rec, worker_spec());
         } catch (const AdapterError& e) {
             rec.line("adapter", "fail").str("detail", e.what()).commit();

@@ -25,16 +25,18 @@ namespace lockbench {
 struct RunOptions {
     std::filesystem::path out;
     std::optional<std::uint64_t> seed;   // overrides the scenario's
-    std::string self_exe;                // this binary, to start clients with
+    std::string self_exe;                // this binary, to start clients (and the adapter check) with
     bool progress = true;                // one line per run on stderr
     std::filesystem::path project_dir;   // where an external adapter's command runs
     bool simulated = false;              // --backend sim: virtual time, modelled nodes (sim_run.h)
 };
 
-// Runs every run of the scenario and writes OUT/summary.json (atomically, last), the
-// scenario, and OUT/runs/<name>/. Returns the summary. Throws std::runtime_error on a
-// failure to run (not on a violation: that is a result); then no summary.json is written
-// and the run folders it made are removed.
+// Runs every run of the scenario and makes OUT hold summary.json, scenario.json and
+// runs/<name>/: built whole beside OUT and switched in in one atomic step (results_folder.h),
+// so that OUT holds the old results or the new ones at every instant. Returns the summary.
+// Throws std::runtime_error on a failure to run (not on a violation: that is a result), or
+// when OUT holds anything but a run's results; then OUT is left as it was. The caller holds
+// OUT's lock (or a lock above it).
 nlohmann::json run_scenario(const Scenario& s, const RunOptions& opts);
 
 // The runs recorded under DIR, checked again (nothing is written).
@@ -47,8 +49,8 @@ struct Recheck {
 // a history or a store log that a genuine run could not have written (analysis/record_check.h).
 Recheck recheck(const std::filesystem::path& dir);
 
-// Writes `text` to `path` through a temporary file and a rename: readers see the old file
-// or the whole new one, never half of it.
+// Writes `text` to `path` through a temporary file (a name no other writer uses) and a
+// rename: readers see the old file or the whole new one, never half of it.
 void write_atomically(const std::filesystem::path& path, const std::string& text);
 
 // The `lockbench client SPEC` entry point; returns the process exit code: 0, or

@@ -218,13 +218,16 @@ TEST_F(RedisNodeTest, BinaryNotOnPathNamesTheFix) {
               "redis-server not found on PATH: run scripts/setup (or apt-get install redis-server)");
 }
 
-TEST_F(RedisNodeTest, ServerThatExitsAtStartNamesItsLogFile) {
+// The error quotes what the log said rather than naming it: a run's log lives in a
+// temporary folder that is gone by the time the error is read.
+TEST_F(RedisNodeTest, ServerThatExitsAtStartQuotesItsLog) {
     RedisNodeConfig c = config();
     c.extra_args = {"--no-such-directive", "1"};
     const std::string error = error_of([&] { RedisNode node(c, run_dir); });
     EXPECT_NE(error.find("redis node lock0"), std::string::npos) << error;
     EXPECT_NE(error.find("exited during start-up"), std::string::npos) << error;
-    EXPECT_NE(error.find((run_dir / "lock0" / "redis.log").string()), std::string::npos) << error;
+    EXPECT_NE(error.find("no-such-directive"), std::string::npos) << error;
+    EXPECT_NE(error.find("Bad directive"), std::string::npos) << error;
     EXPECT_EQ(error.find('\n'), std::string::npos) << error;
 }
 

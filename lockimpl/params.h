@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -10,6 +11,22 @@
 #include <nlohmann/json.hpp>
 
 namespace lockbench {
+
+// The longest duration a run, a timeout or a parameter in milliseconds may have: one hour.
+// Anything longer is a typo, and far from where int64 nanoseconds would overflow.
+constexpr long long kMaxDurationMs = 3'600'000;
+
+// Every integer and number of a scenario is read through these two. nlohmann's get<long long>()
+// wraps 18446744073709551615 to -1 and get<int>() truncates, and a number may be inf (1e400):
+// here a value is either within [min, max] as written, or nothing.
+std::optional<long long> integer_within(const nlohmann::json& v, long long min, long long max);
+std::optional<double> number_within(const nlohmann::json& v, double min, double max);  // finite
+// "an integer from 1 to 64", "an integer >= 0", "a number from 0 to 1".
+std::string range_text(const char* kind, double min, double max);
+// A value for a one-line message: its JSON text cut to 60 characters, so that a 50 MB string
+// or a deep array is never printed whole.
+std::string excerpt(const nlohmann::json& v);
+std::string excerpt_text(const std::string& text, size_t max_chars = 60);  // the same for plain text
 
 struct ParamSpec {
     enum class Type { boolean, integer, number, choice };
@@ -19,6 +36,7 @@ struct ParamSpec {
     std::string doc;
     std::vector<std::string> choices;   // for Type::choice
     double min = 0;                     // for integer / number
+    double max = kMaxDurationMs;        // for integer / number: most are durations in ms
 };
 
 // The parameters of one run, every declared one present (defaults filled in).

@@ -92,7 +92,7 @@ AlgorithmInfo redlock_algorithm() {
         {
             {"ttl_ms", T::integer, 500, "the key's time to live on each node", {}, 1},
             {"node_timeout_ms", T::integer, 50, "how long to wait for each node's reply", {}, 1},
-            {"drift_factor", T::number, 0.01, "clock drift allowance, a fraction of the TTL", {}, 0},
+            {"drift_factor", T::number, 0.01, "clock drift allowance, a fraction of the TTL", {}, 0, 1},
             {"drift_ms", T::number, 2.0, "clock drift allowance added to the fraction", {}, 0},
             {"check_validity", T::boolean, true,
              "refuse a majority that arrives after the validity ran out ([S3])"},

@@ -106,7 +106,7 @@ AlgorithmInfo reentrant_algorithm() {
         {
             {"lease_ms", T::integer, 30000, "lease set by PEXPIRE; the watchdog renews it", {}, 1},
             {"watchdog", T::boolean, true, "renew the lease every lease/3 while held"},
-            {"depth", T::integer, 1, "nested acquires around each critical section", {}, 1},
+            {"depth", T::integer, 1, "nested acquires around each critical section", {}, 1, 64},
         },
         [](const Params& p, const LockContext& c) -> std::unique_ptr<Lock> {
             return std::make_unique<ReentrantLock>(p, c);

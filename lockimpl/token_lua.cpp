@@ -78,7 +78,7 @@ AlgorithmInfo token_lua_algorithm() {
         {
             {"ttl_ms", T::integer, 500, "the key's time to live", {}, 1},
             {"fence", T::boolean, false, "also INCR a fencing counter in the acquire script"},
-            {"wait_replicas", T::integer, 0, "WAIT for this many replica acks (0: no WAIT)", {}, 0},
+            {"wait_replicas", T::integer, 0, "WAIT for this many replica acks (0: no WAIT)", {}, 0, 16},
             {"wait_timeout_ms", T::integer, 50, "WAIT's timeout", {}, 0},
         },
         [](const Params& p, const LockContext& c) -> std::unique_ptr<Lock> {

@@ -105,7 +105,13 @@ int set_path(Json& j, const std::vector<std::string>& path, size_t at, double va
     const std::string here = where.empty() ? "the scenario" : where;
     if (at == path.size()) {
         if (!j.is_number()) throw std::runtime_error(here + " is " + std::string(j.type_name()) + ", not a number");
-        if (j.is_number_integer() || j.is_number_unsigned()) j = static_cast<long long>(std::llround(value));
+        if (j.is_number_integer() || j.is_number_unsigned()) {
+            // llround of a value past long long is undefined: refuse it here, the scenario's
+            // own ranges refuse the rest when it is parsed.
+            if (!(std::abs(value) < 9.0e18))
+                throw std::runtime_error(here + " is an integer; " + Json(value).dump() + " is out of range");
+            j = static_cast<long long>(std::llround(value));
+        }
         else j = value;
         assigned = j;
         return 1;
@@ -313,6 +319,15 @@ std::string missing_after_merge(const MatrixSpec& spec, const fs::path& out, con
            " (done repetitions are kept) and merge again, or pass --allow-incomplete";
 }
 
+// The scenario with one swept value: refused as the file would be, the value named too.
+Scenario parse_scenario_for_sweep(const Json& source, const fs::path& file, const std::string& path, const Json& value) {
+    try {
+        return parse_scenario(source, file.string());
+    } catch (const ScenarioError& e) {
+        throw ScenarioError(std::string(e.what()) + " (with --param " + path + "=" + value.dump() + ")");
+    }
+}
+
 }  // namespace
 
 SweepParam parse_sweep_param(const std::string& text) {
@@ -387,7 +402,8 @@ MatrixSpec sweep_spec(const fs::path& file, const SweepParam& param, int steps, 
         } catch (const std::exception& e) {
             throw std::runtime_error(file.string() + ": --param " + param.path + ": " + e.what());
         }
-        const Scenario s = parse_scenario(source, file.string());  // a value the scenario cannot take fails here
+        // A value the scenario cannot take fails here, as it would in the file.
+        const Scenario s = parse_scenario_for_sweep(source, file, param.path, shown);
         if (!values.empty() && values.back() == shown)
             throw std::runtime_error("--steps " + std::to_string(steps) + ": " + param.path +
                                      " is an integer field and the steps repeat a value; use fewer steps");

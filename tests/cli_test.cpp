@@ -94,6 +94,33 @@ TEST_F(CliTest, RejectsMissingFile) {
     expect_rejected("", {"cannot open"}, /*write=*/false);
 }
 
+// Issue 13, items 3 to 5: values that wrapped, drew infinity or crashed the parser.
+TEST_F(CliTest, RejectsAnIntegerThatWouldWrapToMinusOne) {
+    expect_rejected(R"({"name": "x", "workload": {"clients": 18446744073709551615}, "runs": [{"algorithm": "setnx"}]})",
+                    {"workload.clients", "18446744073709551615", "from 1 to 64"});
+}
+
+TEST_F(CliTest, RejectsADistributionThatWouldDrawInfinity) {
+    expect_rejected(R"({"name": "x", "workload": {"clients": 2, "duration_ms": 300, "work_ms": {"exponential": 1e308}},
+                        "runs": [{"algorithm": "setnx"}]})",
+                    {"workload.work_ms", "from 0 to 300"});
+}
+
+TEST_F(CliTest, RejectsDeepNestingWithoutCrashing) {
+    expect_rejected(std::string(200'000, '[') + std::string(200'000, ']'), {"nested more than 64 levels deep"});
+}
+
+TEST_F(CliTest, RejectsAFolderGivenAsTheScenario) {
+    const fs::path folder = dir() / "scenarios";
+    fs::create_directories(folder);
+    const fs::path out = dir() / "out";
+    const Result r = run({"run", folder.string(), "--out", out.string()});
+    EXPECT_EQ(r.exit_code(), 2) << r.describe();
+    EXPECT_EQ(lines_of(r.err).size(), 1u) << r.describe();
+    EXPECT_EQ(r.err.rfind("lockbench: " + folder.string() + ": a folder", 0), 0u) << r.describe();
+    EXPECT_FALSE(fs::exists(out)) << r.describe();
+}
+
 // ---- 2. --algorithm naming no run -----------------------------------------------------------
 
 TEST_F(CliTest, RunWithAlgorithmNamingNoRun) {

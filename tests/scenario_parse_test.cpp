@@ -1,0 +1,277 @@
+// The scenario parser on its own, no Redis: values that wrap, overflow or outlast the run,
+// distributions that would draw infinity, absurd nesting and sizes, a folder for a file. Each is
+// one ScenarioError that names the file and the field and quotes at most a short excerpt.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/matrix.h"
+#include "sim/scenario.h"
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+using namespace lockbench;
+
+namespace {
+
+const char* const kFile = "case.json";
+
+// Valid as it stands: 4 clients for 1000 ms, one setnx run.
+Json base() {
+    return Json::parse(R"({"name": "case", "workload": {"clients": 4, "duration_ms": 1000},
+                           "runs": [{"algorithm": "setnx"}]})");
+}
+
+Json with_fault(const Json& fault) {
+    Json s = base();
+    s["faults"] = Json::array({fault});
+    return s;
+}
+
+// The message parse_scenario refuses `j` with, or "" when it accepts it.
+std::string refusal(const Json& j) {
+    try {
+        parse_scenario(j, kFile);
+    } catch (const ScenarioError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+// Refused in one short line that names the file and `field` and contains each of `pieces`.
+void expect_refused(const Json& j, const std::string& field, const std::vector<std::string>& pieces = {}) {
+    const std::string m = refusal(j);
+    ASSERT_FALSE(m.empty()) << "accepted: " << j.dump();
+    EXPECT_EQ(m.rfind(std::string(kFile) + ": " + field, 0), 0u) << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+    EXPECT_LT(m.size(), 400u) << m.substr(0, 400);
+    for (const auto& p : pieces) EXPECT_NE(m.find(p), std::string::npos) << "no " << p << " in: " << m;
+}
+
+fs::path temp_dir(const std::string& name) {
+    const fs::path d = fs::temp_directory_path() / ("lockbench-parse-" + name + "-" + std::to_string(::getpid()));
+    fs::remove_all(d);
+    fs::create_directories(d);
+    return d;
+}
+
+// ---- item 3: every integer in its type and range --------------------------------------------
+
+constexpr const char* kU64Max = "18446744073709551615";   // get<long long>() makes it -1
+constexpr const char* kI64Max = "9223372036854775807";    // plus anything overflows
+constexpr const char* k2To32 = "4294967296";              // get<int>() makes it 0
+
+TEST(ScenarioParse, AnUnsignedValueIsNotReportedWrapped) {
+    Json s = base();
+    s["workload"]["clients"] = Json::parse(kU64Max);
+    expect_refused(s, "workload.clients", {kU64Max, "from 1 to 64"});
+    EXPECT_EQ(refusal(s).find("-1"), std::string::npos) << refusal(s);
+}
+
+TEST(ScenarioParse, ThePauseOfTheIssueEndsBeforeTheRun) {
+    const Json pause = {{"fault", "pause"}, {"at_ms", 100}, {"client", 0}, {"duration_ms", Json::parse(kI64Max)}};
+    expect_refused(with_fault(pause), "faults[0].duration_ms", {"after the run", kI64Max});
+}
+
+// Values that wrap or truncate into something that looked valid: each must be refused.
+TEST(ScenarioParse, EveryIntegerFieldIsCheckedAsWritten) {
+    struct Case { const char* pointer; const char* value; const char* field; };
+    const std::vector<Case> cases = {
+        {"/workload/clients", k2To32, "workload.clients"},
+        {"/workload/duration_ms", kI64Max, "workload.duration_ms"},
+        {"/workload/sections_per_client", kU64Max, "workload.sections_per_client"},
+        {"/workload/start_stagger_ms", kI64Max, "workload.start_stagger_ms"},
+        {"/seed", kU64Max, "seed"},
+        {"/base_port", "4294968320", "base_port"},   // 2^32 + 1024: an int of 1024
+        {"/client/command_timeout_ms", kI64Max, "client.command_timeout_ms"},
+        {"/client/connect_timeout_ms", kU64Max, "client.connect_timeout_ms"},
+        {"/runs/0/nodes", "4294967297", "runs[0].nodes"},   // an int of 1
+        {"/runs/0/params/ttl_ms", kU64Max, "runs[0].params.ttl_ms"},
+    };
+    for (const Case& c : cases) {
+        SCOPED_TRACE(c.field);
+        Json s = base();
+        s[Json::json_pointer(c.pointer)] = Json::parse(c.value);
+        expect_refused(s, c.field, {c.value});
+    }
+}
+
+TEST(ScenarioParse, EveryFaultIntegerIsCheckedAsWritten) {
+    const auto fault = [](const char* json) { return Json::parse(json); };
+    struct Case { Json fault; const char* field; };
+    const std::vector<Case> cases = {
+        {fault(R"({"fault": "pause", "at_ms": 18446744073709551615, "client": 0, "duration_ms": 1})"), "at_ms"},
+        {fault(R"({"fault": "pause", "at_ms": 0, "client": 4294967296, "duration_ms": 1})"), "client"},
+        {fault(R"({"fault": "kill", "point": "after_acquire", "occurrence": 4294967297})"), "occurrence"},
+        {fault(R"({"fault": "crash", "at_ms": 0, "node": 4294967296})"), "node"},
+        {fault(R"({"fault": "crash", "at_ms": 10, "node": 0, "restart_after_ms": 9223372036854775807})"), "restart_after_ms"},
+        {fault(R"({"fault": "clock", "at_ms": 0, "client": 0, "jump_ms": 9223372036854775807})"), "jump_ms"},
+        {fault(R"({"fault": "gate", "point": "after_acquire", "count": 4294967298})"), "count"},
+        {fault(R"({"fault": "gate", "point": "after_acquire", "stagger_ms": 9223372036854775807})"), "stagger_ms"},
+        {fault(R"({"fault": "link", "at_ms": 0, "mode": "delay", "latency_ms": 9223372036854775807, "store": true})"), "latency_ms"},
+        {fault(R"({"fault": "link", "at_ms": 0, "mode": "blackhole", "nodes": [4294967296]})"), "nodes"},
+    };
+    for (const Case& c : cases) {
+        SCOPED_TRACE(c.fault.dump());
+        expect_refused(with_fault(c.fault), std::string("faults[0].") + c.field);
+    }
+}
+
+// ---- durations bounded by the run, parameters by an hour ------------------------------------
+
+TEST(ScenarioParse, EveryDurationEndsWithinTheRun) {
+    const auto fault = [](const char* json) { return Json::parse(json); };
+    struct Case { Json fault; const char* field; };
+    const std::vector<Case> cases = {
+        {fault(R"({"fault": "pause", "point": "after_acquire", "duration_ms": 1001})"), "duration_ms"},
+        {fault(R"({"fault": "link", "point": "after_acquire", "mode": "hold", "store": true, "duration_ms": 1001})"), "duration_ms"},
+        {fault(R"({"fault": "link", "at_ms": 0, "mode": "delay", "jitter_ms": 1001, "store": true})"), "jitter_ms"},
+        {fault(R"({"fault": "gate", "point": "after_acquire", "stagger_ms": 1001})"), "stagger_ms"},
+        {fault(R"({"fault": "clock", "at_ms": 0, "client": 0, "rate": 1e300})"), "rate"},
+    };
+    for (const Case& c : cases) {
+        SCOPED_TRACE(c.fault.dump());
+        expect_refused(with_fault(c.fault), std::string("faults[0].") + c.field);
+    }
+    Json s = base();
+    s["workload"]["start_stagger_ms"] = 1001;
+    expect_refused(s, "workload.start_stagger_ms", {"workload.duration_ms is 1000"});
+}
+
+TEST(ScenarioParse, RunsTimeoutsAndParametersStayUnderAnHour) {
+    for (const char* pointer : {"/workload/duration_ms", "/client/command_timeout_ms", "/runs/0/params/ttl_ms"}) {
+        SCOPED_TRACE(pointer);
+        Json s = base();
+        s[Json::json_pointer(pointer)] = 3'600'001;
+        EXPECT_NE(refusal(s), "");
+        s[Json::json_pointer(pointer)] = 3'600'000;
+        if (std::string(pointer) != "/workload/duration_ms") s["workload"]["duration_ms"] = 3'600'000;
+        EXPECT_EQ(refusal(s), "");
+    }
+    Json s = base();
+    s["runs"][0] = {{"algorithm", "redlock"}, {"params", {{"drift_ms", 1e300}}}};
+    expect_refused(s, "runs[0].params.drift_ms", {"from 0 to 3600000"});
+}
+
+// ---- item 4: a distribution's values, bounds and mean finite and within the run -------------
+
+TEST(ScenarioParse, ADistributionNeverDrawsInfinity) {
+    const std::vector<Json> bad = {Json::parse(R"({"exponential": 1e308})"), Json::parse(R"({"fixed": 1e308})"),
+                                   Json::parse(R"({"uniform": [0, 1e308]})"), Json::parse(R"({"exponential": 1001})")};
+    for (const Json& d : bad) {
+        SCOPED_TRACE(d.dump());
+        Json s = base();
+        s["workload"]["work_ms"] = d;
+        expect_refused(s, "workload.work_ms", {"from 0 to 1000"});
+        s = base();
+        s["workload"]["slow"] = {{"probability", 0.5}, {"work_ms", d}};
+        expect_refused(s, "workload.slow.work_ms");
+    }
+    Json s = base();
+    s["workload"]["retry_ms"] = {{"exponential", 1000}};
+    EXPECT_EQ(refusal(s), "") << "a mean of the whole run is allowed";
+}
+
+// ---- item 5 and the rest: nesting, a folder, absurd sizes -----------------------------------
+
+TEST(ScenarioParse, DeepNestingIsRefusedInOneLineNamingTheFile) {
+    const fs::path dir = temp_dir("deep");
+    const fs::path file = dir / "deep.json";
+    std::ofstream(file) << R"({"name": "deep", "description": )" << std::string(100, '[') << std::string(100, ']')
+                        << R"(, "runs": [{"algorithm": "setnx"}]})";
+    try {
+        load_scenario(file);
+        ADD_FAILURE() << "accepted";
+    } catch (const ScenarioError& e) {
+        EXPECT_EQ(std::string(e.what()), file.string() + ": nested more than 64 levels deep");
+    }
+    fs::remove_all(dir);
+}
+
+TEST(ScenarioParse, AFolderIsNotAScenarioFile) {
+    const fs::path dir = temp_dir("folder");
+    try {
+        load_scenario(dir);
+        ADD_FAILURE() << "accepted";
+    } catch (const ScenarioError& e) {
+        EXPECT_EQ(std::string(e.what()).rfind(dir.string() + ": a folder", 0), 0u) << e.what();
+    } catch (const std::exception& e) {
+        ADD_FAILURE() << "not a ScenarioError: " << e.what();
+    }
+    fs::remove_all(dir);
+}
+
+TEST(ScenarioParse, AMessageQuotesOnlyAnExcerptOfAValue) {
+    const std::string huge(5'000'000, 'x');
+    Json s = base();
+    s["name"] = huge + "/";
+    expect_refused(s, "name", {"xxx...", "5000003 characters"});
+    s = base();
+    s["workload"]["clients"] = Json::array();
+    for (int i = 0; i < 100'000; ++i) s["workload"]["clients"].push_back(i);
+    expect_refused(s, "workload.clients", {"[0,1,2"});
+    s = base();
+    s[huge] = 1;
+    expect_refused(s, "xxxxxxxxxx", {"unknown field"});
+    s = base();
+    s["runs"][0]["params"] = {{"ttl_ms", huge}};
+    expect_refused(s, "runs[0].params.ttl_ms", {"expected an integer from 1 to 3600000"});
+}
+
+TEST(ScenarioParse, AFileOfAbsurdSizeIsRefused) {
+    const fs::path dir = temp_dir("size");
+    const fs::path file = dir / "big.json";
+    std::ofstream(file) << R"({"name": "big", "description": ")" << std::string(2 << 20, 'x')
+                        << R"(", "runs": [{"algorithm": "setnx"}]})";
+    try {
+        load_scenario(file);
+        ADD_FAILURE() << "accepted";
+    } catch (const ScenarioError& e) {
+        EXPECT_NE(std::string(e.what()).find("at most 1 MiB"), std::string::npos) << e.what();
+    }
+    fs::remove_all(dir);
+}
+
+// ---- a swept value goes through the same rules ----------------------------------------------
+
+TEST(ScenarioParse, ASweptValueIsRefusedAsTheFileWouldBe) {
+    const fs::path dir = temp_dir("sweep");
+    const fs::path file = dir / "sweep.json";
+    std::ofstream(file) << with_fault({{"fault", "pause"}, {"at_ms", 100}, {"client", 0}, {"duration_ms", 100}}).dump();
+    try {
+        sweep_spec(file, parse_sweep_param("faults.0.duration_ms=100..1000"), 2, {}, 1);
+        ADD_FAILURE() << "a pause past the run's end was swept in";
+    } catch (const std::exception& e) {
+        const std::string m = e.what();
+        EXPECT_EQ(m.rfind(file.string() + ": faults[0].duration_ms: ", 0), 0u) << m;
+        EXPECT_NE(m.find("--param faults.0.duration_ms=1000"), std::string::npos) << m;
+    }
+    try {
+        sweep_spec(file, parse_sweep_param("faults.0.duration_ms=1..1e30"), 2, {}, 1);
+        ADD_FAILURE() << "1e30 was swept into an integer";
+    } catch (const std::exception& e) {
+        EXPECT_NE(std::string(e.what()).find("out of range"), std::string::npos) << e.what();
+    }
+    fs::remove_all(dir);
+}
+
+// ---- the catalog stays valid ----------------------------------------------------------------
+
+TEST(ScenarioParse, EveryCatalogScenarioIsStillAccepted) {
+    int files = 0;
+    for (const auto& e : fs::directory_iterator(fs::path(LOCKBENCH_SOURCE_DIR) / "scenarios")) {
+        if (e.path().extension() != ".json") continue;
+        ++files;
+        EXPECT_NO_THROW(load_scenario(e.path())) << e.path();
+    }
+    EXPECT_GE(files, 13);
+}
+
+}  // namespace

@@ -96,8 +96,8 @@ class Tree:
         self.kind = meta["kind"]
         spath = os.path.join(path, "summary.json")
         s = load_json(spath)
-        if not isinstance(s, dict) or s.get("format") != "lockbench-results" or s.get("version") != 1:
-            raise Fail(spath, 'expected {"format": "lockbench-results", "version": 1, ...}, the summary '
+        if not isinstance(s, dict) or s.get("format") != "lockbench-results" or s.get("version") not in (1, 2):
+            raise Fail(spath, 'expected {"format": "lockbench-results", "version": 1 or 2, ...}, the summary '
                               "`lockbench matrix`/`sweep`/`merge` writes")
         if not isinstance(s.get("cells"), list):
             raise Fail(spath, 'has no "cells" list')
@@ -303,11 +303,11 @@ def open_tree(p):
     mpath = os.path.join(p, "lockbench-results.json")
     meta = load_json(mpath)
     if not isinstance(meta, dict):
-        raise Fail(mpath, 'expected a JSON object {"format": "lockbench-results", "version": 1, ...}')
+        raise Fail(mpath, 'expected a JSON object {"format": "lockbench-results", "version": 2, ...}')
     if meta.get("format") != "lockbench-results":
         raise Fail(mpath, f'format is {json.dumps(meta.get("format"))}, expected "lockbench-results"')
-    if meta.get("version") != 1:
-        raise Fail(mpath, f'version {json.dumps(meta.get("version"))} is not supported, expected 1 '
+    if meta.get("version") not in (1, 2):  # 2 added budget, incomplete_cells and shard to the summary
+        raise Fail(mpath, f'version {json.dumps(meta.get("version"))} is not supported, expected 1 or 2 '
                           "(a newer lockbench wrote it: use the report.py of that version)")
     if meta.get("kind") not in ("matrix", "sweep"):
         raise Fail(mpath, f'kind is {json.dumps(meta.get("kind"))}, expected "matrix" or "sweep"')

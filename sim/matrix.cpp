@@ -434,7 +434,9 @@ Json read_results_header(const fs::path& dir) {
         throw std::runtime_error(header_path(dir).string() + ": not a lockbench results header");
     if (h.value("version", 0) != kResultsVersion)
         throw std::runtime_error(header_path(dir).string() + ": results format version " + h.value("version", Json()).dump() +
-                                 "; this lockbench reads version " + std::to_string(kResultsVersion));
+                                 "; this lockbench continues only version " + std::to_string(kResultsVersion) +
+                                 " (run the same command into a new folder to make it afresh; `lockbench report` "
+                                 "still draws the old one)");
     if (!h.contains("spec") || !h.contains("spec_id") || !h.at("spec").contains("cells"))
         throw std::runtime_error(header_path(dir).string() + ": incomplete results header (no spec)");
     return h;

@@ -28,7 +28,9 @@
 namespace lockbench {
 
 inline constexpr const char* kResultsFormat = "lockbench-results";
-inline constexpr int kResultsVersion = 1;
+// Version 2 added to summary.json: `budget` (a time budget ended the rounds),
+// `incomplete_cells` and, in a shard's own tree, `shard`. The report still draws version 1.
+inline constexpr int kResultsVersion = 2;
 
 // "faults.0.duration_ms=100..700": a numeric field of a scenario file and its range.
 struct SweepParam {

@@ -427,15 +427,33 @@ TEST_F(ReportTest, BadResultsAreOneLineAndLeaveThePreviousReport) {
     unchanged();
     for (const auto& [path, text] : histories) write_text(path, text);
 
-    // A results tree from another version of lockbench.
+    // A results tree from a newer version of lockbench.
     const std::string good_header = read_text(results / "lockbench-results.json");
     Json header = Json::parse(good_header);
-    header["version"] = 2;
+    header["version"] = 3;
     write_text(results / "lockbench-results.json", header.dump());
-    expect_refused(report(results), "version 2");
+    expect_refused(report(results), "version 3");
     unchanged();
     write_text(results / "lockbench-results.json", good_header);
     EXPECT_EQ(report(results).exit_code(), 0);
+}
+
+// A version 1 tree (before budget, incomplete_cells and shard) is still drawn; a matrix
+// refuses to continue it in one line that says how to make it afresh.
+TEST_F(ReportTest, AnOlderResultsTreeIsDrawnButNotContinued) {
+    const fs::path tree = dir() / "m";
+    ASSERT_EQ(run({"matrix", kTiny.string(), "--backend", "sim", "--out", tree.string()}).exit_code(), 0);
+    for (const char* file : {"lockbench-results.json", "summary.json"}) {
+        Json j = read_json(tree / file);
+        j["version"] = 1;
+        j.erase("incomplete_cells");
+        write_text(tree / file, j.dump());
+    }
+    EXPECT_EQ(run({"report", tree.string()}).exit_code(), 0);
+    const Result resumed = run({"matrix", kTiny.string(), "--backend", "sim", "--out", tree.string()});
+    EXPECT_EQ(resumed.exit_code(), 2) << resumed.describe();
+    EXPECT_EQ(lines_of(resumed.err).size(), 1u) << resumed.describe();
+    EXPECT_NE(resumed.err.find("into a new folder"), std::string::npos) << resumed.describe();
 }
 
 // What `lockbench check` refuses, `report` refuses before drawing anything: a store log

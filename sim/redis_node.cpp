@@ -133,6 +133,8 @@ bool is_executable_file(const std::string& path) {
 
 }  // namespace
 
+std::string log_tail(const fs::path& log, int count) { return last_lines(read_from(log, 0), count); }
+
 // ---- RedisNode ------------------------------------------------------------------------------
 
 RedisNode::RedisNode(RedisNodeConfig config, std::filesystem::path dir)

@@ -70,6 +70,10 @@ private:
 // Throws one clear line if there is none.
 std::string redis_server_binary();
 
+// The last `count` non-empty lines of a server's log file, joined by " | ": an error that
+// quotes it stays one line and outlives the run's temporary folder.
+std::string log_tail(const std::filesystem::path& log, int count = 3);
+
 // A TCP port on 127.0.0.1 that nothing listens on right now.
 int find_free_port();
 // True if something already listens on 127.0.0.1:port.

@@ -61,9 +61,22 @@ void replace_in_two_steps(const fs::path& staging, const fs::path& target) {
     fs::remove_all(aside);
 }
 
+// Puts `aside`, the old complete folder a two-step switch left, back at `target`. `target`
+// may exist, made empty but for the lock file this writer holds: the lock is carried along
+// (a hard link into `aside` first), so it holds across the switch.
+void put_back(const fs::path& aside, const fs::path& target) {
+    if (fs::exists(target)) {
+        fs::remove(aside / kLockFileName);
+        fs::create_hard_link(target / kLockFileName, aside / kLockFileName);
+        fs::remove(target / kLockFileName);
+        fs::remove(target);
+    }
+    fs::rename(aside, target);
+}
+
 // What earlier writers of `target` left beside it: a folder set aside by a two-step switch
-// goes back if `target` is missing (it is then the only complete copy); anything else is
-// removed.
+// goes back if `target` is missing or empty but for its lock (it is then the only complete
+// copy); anything else is removed.
 void restore_or_clean(const fs::path& target) {
     const std::string name = target.filename().string();
     std::vector<fs::path> staged, aside;
@@ -72,8 +85,8 @@ void restore_or_clean(const fs::path& target) {
         if (n.starts_with(staging_prefix(name))) staged.push_back(e.path());
         if (n.starts_with(replaced_prefix(name))) aside.push_back(e.path());
     }
-    if (!aside.empty() && !fs::exists(target)) {
-        fs::rename(aside.back(), target);
+    if (!aside.empty() && (!fs::exists(target) || empty_but_for_lock(target))) {
+        put_back(aside.back(), target);
         aside.pop_back();
     }
     for (const auto& p : staged) fs::remove_all(p);

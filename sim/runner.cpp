@@ -57,8 +57,8 @@ struct Nodes {
 const char* const kMasterName = "lockbench";
 
 // Topology "sentinel": lock0 becomes a master with a replica behind the replication proxy,
-// watched by three Sentinels that know the master by that proxy's address. The first
-// Sentinel's announcements go to RUN_DIR/sentinel.jsonl.
+// watched by Sentinel (one, see SentinelSettings), which knows the master by that proxy's
+// address. The first Sentinel's announcements go to RUN_DIR/sentinel.jsonl.
 void add_failover(Nodes& n, ProxyHub& hub, const fs::path& dir, const fs::path& run_dir, const RunSpec& run) {
     n.repl_port = hub.add("repl", {"127.0.0.1", n.lock[0].port()}).port();
     n.replica.emplace(RedisNodeConfig{"lock0-replica", std::nullopt, run.persistence,
@@ -161,7 +161,8 @@ void preflight_adapter(const Scenario& s, const RunSpec& run, const Nodes& nodes
     std::ofstream(spec_file) << spec.dump();
     const fs::path log = tmp / (run.name + ".preflight.log");
     ChildProcess check = ChildProcess::spawn({{opts.self_exe, "client", spec_file.string()}, log.string(), log.string()});
-    // The adapter has max(its operation timeout, 10 s) to say it is ready.
+    // The adapter has max(its operation timeout, 10 s) to say it is ready (external.cpp);
+    // its operation timeout is ten command timeouts, and the check gets 5 s more to end.
     const auto limit = std::chrono::milliseconds(std::max(10LL * s.command_timeout_ms, 10000LL) + 5000);
     const std::optional<int> status = check.wait_for(limit);
     if (!status)
@@ -482,6 +483,17 @@ nlohmann::json run_scenario(const Scenario& s, const RunOptions& opts) {
     return summary;
 }
 
+namespace {
+
+// A run_dir from summary.json that would lead out of the results folder (a component "..",
+// or an absolute path); a run named "a..b" is fine.
+bool escapes(const std::string& run_dir) {
+    const fs::path p(run_dir);
+    return p.is_absolute() || std::ranges::any_of(p, [](const fs::path& part) { return part == ".."; });
+}
+
+}  // namespace
+
 Recheck recheck(const fs::path& dir) {
     const fs::path summary_file = dir / "summary.json";
     if (!fs::is_directory(dir / "runs") || !fs::is_regular_file(summary_file))
@@ -495,7 +507,7 @@ Recheck recheck(const fs::path& dir) {
     for (const auto& stored : recorded.at("runs")) {
         const std::string run_dir = stored.is_object() ? stored.value("run_dir", "") : "";
         const std::string name = stored.is_object() ? stored.value("name", "") : "";
-        if (run_dir.empty() || name.empty() || run_dir.find("..") != std::string::npos)
+        if (run_dir.empty() || name.empty() || escapes(run_dir))
             throw std::runtime_error(summary_file.string() + ": a run without a name and a run_dir under runs/");
         std::ifstream in(dir / run_dir / "run.json");
         const nlohmann::json record = nlohmann::json::parse(in, nullptr, false);

@@ -121,7 +121,10 @@ WorkloadSpec parse_workload(const nlohmann::json& j, const std::string& file) {
     w.work_ms = distribution(f, "work_ms", w.work_ms, file, w.duration_ms);
     w.retry_ms = distribution(f, "retry_ms", w.retry_ms, file, w.duration_ms);
     w.think_ms = distribution(f, "think_ms", w.think_ms, file, w.duration_ms);
-    w.start_stagger_ms = f.integer("start_stagger_ms", 0, 0, w.duration_ms, run_ends(w));
+    // The last client starts (clients - 1) × the stagger after the first: within the run.
+    const long long stagger_max = w.clients > 1 ? (w.duration_ms - 1) / (w.clients - 1) : w.duration_ms;
+    w.start_stagger_ms = f.integer("start_stagger_ms", 0, 0, stagger_max,
+                                   "the last client must start within the run: " + run_ends(w));
     if (const nlohmann::json* slow = f.get("slow")) {
         Fields s(*slow, "workload.slow", file);
         w.slow_probability = s.number("probability", 0.0, 0, 1);

@@ -60,8 +60,8 @@ SentinelGroup::SentinelGroup(const std::string& master_name, Endpoint master, co
         const auto deadline = std::chrono::steady_clock::now() + 10s;
         while (!ready(e.port, master_name, endpoints_.size() - 1)) {
             if (std::chrono::steady_clock::now() > deadline)
-                throw std::runtime_error("redis Sentinel on port " + std::to_string(e.port) + " did not start; see " +
-                                         (dir / ("sentinel-" + std::to_string(e.port) + ".log")).string());
+                throw std::runtime_error("redis Sentinel on port " + std::to_string(e.port) + " did not start; its log: " +
+                                         log_tail(dir / ("sentinel-" + std::to_string(e.port) + ".log")));
             std::this_thread::sleep_for(10ms);
         }
     }

@@ -32,7 +32,12 @@ StartBarrier::StartBarrier(fs::path prefix) : prefix_(std::move(prefix)) {
             throw std::runtime_error(with_suffix(prefix_, suffix).string() + ": cannot make a FIFO: " +
                                      std::strerror(errno));
     ready_fd_ = open_fifo(with_suffix(prefix_, ".ready"), O_RDWR | O_NONBLOCK);
-    go_fd_ = open_fifo(with_suffix(prefix_, ".go"), O_RDWR);
+    try {
+        go_fd_ = open_fifo(with_suffix(prefix_, ".go"), O_RDWR);
+    } catch (...) {
+        ::close(ready_fd_);  // no destructor runs for a constructor that throws
+        throw;
+    }
 }
 
 StartBarrier::~StartBarrier() {
@@ -80,7 +85,13 @@ long long await_start(const fs::path& prefix, int client) {
     // forever).
     const int go = open_fifo(with_suffix(prefix, ".go"), O_RDONLY | O_NONBLOCK);
     ::fcntl(go, F_SETFL, ::fcntl(go, F_GETFL) & ~O_NONBLOCK);
-    const int ready = open_fifo(with_suffix(prefix, ".ready"), O_WRONLY);
+    int ready = -1;
+    try {
+        ready = open_fifo(with_suffix(prefix, ".ready"), O_WRONLY);
+    } catch (...) {
+        ::close(go);
+        throw;
+    }
     const unsigned char byte = static_cast<unsigned char>(client);
     const bool said = ::write(ready, &byte, 1) == 1;
     ::close(ready);

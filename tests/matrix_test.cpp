@@ -449,7 +449,15 @@ TEST_F(ReportTest, AnOlderResultsTreeIsDrawnButNotContinued) {
         j.erase("incomplete_cells");
         write_text(tree / file, j.dump());
     }
-    EXPECT_EQ(run({"report", tree.string()}).exit_code(), 0);
+    // Its figures came from an older checker, whose rules differ in places: a figure that
+    // the checker now computes differently does not refuse it (damage still would).
+    const Json cells = read_json(tree / "summary.json").at("cells");
+    const fs::path rep_summary = tree / cells.at(0).at("reps").at(0).at("dir").get<std::string>() / "summary.json";
+    Json rep = read_json(rep_summary);
+    rep["runs"][0]["safety"]["lost_updates"] = 7;
+    write_text(rep_summary, rep.dump());
+    const Result drawn = run({"report", tree.string()});
+    EXPECT_EQ(drawn.exit_code(), 0) << drawn.describe();
     const Result resumed = run({"matrix", kTiny.string(), "--backend", "sim", "--out", tree.string()});
     EXPECT_EQ(resumed.exit_code(), 2) << resumed.describe();
     EXPECT_EQ(lines_of(resumed.err).size(), 1u) << resumed.describe();

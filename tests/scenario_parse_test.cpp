@@ -143,6 +143,12 @@ TEST(ScenarioParse, EveryDurationEndsWithinTheRun) {
     Json s = base();
     s["workload"]["start_stagger_ms"] = 1001;
     expect_refused(s, "workload.start_stagger_ms", {"workload.duration_ms is 1000"});
+    // The last of four clients starts 3 × the stagger after the first: that too within the run.
+    s["workload"]["clients"] = 4;
+    s["workload"]["start_stagger_ms"] = 334;
+    expect_refused(s, "workload.start_stagger_ms", {"the last client must start within the run"});
+    s["workload"]["start_stagger_ms"] = 333;
+    EXPECT_EQ(refusal(s), "");
 }
 
 TEST(ScenarioParse, RunsTimeoutsAndParametersStayUnderAnHour) {

@@ -255,6 +255,14 @@ inline std::string describe(const std::vector<ProcInfo>& ps) {
 
 class CliTest : public ::testing::Test {
 protected:
+    // Expects `r` to be a clean refusal: exit 2 and one line on stderr holding `piece`.
+    static void expect_one_line_error(const Result& r, const std::string& piece) {
+        EXPECT_EQ(r.exit_code(), 2) << r.describe();
+        EXPECT_EQ(lines_of(r.err).size(), 1u) << r.describe();
+        EXPECT_NE(r.err.find(piece), std::string::npos) << "stderr should mention " << piece << "\n" << r.describe();
+        EXPECT_EQ(r.err.find("Traceback"), std::string::npos) << r.describe();
+    }
+
     void SetUp() override {
         const char* tmp = std::getenv("TMPDIR");
         std::string pattern = (fs::path(tmp && *tmp ? tmp : "/tmp") / "lbcli.XXXXXX").string();

@@ -37,16 +37,7 @@ const Json& cell(const Json& summary, const std::string& id) {
     throw std::runtime_error("no cell " + id);
 }
 
-class MatrixTest : public CliTest {
-protected:
-    // Expects `r` to be a clean refusal: exit 2 and one line on stderr holding `piece`.
-    static void expect_one_line_error(const Result& r, const std::string& piece) {
-        EXPECT_EQ(r.exit_code(), 2) << r.describe();
-        EXPECT_EQ(lines_of(r.err).size(), 1u) << r.describe();
-        EXPECT_NE(r.err.find(piece), std::string::npos) << "stderr should mention " << piece << "\n" << r.describe();
-        EXPECT_EQ(r.err.find("Traceback"), std::string::npos) << r.describe();
-    }
-};
+class MatrixTest : public CliTest {};
 
 TEST_F(MatrixTest, RunsEveryCellRepeatTimesWithDistinctSeedsAndAggregates) {
     const fs::path out = dir() / "m";

@@ -27,12 +27,6 @@ const std::string kTiny = R"({"name": "safety", "seed": 7, "workload": {"clients
 
 class SafetyTest : public CliTest {
 protected:
-    static void expect_one_line_error(const Result& r, const std::string& piece) {
-        EXPECT_EQ(r.exit_code(), 2) << r.describe();
-        EXPECT_EQ(lines_of(r.err).size(), 1u) << r.describe();
-        EXPECT_NE(r.err.find(piece), std::string::npos) << "stderr should mention " << piece << "\n" << r.describe();
-    }
-
     // A run's results folder, whole: its summary, and every run it names with its record and
     // history, and `check` reads it. Returns the summary's seed (0 if it is not whole).
     std::uint64_t whole_run_folder(const fs::path& out) {

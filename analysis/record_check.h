@@ -2,7 +2,7 @@
 // checker trusts the store's order, so a log with a gap, a duplicate, a write that never
 // entered or a history cut short would be turned into plausible but false numbers.
 //
-// A store log, as the store's scripts write it (sim/store.h):
+// A store log, as the store's scripts write it (sim/engine/store.h):
 //   - seq 1, 2, 3, ... in order, one record a line;
 //   - a lease belongs to one client and enters at most once (one section per lease);
 //   - a write or reject comes after its lease's enter, at most once, and its exit follows at

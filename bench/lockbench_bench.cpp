@@ -12,12 +12,12 @@
 //   cycle/bare-hiredis  token-lua's two commands (SET key token NX PX ttl, then EVAL of
 //                       kCompareAndDelete) straight through redisCommandArgv, no harness:
 //                       the floor the harness is measured against.
-//   cycle/redis-py      the same cycle through an external library's adapter (sim/external.h),
+//   cycle/redis-py      the same cycle through an external library's adapter (sim/live/external.h),
 //   cycle/node-redlock  as a run drives it: redis-py's Lock on node 0; node-redlock over five.
 //   cycle/echo-python   the same protocol with an adapter that answers at once and touches
 //   cycle/echo-node     no Redis (bench/echo_adapter.*): the protocol's own cost per cycle,
 //                       in each adapter language (a cycle is two round trips).
-//   sim/<algorithm>     the same cycle in the simulator (sim/sim_env.h): the unchanged
+//   sim/<algorithm>     the same cycle in the simulator (sim/virtual/sim_env.h): the unchanged
 //                       algorithm against a modelled node in virtual time, one fiber, one
 //                       core; what a schedule search can afford. Target: token-lua >= 100k/s.
 //   explore/<case>      lockbench explore on a catalog case, its fault timing randomised,
@@ -62,12 +62,12 @@
 #include "analysis/checker.h"
 #include "faults/process.h"
 #include "lockimpl/registry.h"
-#include "sim/external.h"
-#include "sim/live_env.h"
-#include "sim/explore.h"
-#include "sim/sim_env.h"
-#include "sim/recorder.h"
-#include "sim/redis_node.h"
+#include "sim/live/external.h"
+#include "sim/live/live_env.h"
+#include "sim/harness/explore.h"
+#include "sim/virtual/sim_env.h"
+#include "sim/engine/recorder.h"
+#include "sim/live/redis_node.h"
 #include "tests/history_gen.h"
 
 namespace lockbench {

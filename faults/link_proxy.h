@@ -33,8 +33,8 @@
 #include <string>
 #include <vector>
 
+#include "faults/endpoint.h"
 #include "faults/link_fault.h"
-#include "sim/live_env.h"  // Endpoint
 
 namespace lockbench {
 

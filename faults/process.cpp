@@ -25,6 +25,8 @@
 #include <thread>
 #include <utility>
 
+namespace fs = std::filesystem;
+
 extern char** environ;
 
 namespace lockbench {
@@ -343,5 +345,45 @@ void install_cleanup_on_signals() {
         sigaction(sig, &action, nullptr);
     }
 }
+
+namespace {
+
+// The pid in "lockbench.<pid>.XXXXXX", if the name has that shape.
+std::optional<pid_t> run_dir_pid(const std::string& name) {
+    constexpr std::string_view prefix = "lockbench.";
+    if (!name.starts_with(prefix)) return std::nullopt;
+    const std::size_t dot = name.find('.', prefix.size());
+    if (dot == std::string::npos || dot == prefix.size()) return std::nullopt;
+    const std::string digits = name.substr(prefix.size(), dot - prefix.size());
+    if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9)
+        return std::nullopt;
+    return static_cast<pid_t>(std::stol(digits));
+}
+
+// Removes run folders whose lockbench died without cleaning up (SIGKILL, power cut). A live
+// process, or one we may not signal (EPERM: another user's), keeps its folder.
+void remove_stale_run_dirs(const fs::path& base) {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(base, ec)) {
+        const auto pid = run_dir_pid(entry.path().filename().string());
+        if (!pid || *pid == getpid() || !entry.is_directory(ec) || entry.is_symlink(ec)) continue;
+        if (::kill(*pid, 0) != 0 && errno == ESRCH) fs::remove_all(entry.path(), ec);
+    }
+}
+
+}  // namespace
+
+std::filesystem::path make_run_temp_dir() {
+    const char* tmpdir = std::getenv("TMPDIR");
+    const fs::path base = tmpdir && *tmpdir ? tmpdir : "/tmp";
+    remove_stale_run_dirs(base);
+    std::string pattern = (base / ("lockbench." + std::to_string(getpid()) + ".XXXXXX")).string();
+    if (!mkdtemp(pattern.data()))
+        throw std::runtime_error((tmpdir && *tmpdir ? "TMPDIR=" : "") + base.string() +
+                                 ": cannot make lockbench's temporary folder there: " + std::strerror(errno) +
+                                 (tmpdir && *tmpdir ? "; point TMPDIR at a writable folder" : ""));
+    return pattern;
+}
+
 
 }  // namespace lockbench

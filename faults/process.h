@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -55,5 +56,9 @@ std::optional<std::string> find_on_path(const std::string& program);
 // Installs SIGINT/SIGTERM/SIGHUP handlers that kill every live ChildProcess group and
 // then re-raise the signal, so an interrupted run leaves nothing behind.
 void install_cleanup_on_signals();
+
+// A fresh per-run folder under $TMPDIR (default /tmp), "lockbench.<pid>.XXXXXX". Folders left
+// by earlier runs whose process is gone (killed with SIGKILL) are removed first.
+std::filesystem::path make_run_temp_dir();
 
 }  // namespace lockbench

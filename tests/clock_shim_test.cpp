@@ -19,7 +19,7 @@
 #include "tests/test_util.h"
 #include "faults/clock_control.h"
 #include "faults/process.h"
-#include "sim/redis_node.h"
+#include "sim/live/redis_node.h"
 
 namespace lockbench {
 namespace {

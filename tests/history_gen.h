@@ -17,11 +17,11 @@
 #include <vector>
 
 #include "analysis/history.h"
-#include "sim/workload.h"
+#include "sim/engine/workload.h"
 
 namespace lockbench::histgen {
 
-// The project's splitmix64 (sim/workload.h), with the two draws test data needs.
+// The project's splitmix64 (sim/engine/workload.h), with the two draws test data needs.
 class SplitMix64 {
 public:
     explicit SplitMix64(std::uint64_t seed) : rng_(seed) {}

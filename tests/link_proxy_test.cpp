@@ -18,7 +18,7 @@
 
 #include "tests/test_util.h"
 #include "faults/link_proxy.h"
-#include "sim/redis_node.h"
+#include "sim/live/redis_node.h"
 
 namespace lockbench {
 namespace {

@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "lockimpl/registry.h"
-#include "sim/live_env.h"
-#include "sim/redis_node.h"
+#include "sim/live/live_env.h"
+#include "sim/live/redis_node.h"
 
 namespace lockbench {
 namespace {

@@ -20,10 +20,10 @@
 
 #include "faults/clock_control.h"
 #include "lockimpl/registry.h"
-#include "sim/live_env.h"
-#include "sim/model_node.h"
-#include "sim/redis_node.h"
-#include "sim/store.h"
+#include "sim/live/live_env.h"
+#include "sim/virtual/model_node.h"
+#include "sim/live/redis_node.h"
+#include "sim/engine/store.h"
 
 namespace lockbench {
 namespace {

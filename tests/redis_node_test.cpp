@@ -1,4 +1,4 @@
-// Live tests for faults/process.h and sim/redis_node.h: real redis-server processes, real
+// Live tests for faults/process.h and sim/live/redis_node.h: real redis-server processes, real
 // forks. Waits are bounded polls for an outcome; nothing asserts how long anything took.
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
@@ -20,7 +20,7 @@
 
 #include "tests/test_util.h"
 #include "faults/process.h"
-#include "sim/redis_node.h"
+#include "sim/live/redis_node.h"
 
 namespace lockbench {
 namespace {

@@ -1,4 +1,4 @@
-// sim/results_folder.h without the binary: where a filesystem cannot exchange folders, a
+// sim/harness/results_folder.h without the binary: where a filesystem cannot exchange folders, a
 // writer killed between its two renames leaves OUT missing and the old results set aside;
 // the next writer, whose lock made OUT again (empty but for the lock file), puts them back.
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "sim/results_folder.h"
+#include "sim/harness/results_folder.h"
 
 namespace fs = std::filesystem;
 

@@ -4,7 +4,7 @@
 //                     report or explore on it is refused in one line; a killed writer does
 //                     not leave the folder locked; temporary files are unique per writer
 //   publishing ...... a run stopped at each step of publishing (LOCKBENCH_TEST_EXIT_AT, see
-//                     sim/results_folder.h) leaves the old results or the new ones, whole,
+//                     sim/harness/results_folder.h) leaves the old results or the new ones, whole,
 //                     and the next run into the folder works
 //   a bad TMPDIR .... one line naming TMPDIR, and nothing left in --out
 //   a server that will not start: the error quotes its log, and names no deleted file

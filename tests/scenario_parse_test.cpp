@@ -12,8 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/matrix.h"
-#include "sim/scenario.h"
+#include "sim/harness/matrix.h"
+#include "sim/engine/scenario.h"
 
 namespace fs = std::filesystem;
 using Json = nlohmann::json;

@@ -1,4 +1,4 @@
-// The live runs' start line (sim/start_barrier.h): every client that says it is ready gets
+// The live runs' start line (sim/live/start_barrier.h): every client that says it is ready gets
 // the one start instant; a client that died before saying so is not waited for.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "sim/start_barrier.h"
+#include "sim/live/start_barrier.h"
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;

@@ -1,0 +1,50 @@
+#include "sim/engine/fault_spec.h"
+
+namespace lockbench {
+
+const char* fault_kind_name(FaultSpec::Kind k) {
+    switch (k) {
+        case FaultSpec::Kind::pause: return "pause";
+        case FaultSpec::Kind::kill: return "kill";
+        case FaultSpec::Kind::gate: return "gate";
+        case FaultSpec::Kind::clock: return "clock";
+        case FaultSpec::Kind::link: return "link";
+        case FaultSpec::Kind::crash: return "crash";
+    }
+    return "?";
+}
+
+std::optional<Point> parse_point(const std::string& name) {
+    for (Point p : {Point::before_acquire, Point::during_acquire, Point::between_setnx_and_expire, Point::after_seen_expired,
+                    Point::after_acquire, Point::before_write, Point::before_release})
+        if (name == point_name(p)) return p;
+    return std::nullopt;
+}
+
+std::string FaultSpec::label() const {
+    std::string s = fault_kind_name(kind);
+    if (kind == Kind::pause) s += " " + std::to_string(duration_ms) + " ms";
+    if (kind == Kind::gate) s += " " + std::to_string(count) + " clients";
+    if (kind == Kind::clock) {
+        if (jump_ms) s += " " + std::string(jump_ms > 0 ? "+" : "") + std::to_string(jump_ms) + " ms";
+        if (rate) s += " rate " + std::to_string(*rate);
+        if (node) s += " on node " + std::to_string(*node);
+    }
+    if (kind == Kind::link) {
+        s += " " + describe(link);
+        for (int n : link_nodes) s += " n" + std::to_string(n);
+        if (link_store) s += " store";
+        if (link_replication) s += " replication";
+        if (duration_ms) s += " for " + std::to_string(duration_ms) + " ms";
+    }
+    if (kind == Kind::crash) {
+        s += " node " + std::to_string(node.value_or(0));
+        s += restart_after_ms ? ", restart after " + std::to_string(*restart_after_ms) + " ms" : ", no restart";
+    }
+    if (point) s += std::string(" at ") + point_name(*point) + " #" + std::to_string(occurrence);
+    if (at_ms) s += " at " + std::to_string(*at_ms) + " ms";
+    if (client) s += " on client " + std::to_string(*client);
+    return s;
+}
+
+}  // namespace lockbench

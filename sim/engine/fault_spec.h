@@ -1,0 +1,43 @@
+// A fault as a scenario states it: what happens, and when (at a point the client reaches, or
+// at a time after the start). Both worlds carry out the same specs: the live nemesis
+// (sim/live/nemesis.h) and the simulator's (sim/virtual/sim_run.cpp).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "faults/link_fault.h"
+#include "lockimpl/env.h"
+
+namespace lockbench {
+
+struct FaultSpec {
+    enum class Kind { pause, kill, gate, clock, link, crash };
+    Kind kind = Kind::pause;
+    std::optional<Point> point;      // armed at a point, fires on the Nth reach ...
+    int occurrence = 1;
+    std::optional<long long> at_ms;  // ... or at this time after the clients start
+    std::optional<int> client;       // only this client (required with at_ms)
+    long long duration_ms = 0;       // pause: how long the client stays stopped
+    int count = 2;                   // gate: how many clients it holds before letting go
+    long long stagger_ms = 0;        // gate: lets them go one by one, this far apart
+    long long jump_ms = 0;           // clock: step the wall clock by this much (negative: back)
+    std::optional<double> rate;      // clock: then let it run this many seconds per second
+    std::optional<int> node;         // clock: a lock node's clock rather than a client's;
+                                     // crash: the node
+    LinkFault link;                  // link: what happens to the bytes
+    std::optional<Direction> direction;  // link: one direction, or both when unset
+    std::vector<int> link_nodes;     // link: the lock nodes whose paths it affects
+    bool link_store = false;         // link: the path to the protected store too
+    bool link_replication = false;   // link: the master→replica link (topology "sentinel")
+    bool all_clients = false;        // link: every client's paths, not only the one at the point
+    std::optional<long long> restart_after_ms;  // crash: restart then (unset: stays down)
+
+    std::string label() const;       // "pause 600 ms at after_acquire #1"
+};
+
+const char* fault_kind_name(FaultSpec::Kind k);
+std::optional<Point> parse_point(const std::string& name);
+
+}  // namespace lockbench

@@ -1,0 +1,50 @@
+#include "sim/engine/run_setup.h"
+
+#include <fstream>
+
+#include "sim/engine/store.h"
+#include "sim/engine/workload.h"
+
+namespace lockbench {
+
+std::uint64_t client_seed(std::uint64_t run_seed, int client) {
+    return derive_seed(run_seed, 1000 + static_cast<std::uint64_t>(client));
+}
+
+std::unique_ptr<Lock> make_client_lock(const Scenario& s, const RunSpec& run, int client) {
+    return run.algorithm->make(run.params, {s.lock_key, client, std::chrono::milliseconds(s.command_timeout_ms)});
+}
+
+WorkerSpec worker_spec(const Scenario& s, const RunSpec& run, int client, std::uint64_t seed, Instant start) {
+    return WorkerSpec{client, seed, s.workload, std::chrono::milliseconds(1000), start, run.check_lease_before_write};
+}
+
+Command store_log_command() { return {"LRANGE", StoreKeys{}.log, "0", "-1"}; }
+Command store_counter_command() { return {"GET", StoreKeys{}.counter}; }
+
+long long write_store_log(const std::filesystem::path& run_dir, const Value& log, const Value& counter) {
+    std::ofstream out(run_dir / "store.jsonl");
+    for (const Value& e : log.elements) out << e.str << '\n';
+    return counter.is_nil() ? 0 : std::stoll(counter.str);
+}
+
+nlohmann::json run_record(const Scenario& s, const RunSpec& run, std::uint64_t seed, const RunOutcome& outcome) {
+    nlohmann::json expect = nlohmann::json::array();
+    for (const auto& e : run.expect) expect.push_back({{"metric", e.metric}, {"op", e.op}, {"value", e.value}});
+    nlohmann::json record = {{"name", run.name}, {"algorithm", run.algorithm->name}, {"params", run.params.json()},
+            {"nodes", run.nodes}, {"clients", s.workload.clients}, {"seed", seed}, {"scenario", s.name},
+            {"lock_key", s.lock_key}, {"expect", expect}, {"workload", s.source.value("workload", nlohmann::json::object())},
+            {"command_timeout_ms", s.command_timeout_ms}, {"connect_timeout_ms", s.connect_timeout_ms}};
+    if (!run.command.empty()) record["command"] = run.command;  // an external library's adapter
+    if (!outcome.clients_failed.empty()) record["clients_failed"] = outcome.clients_failed;
+    if (outcome.sim_events) {
+        record["backend"] = "sim";
+        record["sim_events"] = *outcome.sim_events;
+    }
+    record["faults"] = outcome.faults;
+    record["faults_injected"] = outcome.faults_injected;
+    record["final_counter"] = outcome.final_counter;
+    return record;
+}
+
+}  // namespace lockbench

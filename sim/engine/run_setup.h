@@ -1,0 +1,48 @@
+// What both worlds do the same way in one run: the client's seed, lock and worker, the store's
+// log read back after the run, and the run's record (run.json).
+//
+//   live:    sim/live/live_run.cpp + sim/live/client_main.cpp (one process a client)
+//   virtual: sim/virtual/sim_run.cpp (one fiber a client)
+//          ──► RunOutcome ──► run_record() ──► run.json
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "lockimpl/lock.h"
+#include "sim/engine/scenario.h"
+#include "sim/engine/worker.h"
+
+namespace lockbench {
+
+// Client `client`'s seed in a run seeded `run_seed`.
+std::uint64_t client_seed(std::uint64_t run_seed, int client);
+
+// The run's algorithm as client `client` holds it (not for "external": sim/live/external.h).
+std::unique_ptr<Lock> make_client_lock(const Scenario& s, const RunSpec& run, int client);
+
+// Client `client`'s worker, starting at `start`; `seed` is client_seed()'s.
+WorkerSpec worker_spec(const Scenario& s, const RunSpec& run, int client, std::uint64_t seed, Instant start);
+
+// After the run: the store's commands that read its log and counter back, and writing them out.
+Command store_log_command();
+Command store_counter_command();
+// Writes the log's records into RUN_DIR/store.jsonl in the store's order; returns the counter.
+long long write_store_log(const std::filesystem::path& run_dir, const Value& log, const Value& counter);
+
+// What a world reports of one run, beyond its histories and store log.
+struct RunOutcome {
+    nlohmann::json faults = nlohmann::json::array();          // per fault: label, fired, clients
+    long long faults_injected = 0;
+    long long final_counter = 0;
+    nlohmann::json clients_failed = nlohmann::json::array();  // {client, error}: adapters that broke
+    std::optional<std::size_t> sim_events;                    // the simulator's: events it ran
+};
+
+// The run's record, run.json: what ran, with which seed, and what the world reported.
+nlohmann::json run_record(const Scenario& s, const RunSpec& run, std::uint64_t seed, const RunOutcome& outcome);
+
+}  // namespace lockbench

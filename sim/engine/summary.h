@@ -1,0 +1,27 @@
+// One run's entry in summary.json, from its record (run.json) and the checker's result.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/checker.h"
+
+namespace lockbench {
+
+// `record` is the run's run.json: name, algorithm, params, nodes, seed, clients, expect.
+nlohmann::json run_summary(const nlohmann::json& record, const CheckResult& result, const RunHistory& h);
+
+// Every figure of `recomputed` (a run's entry as the checker gives it now) that `stored`
+// (the entry summary.json holds) does not hold, one line each: "safety.lost_updates:
+// summary.json has 25, the histories give 24". Arrays (witnesses, windows) are one figure.
+std::vector<std::string> figure_differences(const nlohmann::json& stored, const nlohmann::json& recomputed);
+
+// The table printed after run and check.
+std::string format_table(const nlohmann::json& summary);
+
+// Exit status for a summary: 0 when every expectation held, 1 otherwise.
+int expectations_exit_code(const nlohmann::json& summary);
+
+}  // namespace lockbench

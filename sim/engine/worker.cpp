@@ -1,0 +1,186 @@
+#include "sim/engine/worker.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/engine/store.h"
+
+namespace lockbench {
+namespace {
+
+Duration from_ms(double ms) {
+    return std::chrono::duration_cast<Duration>(std::chrono::duration<double, std::milli>(ms));
+}
+
+class Worker {
+public:
+    Worker(Env& lock_env, Env& store_env, Lock& lock, Recorder& rec, const WorkerSpec& spec)
+        : env_(lock_env), store_(store_env, spec.store_timeout), lock_(lock), rec_(rec), spec_(spec),
+          work_rng_(derive_seed(spec.seed, 1)), retry_rng_(derive_seed(spec.seed, 2)) {}
+
+    WorkerTotals run() {
+        if (spec_.start_at) {
+            // Everyone shares one deadline; a staggered client just starts later.
+            deadline_ = *spec_.start_at + std::chrono::milliseconds(spec_.workload.duration_ms);
+            env_.sleep(*spec_.start_at + std::chrono::milliseconds(spec_.workload.start_stagger_ms * spec_.client) -
+                       env_.now());
+        } else {
+            deadline_ = env_.now() + std::chrono::milliseconds(spec_.workload.duration_ms);
+        }
+        const auto limit = spec_.workload.sections_per_client;
+        while (env_.now() < deadline_ && (!limit || totals_.sections < *limit)) {
+            const double work_ms = draw_work_ms();  // drawn first: the same per section index
+            const std::string lease_id = "c" + std::to_string(spec_.client) + "." + std::to_string(totals_.sections + 1);
+            std::optional<Lease> lease = acquire_nested(lease_id);
+            if (!lease) break;
+            env_.reach(Point::after_acquire);
+            section(lease_id, *lease, work_ms);
+            ++totals_.sections;
+            env_.reach(Point::before_release);
+            release_nested(lease_id, *lease);
+            env_.sleep(from_ms(spec_.workload.think_ms.sample_ms(retry_rng_)));
+        }
+        return totals_;
+    }
+
+private:
+    double draw_work_ms() {
+        const bool slow = work_rng_.uniform01() < spec_.workload.slow_probability;
+        const Distribution& d = slow ? spec_.workload.slow_work_ms : spec_.workload.work_ms;
+        return d.sample_ms(work_rng_);
+    }
+
+    void record_acquire(const std::string& lease_id, const AcquireResult& r, int depth) {
+        HistoryLine line = rec_.line("acquire", outcome_name(r.outcome));
+        line.num("depth", depth);
+        if (r.lease) {
+            line.str("lease", lease_id).str("token", r.lease->token);
+            if (r.lease->fencing_token) line.num("fence", *r.lease->fencing_token);
+            if (r.lease->valid_until) line.real("validity_ms", static_cast<double>((*r.lease->valid_until - env_.now()).count()) / 1e6);
+            std::uint32_t mask = 0;
+            for (NodeId n : r.lease->nodes) mask |= 1u << n.value;
+            line.nodes(mask);
+        }
+        if (!r.detail.empty()) line.str("detail", r.detail);
+        line.commit();
+    }
+
+    // One acquire attempt after another until one succeeds or the deadline passes.
+    std::optional<Lease> acquire(const std::string& lease_id, int depth) {
+        while (env_.now() < deadline_) {
+            env_.reach(Point::before_acquire);
+            rec_.line("acquire", "invoke").num("depth", depth).commit();
+            ++totals_.acquire_attempts;
+            const AcquireResult r = lock_.try_acquire(env_);
+            record_acquire(lease_id, r, depth);
+            if (r.outcome == Outcome::ok) return r.lease;
+            Duration delay = from_ms(spec_.workload.retry_ms.sample_ms(retry_rng_));
+            if (r.retry_within) delay = std::min(delay, *r.retry_within);
+            env_.sleep(std::min(delay, deadline_ - env_.now()));
+        }
+        return std::nullopt;
+    }
+
+    std::optional<Lease> acquire_nested(const std::string& lease_id) {
+        std::optional<Lease> lease = acquire(lease_id, 1);
+        for (int depth = 2; lease && depth <= lock_.nesting(); ++depth) {
+            rec_.line("acquire", "invoke").num("depth", depth).commit();
+            const AcquireResult r = lock_.try_acquire(env_);
+            record_acquire(lease_id, r, depth);
+            if (r.outcome != Outcome::ok) break;
+            lease = r.lease;
+        }
+        return lease;
+    }
+
+    void release_nested(const std::string& lease_id, const Lease& lease) {
+        for (int depth = lease.depth; depth >= 1; --depth) {
+            rec_.line("release", "invoke").str("lease", lease_id).num("depth", depth).commit();
+            const ReleaseResult r = lock_.release(env_, lease);
+            std::uint32_t mask = 0;
+            for (NodeId n : r.removed_on) mask |= 1u << n.value;
+            HistoryLine line = rec_.line("release", outcome_name(r.outcome));
+            line.str("lease", lease_id).num("depth", depth).nodes(mask);
+            if (!r.detail.empty()) line.str("detail", r.detail);
+            line.commit();
+        }
+    }
+
+    void section(const std::string& lease_id, const Lease& lease, double work_ms) {
+        const SectionId id{spec_.client, lease_id, lease.fencing_token};
+        rec_.line("read", "invoke").str("lease", lease_id).commit();
+        const Reply read = store_.enter(id);
+        record_store_op("read", lease_id, read, read.ok() ? "ok" : outcome_name(reply_outcome(read)));
+        if (!read.ok()) {
+            store_.abandon(id);  // the enter may have landed: leave no section open
+            return;
+        }
+        env_.sleep(from_ms(work_ms));
+        if (spec_.check_lease_before_write && lease.valid_until && env_.now() >= *lease.valid_until) {
+            // The careful client: its lease ran out while it worked, so it does not write.
+            rec_.line("write", "invoke").str("lease", lease_id).real("work_ms", work_ms).commit();
+            rec_.line("write", "fail").str("lease", lease_id).str("detail", "lease expired before the write").commit();
+            store_.abandon(id);
+            return;
+        }
+        env_.reach(Point::before_write);
+        HistoryLine invoke = rec_.line("write", "invoke").str("lease", lease_id).real("work_ms", work_ms);
+        if (lease.fencing_token) invoke.num("fence", *lease.fencing_token);
+        invoke.commit();
+        const Reply write = store_.write_and_exit(id, read.value.integer);
+        const char* type = !write.ok() ? outcome_name(reply_outcome(write)) : write.value.is_int(1) ? "ok" : "fail";
+        record_store_op("write", lease_id, write, type);
+        // Without a clear answer it is unknown whether the write and its exit happened: close it.
+        if (!write.ok()) store_.abandon(id);
+    }
+
+    void record_store_op(const char* op, const std::string& lease_id, const Reply& r, const char* type) {
+        HistoryLine line = rec_.line(op, type);
+        line.str("lease", lease_id);
+        if (r.ok() && r.value.type == Value::Type::integer) line.num("value", r.value.integer);
+        if (!r.error.empty()) line.str("detail", r.error);
+        line.commit();
+    }
+
+    Env& env_;
+    Store store_;
+    Lock& lock_;
+    Recorder& rec_;
+    const WorkerSpec& spec_;
+    Rng work_rng_;
+    Rng retry_rng_;
+    Instant deadline_;
+    WorkerTotals totals_;
+};
+
+}  // namespace
+
+std::uint64_t derive_seed(std::uint64_t seed, std::uint64_t stream) {
+    Rng r(seed ^ (stream * 0xd1342543de82ef95ULL));
+    r.next();
+    return r.next();
+}
+
+double Distribution::sample_ms(Rng& rng) const {
+    switch (kind) {
+        case Kind::fixed: return a;
+        case Kind::uniform: return a + (b - a) * rng.uniform01();
+        case Kind::exponential: return -a * std::log(1.0 - rng.uniform01());
+    }
+    return a;
+}
+
+nlohmann::json Distribution::to_json() const {
+    switch (kind) {
+        case Kind::fixed: return {{"fixed", a}};
+        case Kind::uniform: return {{"uniform", {a, b}}};
+        case Kind::exponential: return {{"exponential", a}};
+    }
+    return nullptr;
+}
+
+WorkerTotals run_worker(Env& lock_env, Env& store_env, Lock& lock, Recorder& rec, const WorkerSpec& spec) {
+    return Worker(lock_env, store_env, lock, rec, spec).run();
+}
+
+}  // namespace lockbench

@@ -1,0 +1,52 @@
+#include "sim/harness/recheck.h"
+
+#include <algorithm>
+#include <fstream>
+
+#include "analysis/history_io.h"
+#include "sim/engine/summary.h"
+
+namespace fs = std::filesystem;
+
+namespace lockbench {
+namespace {
+
+// A run_dir from summary.json that would lead out of the results folder (a component "..",
+// or an absolute path); a run named "a..b" is fine.
+bool escapes(const std::string& run_dir) {
+    const fs::path p(run_dir);
+    return p.is_absolute() || std::ranges::any_of(p, [](const fs::path& part) { return part == ".."; });
+}
+
+}  // namespace
+
+Recheck recheck(const fs::path& dir) {
+    const fs::path summary_file = dir / "summary.json";
+    if (!fs::is_directory(dir / "runs") || !fs::is_regular_file(summary_file))
+        throw std::runtime_error(dir.string() + ": not a complete lockbench results folder (no summary.json and runs/)");
+    std::ifstream summary_in(summary_file);
+    const nlohmann::json recorded = nlohmann::json::parse(summary_in, nullptr, false);
+    if (recorded.is_discarded() || !recorded.is_object() || !recorded.contains("runs") || !recorded.at("runs").is_array())
+        throw std::runtime_error(summary_file.string() + ": not a lockbench summary");
+    Recheck out;
+    out.summary = {{"scenario", recorded.value("scenario", "")}, {"runs", nlohmann::json::array()}};
+    for (const auto& stored : recorded.at("runs")) {
+        const std::string run_dir = stored.is_object() ? stored.value("run_dir", "") : "";
+        const std::string name = stored.is_object() ? stored.value("name", "") : "";
+        if (run_dir.empty() || name.empty() || escapes(run_dir))
+            throw std::runtime_error(summary_file.string() + ": a run without a name and a run_dir under runs/");
+        std::ifstream in(dir / run_dir / "run.json");
+        const nlohmann::json record = nlohmann::json::parse(in, nullptr, false);
+        if (record.is_discarded() || !record.is_object() || !record.contains("final_counter"))
+            throw std::runtime_error((dir / run_dir / "run.json").string() + ": missing or not a lockbench run record");
+        const RunHistory h = load_run_history(dir / run_dir);
+        nlohmann::json run = run_summary(record, check(h), h);
+        for (const std::string& d : figure_differences(stored, run))
+            out.differences.push_back(summary_file.string() + ": run " + name + ": " + d);
+        out.summary["runs"].push_back(std::move(run));
+    }
+    if (out.summary["runs"].empty()) throw std::runtime_error(dir.string() + ": no recorded runs under runs/");
+    return out;
+}
+
+}  // namespace lockbench

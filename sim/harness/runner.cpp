@@ -1,0 +1,133 @@
+#include "sim/harness/runner.h"
+
+#include <fstream>
+#include <iostream>
+
+#include "analysis/history_io.h"
+#include "sim/engine/run_setup.h"
+#include "sim/engine/summary.h"
+#include "sim/harness/results_folder.h"
+#include "sim/live/live_run.h"
+#include "sim/live/redis_node.h"
+#include "sim/virtual/sim_run.h"
+
+namespace fs = std::filesystem;
+
+namespace lockbench {
+namespace {
+
+// The run's record, run.json, from what its world reported.
+nlohmann::json record_run(const Scenario& s, const RunSpec& run, std::uint64_t seed, const fs::path& run_dir,
+                          const RunOutcome& outcome) {
+    nlohmann::json record = run_record(s, run, seed, outcome);
+    write_atomically(run_dir / "run.json", record.dump(2) + "\n");
+    return record;
+}
+
+nlohmann::json check_run(const fs::path& run_dir, const nlohmann::json& record) {
+    const RunHistory h = load_run_history(run_dir);
+    return run_summary(record, check(h), h);
+}
+
+bool announce(const RunOptions& opts, size_t i, size_t n, const RunSpec& run, const Scenario& s) {
+    if (!opts.progress) return false;
+    std::cerr << "lockbench: [" << i + 1 << "/" << n << "] " << run.name << ": " << s.workload.clients
+              << " clients for " << s.workload.duration_ms << " ms on " << run.nodes << " lock node"
+              << (run.nodes == 1 ? "" : "s") << " ..." << std::flush;
+    return true;
+}
+
+
+}  // namespace
+
+namespace {
+
+// A run folder holds a run's results and nothing else: publishing replaces it as a whole.
+void check_run_folder(const fs::path& out) {
+    if (!fs::exists(out)) return;
+    if (!fs::is_directory(out)) throw std::runtime_error(out.string() + ": exists and is not a folder; choose another --out");
+    for (const auto& e : fs::directory_iterator(out)) {
+        const std::string name = e.path().filename().string();
+        const bool ours = name == "summary.json" || name == "scenario.json" || name == "runs" || name == kLockFileName ||
+                          name.starts_with(".incomplete.") || name.find(".tmp.") != std::string::npos;
+        if (!ours)
+            throw std::runtime_error(out.string() + ": holds " + name + ", which is not part of a lockbench run's results " +
+                                     "(a run replaces the whole folder); choose another --out");
+    }
+}
+
+struct RunsDone {
+    nlohmann::json runs = nlohmann::json::array();
+    nlohmann::json skipped = nlohmann::json::array();  // runs the simulator cannot run
+};
+
+// Runs every run of the scenario into STAGING/runs/<name>/ and checks it.
+RunsDone run_each(const Scenario& s, const RunOptions& opts, std::uint64_t seed, const fs::path& staging,
+                  const fs::path& tmp) {
+    RunsDone done;
+    bool line_open = false;  // a progress line awaits its ending
+    try {
+        for (size_t i = 0; i < s.runs.size(); ++i) {
+            const RunSpec& run = s.runs[i];
+            const fs::path run_dir = staging / "runs" / run.name;
+            const auto started = [&] { line_open = announce(opts, i, s.runs.size(), run, s); };
+            if (opts.simulated) {
+                if (const auto why = sim::unsupported(run)) {
+                    if (opts.progress) std::cerr << "lockbench: [" << i + 1 << "/" << s.runs.size() << "] " << run.name
+                                                 << ": skipped: " << *why << "\n";
+                    done.skipped.push_back({{"name", run.name}, {"why", *why}});
+                    continue;
+                }
+                done.runs.push_back(check_run(run_dir, record_run(s, run, seed, run_dir, sim::run_simulated(s, run, seed, run_dir, started))));
+            } else {
+                const LiveRunOptions live{opts.self_exe, opts.project_dir};
+                done.runs.push_back(check_run(run_dir, record_run(s, run, seed, run_dir, run_live(s, run, seed, run_dir, tmp, live, started))));
+            }
+            if (line_open) {
+                const auto v = done.runs.back()["safety"]["mutual_exclusion_violations"].get<long long>();
+                std::cerr << " " << done.runs.back()["ops"]["sections_completed"] << " sections, " << v
+                          << (v == 1 ? " violation\n" : " violations\n");
+            }
+            line_open = false;
+        }
+    } catch (...) {
+        if (line_open) std::cerr << " failed\n";
+        throw;
+    }
+    return done;
+}
+
+}  // namespace
+
+// The new results are built whole in a staging folder beside OUT and switched in at once
+// (results_folder.h): at every instant OUT holds the old results or the new ones.
+nlohmann::json run_scenario(const Scenario& s, const RunOptions& opts) {
+    if (!opts.simulated) redis_server_binary();  // fails here, in one line, before anything is written
+    check_run_folder(opts.out);
+    const std::uint64_t seed = opts.seed.value_or(s.seed);
+    const fs::path tmp = make_run_temp_dir();  // first: a TMPDIR that cannot hold it fails before anything is written
+    fs::path staging;
+    RunsDone done;
+    try {
+        staging = make_staging(opts.out);
+        fs::create_directories(staging / "runs");  // even when every run is skipped
+        done = run_each(s, opts, seed, staging, tmp);
+    } catch (...) {
+        std::error_code ec;
+        if (!staging.empty()) fs::remove_all(staging, ec);
+        fs::remove_all(tmp, ec);
+        throw;
+    }
+    fs::remove_all(tmp);
+    nlohmann::json summary = {{"scenario", s.name}, {"scenario_file", s.path}, {"seed", seed}, {"runs", done.runs}};
+    if (opts.simulated) {
+        summary["backend"] = "sim";
+        summary["skipped"] = done.skipped;
+    }
+    write_atomically(staging / "scenario.json", s.source.dump(2) + "\n");
+    write_atomically(staging / "summary.json", summary.dump(2) + "\n");
+    replace_folder(staging, opts.out);
+    return summary;
+}
+
+}  // namespace lockbench

@@ -1,0 +1,231 @@
+#include "sim/live/external.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+extern char** environ;
+
+namespace lockbench {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string one_line(std::string s, size_t max = 200) {
+    for (char& c : s)
+        if (c == '\n' || c == '\r') c = ' ';
+    return s.size() > max ? s.substr(0, max) + "..." : s;
+}
+
+std::string describe_status(int status) {
+    if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+    if (WIFSIGNALED(status)) return std::string("was killed by ") + strsignal(WTERMSIG(status));
+    return "stopped";
+}
+
+}  // namespace
+
+ExternalLock::ExternalLock(AdapterSpec spec, std::string key, long long ttl_ms)
+    : spec_(std::move(spec)), key_(std::move(key)), ttl_ms_(ttl_ms) {
+    if (spec_.command.empty()) fail("no command");
+    ::signal(SIGPIPE, SIG_IGN);  // a dead adapter is an EPIPE to report, not a signal
+    // Everything the child needs is built before fork.
+    std::vector<std::string> env_s;
+    for (char** e = environ; e && *e; ++e) {
+        const std::string entry = *e;
+        if (!spec_.env.contains(entry.substr(0, entry.find('=')))) env_s.push_back(entry);
+    }
+    for (const auto& [k, v] : spec_.env) env_s.push_back(k + "=" + v);
+    std::vector<std::string> argv_s = spec_.command;
+    std::vector<char*> argv, envp;
+    for (auto& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    for (auto& e : env_s) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    const std::string cwd = spec_.cwd.string();
+    const std::string err_path = spec_.stderr_path.string();
+    // If exec fails, the child says so in the protocol's own words: {"ready": false, ...}.
+    const std::string exec_failed =
+        nlohmann::json({{"ready", false}, {"error", "cannot execute " + spec_.command.front() + ": @"}}).dump();
+    const std::string exec_head = exec_failed.substr(0, exec_failed.find('@'));
+    const std::string exec_tail = exec_failed.substr(exec_failed.find('@') + 1) + "\n";
+
+    int in[2], out[2];
+    if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) fail(std::string("pipe: ") + std::strerror(errno));
+    const pid_t parent = ::getpid();
+    pid_ = ::fork();
+    if (pid_ < 0) fail(std::string("fork: ") + std::strerror(errno));
+    if (pid_ == 0) {
+        // Same process group as the client: the nemesis's SIGSTOP/SIGKILL to the group lands
+        // on both. Dies with the client.
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (::getppid() != parent) _exit(126);
+        ::dup2(in[0], STDIN_FILENO);
+        ::dup2(out[1], STDOUT_FILENO);
+        if (!err_path.empty()) {
+            const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+            if (err >= 0) ::dup2(err, STDERR_FILENO);
+        }
+        // Descriptors the client opened without O_CLOEXEC (its connections) stay out of the adapter.
+        ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+        if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) _exit(126);
+        ::execvpe(argv[0], argv.data(), envp.data());
+        const char* why = strerrordesc_np(errno);
+        for (const std::string_view part : {std::string_view(exec_head), std::string_view(why ? why : "?"),
+                                            std::string_view(exec_tail)})
+            if (::write(STDOUT_FILENO, part.data(), part.size()) < 0) break;
+        _exit(127);
+    }
+    ::close(in[0]);
+    ::close(out[1]);
+    to_ = in[1];
+    from_ = out[0];
+    const nlohmann::json hello = [&] {
+        const std::string line = read_line(std::chrono::steady_clock::now() + std::max(spec_.op_timeout, 10000ms),
+                                           "its first line, {\"ready\": true, ...}");
+        nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+        if (j.is_object() && j.value("ready", true) == false && j.contains("error") && j.at("error").is_string())
+            fail("not ready: " + j.at("error").get<std::string>(), false);
+        if (j.is_discarded() || !j.is_object() || j.value("ready", false) != true)
+            fail("its first line should be {\"ready\": true, \"library\": ...}");
+        return j;
+    }();
+    library_ = hello.value("library", std::string());
+}
+
+ExternalLock::~ExternalLock() {
+    if (to_ >= 0) ::close(to_);  // EOF on its stdin: the adapter's cue to exit
+    if (pid_ > 0) {
+        int status = 0;
+        const auto deadline = std::chrono::steady_clock::now() + 500ms;
+        while (::waitpid(pid_, &status, WNOHANG) == 0) {
+            if (std::chrono::steady_clock::now() > deadline) {
+                ::kill(pid_, SIGKILL);
+                ::waitpid(pid_, &status, 0);
+                break;
+            }
+            std::this_thread::sleep_for(5ms);
+        }
+    }
+    if (from_ >= 0) ::close(from_);
+}
+
+void ExternalLock::fail(const std::string& what, bool with_last_line) {
+    std::string cmd;
+    for (const auto& a : spec_.command) cmd += (cmd.empty() ? "" : " ") + a;
+    std::string msg = "adapter " + spec_.name + " (" + cmd + "): " + what;
+    if (with_last_line)
+        msg += last_line_.empty() ? "; it printed nothing" : "; the last thing it printed: " + one_line(last_line_);
+    // Whatever it was doing, it is done: no adapter outlives a broken conversation, and no
+    // descriptor outlives it (a constructor that throws runs no destructor).
+    if (pid_ > 0) {
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, nullptr, 0);
+        pid_ = -1;
+    }
+    for (int* fd : {&to_, &from_})
+        if (*fd >= 0) {
+            ::close(*fd);
+            *fd = -1;
+        }
+    throw AdapterError(msg);
+}
+
+// Its exit status, once it has gone: an adapter that closed its end of a pipe but lives on
+// gets 200 ms to exit, then SIGKILL, so that the client never hangs on it.
+int ExternalLock::reap() {
+    int status = 0;
+    for (int i = 0; i < 40 && ::waitpid(pid_, &status, WNOHANG) == 0; ++i) {
+        std::this_thread::sleep_for(5ms);
+        if (i == 39) {
+            ::kill(pid_, SIGKILL);
+            ::waitpid(pid_, &status, 0);
+        }
+    }
+    pid_ = -1;
+    return status;
+}
+
+std::string ExternalLock::read_line(std::chrono::steady_clock::time_point deadline, const std::string& waiting_for) {
+    for (;;) {
+        if (const auto nl = buffer_.find('\n'); nl != std::string::npos) {
+            std::string line = buffer_.substr(0, nl);
+            buffer_.erase(0, nl + 1);
+            if (!line.empty() && line.back() == '\r') line.pop_back();
+            if (line.empty()) continue;
+            last_line_ = line;
+            return line;
+        }
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        pollfd p{from_, POLLIN, 0};
+        // After the deadline one more short look: a client stopped by a pause (with its
+        // adapter) wakes up past its deadline with the answer possibly already waiting.
+        const int r = ::poll(&p, 1, static_cast<int>(std::max(left.count(), 0L)) + 20);
+        if (r < 0 && errno == EINTR) continue;
+        if (r == 0) {
+            if (left.count() > 0) continue;
+            fail("no answer within " + std::to_string(spec_.op_timeout.count()) + " ms (waiting for " + waiting_for + ")");
+        }
+        char chunk[4096];
+        const ssize_t n = ::read(from_, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            if (!buffer_.empty()) last_line_ = buffer_;
+            fail(describe_status(reap()) + " while lockbench waited for " + waiting_for);
+        }
+        buffer_.append(chunk, static_cast<size_t>(n));
+    }
+}
+
+nlohmann::json ExternalLock::call(const nlohmann::json& request) {
+    const std::string text = request.dump() + "\n";
+    for (size_t done = 0; done < text.size();) {
+        const ssize_t n = ::write(to_, text.data() + done, text.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) fail(describe_status(reap()) + " before it read " + request.dump());
+        done += static_cast<size_t>(n);
+    }
+    const std::string op = request.at("op");
+    const std::string line = read_line(std::chrono::steady_clock::now() + spec_.op_timeout, "its answer to " + op);
+    nlohmann::json reply = nlohmann::json::parse(line, nullptr, false);
+    if (reply.is_discarded() || !reply.is_object() || !reply.contains("ok") || !reply.at("ok").is_boolean())
+        fail("answered " + op + " with something that is not the protocol (expected {\"ok\": true|false, ...})");
+    return reply;
+}
+
+AcquireResult ExternalLock::try_acquire(Env& env) {
+    const Instant start = env.now();
+    const nlohmann::json r = call({{"op", "acquire"}, {"key", key_}, {"ttl_ms", ttl_ms_}, {"wait_ms", 0}});
+    if (!r.at("ok").get<bool>()) return AcquireResult::fail(r.value("error", std::string("not acquired")));
+    Lease lease;
+    if (r.contains("token") && r.at("token").is_string()) lease.token = r.at("token");
+    if (r.contains("fence") && r.at("fence").is_number_integer()) lease.fencing_token = r.at("fence").get<long long>();
+    // The library's own validity, counted from when the acquire began.
+    if (r.contains("validity_ms") && r.at("validity_ms").is_number())
+        lease.valid_until = start + std::chrono::duration_cast<Duration>(
+                                        std::chrono::duration<double, std::milli>(r.at("validity_ms").get<double>()));
+    if (r.contains("nodes") && r.at("nodes").is_array())
+        for (const auto& n : r.at("nodes"))
+            if (n.is_number_integer()) lease.nodes.push_back(NodeId{n.get<int>()});
+    return AcquireResult::ok(std::move(lease));
+}
+
+ReleaseResult ExternalLock::release(Env&, const Lease&) {
+    const nlohmann::json r = call({{"op", "release"}, {"key", key_}});
+    if (!r.at("ok").get<bool>()) return {Outcome::fail, {}, r.value("error", std::string("not released"))};
+    // Only what the adapter reports as removed counts (the foreign-release check reads it).
+    std::vector<NodeId> removed;
+    if (r.contains("removed_on") && r.at("removed_on").is_array())
+        for (const auto& n : r.at("removed_on"))
+            if (n.is_number_integer()) removed.push_back(NodeId{n.get<int>()});
+    return {Outcome::ok, removed, ""};
+}
+
+}  // namespace lockbench

@@ -1,0 +1,73 @@
+// A third-party lock library as a lockbench client's lock: the library runs in an adapter
+// process that the client starts and talks to in JSON lines (README: "External locks").
+//
+//   client ── {"op":"acquire","key":K,"ttl_ms":T,"wait_ms":0} ──► adapter (stdin)
+//          ◄── {"ok":true,"token":"…","fence":12,"validity_ms":287.5} ── (stdout)
+//
+// The adapter is the client's child, in the client's process group, so a pause (SIGSTOP to
+// the group) stops both, a kill kills both, and it dies with the client (PR_SET_PDEATHSIG).
+// It inherits the client's environment (the clock shim's LD_PRELOAD with it) and reaches the
+// nodes by this client's own paths (the link proxies). The worker drives it like any
+// other lock, and the critical section stays on the protected store, done by the client.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "lockimpl/lock.h"
+#include "lockimpl/registry.h"
+
+namespace lockbench {
+
+// The adapter broke the protocol: crashed, printed something else, or did not answer in
+// time. One line naming the adapter and the last thing it printed.
+struct AdapterError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+struct AdapterSpec {
+    std::string name;                      // the run's name, e.g. "redis-py"
+    std::vector<std::string> command;      // argv; relative paths resolve against `cwd`
+    std::filesystem::path cwd;             // the project's folder
+    std::map<std::string, std::string> env;  // LOCKBENCH_* added to the client's environment
+    std::chrono::milliseconds op_timeout{2000};
+    std::filesystem::path stderr_path;     // where its stderr goes; empty: the client's
+};
+
+class ExternalLock final : public Lock {
+public:
+    // Starts the adapter and waits for its {"ready": true, ...} line. Throws AdapterError.
+    ExternalLock(AdapterSpec spec, std::string key, long long ttl_ms);
+    ~ExternalLock() override;
+    ExternalLock(const ExternalLock&) = delete;
+    ExternalLock& operator=(const ExternalLock&) = delete;
+
+    AcquireResult try_acquire(Env& env) override;
+    ReleaseResult release(Env& env, const Lease& lease) override;
+
+    const std::string& library() const { return library_; }  // what the adapter said it runs
+
+private:
+    nlohmann::json call(const nlohmann::json& request);
+    std::string read_line(std::chrono::steady_clock::time_point deadline, const std::string& waiting_for);
+    [[noreturn]] void fail(const std::string& what, bool with_last_line = true);
+    int reap();
+
+    AdapterSpec spec_;
+    std::string key_;
+    long long ttl_ms_;
+    pid_t pid_ = -1;
+    int to_ = -1;     // the adapter's stdin
+    int from_ = -1;   // its stdout
+    std::string buffer_;
+    std::string last_line_;
+    std::string library_;
+};
+
+}  // namespace lockbench

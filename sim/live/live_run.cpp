@@ -1,0 +1,287 @@
+#include "sim/live/live_run.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "faults/clock_control.h"
+#include "faults/link_proxy.h"
+#include "faults/process.h"
+#include "sim/engine/workload.h"
+#include "sim/live/client_main.h"
+#include "sim/live/live_env.h"
+#include "sim/live/nemesis.h"
+#include "sim/live/redis_node.h"
+#include "sim/live/sentinel.h"
+#include "sim/live/start_barrier.h"
+
+namespace fs = std::filesystem;
+
+namespace lockbench {
+namespace {
+
+std::string tail_of(const fs::path& file, size_t max_chars = 400) {
+    std::ifstream in(file);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+    std::ranges::replace(text, '\n', '|');  // an error stays one line
+    return text.size() > max_chars ? "..." + text.substr(text.size() - max_chars) : text;
+}
+
+std::string last_line_of(const fs::path& file) {
+    std::ifstream in(file);
+    std::string line, last;
+    while (std::getline(in, line))
+        if (!line.empty()) last = line;
+    return last;
+}
+
+struct Nodes {
+    std::vector<RedisNode> lock;
+    std::optional<RedisNode> store;
+    std::optional<RedisNode> replica;          // topology "sentinel": lock0's replica
+    std::optional<SentinelGroup> sentinels;
+    std::unique_ptr<SentinelWatch> failover_log;  // what Sentinel announces, into sentinel.jsonl
+    int repl_port = 0;                         // the replication proxy to lock0
+};
+
+// Topology "sentinel": lock0 becomes a master with a replica behind the replication proxy,
+// watched by Sentinel (one, see SentinelSettings), which knows the master by that proxy's
+// address. The first Sentinel's announcements go to RUN_DIR/sentinel.jsonl.
+void add_failover(Nodes& n, ProxyHub& hub, const fs::path& dir, const fs::path& run_dir, const RunSpec& run) {
+    n.repl_port = hub.add("repl", {"127.0.0.1", n.lock[0].port()}).port();
+    n.replica.emplace(RedisNodeConfig{"lock0-replica", std::nullopt, run.persistence,
+                                      {"--replicaof", "127.0.0.1", std::to_string(n.repl_port)}},
+                      dir);
+    wait_for_replica_in_sync(n.replica->port(), std::chrono::seconds(5));
+    n.sentinels.emplace(kMasterName, Endpoint{"127.0.0.1", n.repl_port}, dir / "sentinel", SentinelSettings{});
+    n.failover_log = std::make_unique<SentinelWatch>(n.sentinels->endpoints().front(), run_dir / "sentinel.jsonl");
+}
+
+// One clock control per process when some fault skews that kind of process; none otherwise,
+// so that runs without clock faults do not load the shim at all.
+std::vector<ClockControl> make_clocks(bool wanted, int count, const fs::path& dir, const std::string& label) {
+    std::vector<ClockControl> clocks;
+    for (int i = 0; wanted && i < count; ++i) clocks.emplace_back(dir, label + std::to_string(i));
+    return clocks;
+}
+
+std::vector<ClockControl*> pointers(std::vector<ClockControl>& clocks) {
+    std::vector<ClockControl*> out;
+    for (auto& c : clocks) out.push_back(&c);
+    return out;
+}
+
+std::vector<std::string> clock_env(const std::vector<ClockControl>& clocks, int i) {
+    return clocks.empty() ? std::vector<std::string>{} : clocks[static_cast<size_t>(i)].env();
+}
+
+Nodes start_nodes(const RunSpec& run, std::optional<int> base_port, const fs::path& dir,
+                  const std::vector<ClockControl>& clocks) {
+    const auto port = [&](int i) { return base_port ? std::optional<int>(*base_port + i) : std::nullopt; };
+    Nodes n;
+    const int count = run.nodes;
+    // A master syncs its replica at once rather than after the default 5 s wait.
+    const std::vector<std::string> master_args{"--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0"};
+    for (int i = 0; i < count; ++i)
+        n.lock.emplace_back(RedisNodeConfig{"lock" + std::to_string(i), port(i), run.persistence,
+                                            run.sentinel ? master_args : std::vector<std::string>{}, clock_env(clocks, i)},
+                            dir);
+    n.store.emplace(RedisNodeConfig{"store", port(count)}, dir);
+    return n;
+}
+
+// What Sentinel tells a client of topology "sentinel": the Sentinels' ports, and this client's
+// own way to each server they may name ("127.0.0.1:PORT" → its port).
+nlohmann::json sentinel_discovery(const Nodes& nodes, int lock0_port) {
+    nlohmann::json sentinels = nlohmann::json::array();
+    for (const auto& e : nodes.sentinels->endpoints()) sentinels.push_back(e.port);
+    return {{"sentinels", sentinels},
+            {"address_map", {{"127.0.0.1:" + std::to_string(nodes.repl_port), lock0_port},
+                             {"127.0.0.1:" + std::to_string(nodes.replica->port()), nodes.replica->port()}}}};
+}
+
+// Before any client starts: the adapter starts and says it is ready, or the run fails in
+// one line (a missing library names the command that installs it). The check is a child like
+// every other (faults/process.h: its own process group, dies with lockbench, inherits no
+// descriptor, killed on Ctrl-C): `lockbench client` with a spec that only starts the adapter,
+// which is then that child's child, in its group.
+void preflight_adapter(const Scenario& s, const RunSpec& run, const Nodes& nodes, const LiveRunOptions& opts,
+                       const fs::path& tmp) {
+    std::vector<int> ports;
+    for (const auto& n : nodes.lock) ports.push_back(n.port());
+    nlohmann::json spec = {{"preflight", true}, {"scenario", s.source}, {"scenario_path", s.path}, {"run", run.name},
+                           {"lock_ports", ports}, {"project_dir", opts.project_dir.string()},
+                           {"adapter_stderr", (tmp / (run.name + ".adapter-preflight.log")).string()}};
+    if (nodes.sentinels) spec.update(sentinel_discovery(nodes, ports.at(0)));
+    const fs::path spec_file = tmp / (run.name + ".preflight.json");
+    std::ofstream(spec_file) << spec.dump();
+    const fs::path log = tmp / (run.name + ".preflight.log");
+    ChildProcess check = ChildProcess::spawn({{opts.self_exe, "client", spec_file.string()}, log.string(), log.string()});
+    // The adapter has max(its operation timeout, 10 s) to say it is ready (external.cpp);
+    // its operation timeout is ten command timeouts, and the check gets 5 s more to end.
+    const auto limit = std::chrono::milliseconds(std::max(10LL * s.command_timeout_ms, 10000LL) + 5000);
+    const std::optional<int> status = check.wait_for(limit);
+    if (!status)
+        throw std::runtime_error("run " + run.name + ": the adapter check did not end within " +
+                                 std::to_string(limit.count()) + " ms; its log: " + tail_of(log));
+    if (WIFEXITED(*status) && WEXITSTATUS(*status) == 0) return;
+    if (WIFEXITED(*status) && WEXITSTATUS(*status) == kAdapterFailed)
+        throw std::runtime_error("run " + run.name + ": " + last_line_of(log));
+    throw std::runtime_error("run " + run.name + ": the adapter check failed: " + tail_of(log));
+}
+
+struct Launch {
+    std::uint64_t seed = 0;
+    std::filesystem::path start_barrier;                 // StartBarrier's prefix
+    const Nemesis* nemesis = nullptr;
+    const std::vector<ClockControl>* clocks = nullptr;   // the clients', if skewed
+    ProxyHub* proxies = nullptr;                         // every client's own paths, if any
+    fs::path project_dir;                                // where an adapter's command runs
+};
+
+// The port client `client` dials for `target` ("n<i>" or "store"): its own proxy when the
+// run has link faults, else the node itself.
+int port_for(const Launch& launch, int client, const std::string& target, int direct) {
+    LinkProxy* own = launch.proxies ? launch.proxies->find("c" + std::to_string(client) + "-" + target) : nullptr;
+    return own ? own->port() : direct;
+}
+
+// One proxy per client and node, so that a fault can cut one client off from some nodes.
+void add_proxies(ProxyHub& hub, const Nodes& nodes, int clients) {
+    for (int c = 0; c < clients; ++c) {
+        for (size_t i = 0; i < nodes.lock.size(); ++i)
+            hub.add("c" + std::to_string(c) + "-n" + std::to_string(i), {"127.0.0.1", nodes.lock[i].port()});
+        hub.add("c" + std::to_string(c) + "-store", {"127.0.0.1", nodes.store->port()});
+    }
+}
+
+nlohmann::json client_spec(const Scenario& s, const RunSpec& run, const Nodes& nodes, int client,
+                           const Launch& launch, const fs::path& run_dir) {
+    nlohmann::json ports = nlohmann::json::array();
+    for (size_t i = 0; i < nodes.lock.size(); ++i)
+        ports.push_back(port_for(launch, client, "n" + std::to_string(i), nodes.lock[i].port()));
+    nlohmann::json spec = {{"scenario", s.source}, {"scenario_path", s.path}, {"run", run.name}, {"client", client},
+            {"seed", client_seed(launch.seed, client)}, {"lock_ports", ports},
+            {"store_port", port_for(launch, client, "store", nodes.store->port())}, {"start_barrier", launch.start_barrier.string()},
+            {"control_socket", launch.nemesis->socket_path().string()}, {"armed", launch.nemesis->armed_points()},
+            {"history", (run_dir / "history" / ("client-" + std::to_string(client) + ".jsonl")).string()},
+            {"project_dir", launch.project_dir.string()}};
+    if (nodes.sentinels) {
+        // What the Sentinels will name, and this client's own way to each.
+        const nlohmann::json d = sentinel_discovery(nodes, ports[0]);
+        spec["sentinels"] = d.at("sentinels");
+        spec["address_map"] = d.at("address_map");
+    }
+    return spec;
+}
+
+std::vector<ChildProcess> spawn_clients(const Scenario& s, const RunSpec& run, const Nodes& nodes,
+                                        const Launch& launch, const fs::path& run_dir, const fs::path& tmp,
+                                        const std::string& self_exe) {
+    std::vector<ChildProcess> children;
+    for (int c = 0; c < s.workload.clients; ++c) {
+        const fs::path spec = tmp / (run.name + ".client-" + std::to_string(c) + ".json");
+        std::ofstream(spec) << client_spec(s, run, nodes, c, launch, run_dir).dump();
+        const std::string log = (tmp / (run.name + ".client-" + std::to_string(c) + ".log")).string();
+        children.push_back(ChildProcess::spawn({{self_exe, "client", spec.string()}, log, log, clock_env(*launch.clocks, c)}));
+    }
+    return children;
+}
+
+// Waits for every client. A client whose adapter failed is recorded, {client, error}, and
+// the run goes on without it; any other failure fails the run.
+nlohmann::json wait_for_clients(std::vector<ChildProcess>& children, const Scenario& s, const RunSpec& run,
+                                const fs::path& tmp, const Nemesis& nemesis) {
+    nlohmann::json failed = nlohmann::json::array();
+    const auto limit = std::chrono::milliseconds(s.workload.duration_ms + 30000);
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    for (size_t c = 0; c < children.size(); ++c) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        const std::optional<int> status = children[c].wait_for(std::max(left, std::chrono::milliseconds(0)));
+        const fs::path log = tmp / (run.name + ".client-" + std::to_string(c) + ".log");
+        if (!status)
+            throw std::runtime_error("run " + run.name + ": client " + std::to_string(c) + " did not finish within " +
+                                     std::to_string(limit.count()) + " ms; its log: " + tail_of(log));
+        const bool killed_on_purpose = WIFSIGNALED(*status) && nemesis.killed(static_cast<int>(c));
+        if (WIFEXITED(*status) && WEXITSTATUS(*status) == kAdapterFailed && !run.command.empty()) {
+            const std::string last = last_line_of(log);
+            std::cerr << "lockbench: run " << run.name << ": client " << c << ": " << last << "\n";
+            failed.push_back({{"client", c}, {"error", last}});
+            continue;
+        }
+        if (!killed_on_purpose && (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0))
+            throw std::runtime_error("run " + run.name + ": client " + std::to_string(c) + " failed: " + tail_of(log));
+    }
+    return failed;
+}
+
+// Reads the store's log (in the store's order) into store.jsonl; returns the final counter.
+long long export_store(const RedisNode& store, const fs::path& run_dir) {
+    LiveEnv env({{{"127.0.0.1", store.port()}}});
+    const auto timeout = std::chrono::seconds(10);
+    const Reply log = env.command(NodeId{0}, store_log_command(), timeout, std::nullopt);
+    const Reply counter = env.command(NodeId{0}, store_counter_command(), timeout, std::nullopt);
+    if (!log.ok() || !counter.ok()) throw std::runtime_error("cannot read the store's log: " + log.error + counter.error);
+    return write_store_log(run_dir, log.value, counter.value);
+}
+
+}  // namespace
+
+RunOutcome run_live(const Scenario& s, const RunSpec& run, std::uint64_t seed, const fs::path& run_dir,
+                    const fs::path& tmp, const LiveRunOptions& opts, const std::function<void()>& started) {
+    const fs::path node_dir = tmp / run.name;
+    fs::create_directories(run_dir / "history");
+    Nemesis nemesis(run.faults, tmp / "nemesis.sock", run_dir / "nemesis.jsonl");
+    std::vector<ClockControl> node_clocks = make_clocks(nemesis.skews_nodes(), run.nodes, tmp, run.name + ".node");
+    std::vector<ClockControl> client_clocks = make_clocks(nemesis.skews_clients(), s.workload.clients, tmp, run.name + ".client");
+    nemesis.set_clocks(pointers(client_clocks), pointers(node_clocks));
+    Nodes nodes = start_nodes(run, s.base_port, node_dir, node_clocks);
+    std::optional<ProxyHub> proxies;
+    if (nemesis.needs_proxies()) add_proxies(proxies.emplace(seed), nodes, s.workload.clients);
+    if (run.sentinel) add_failover(nodes, proxies ? *proxies : proxies.emplace(seed), node_dir, run_dir, run);
+    std::vector<RedisNode*> lock_nodes;
+    for (auto& n : nodes.lock) lock_nodes.push_back(&n);
+    nemesis.set_world(proxies ? &*proxies : nullptr, lock_nodes);
+    // Whatever happens next, the fault thread stops (and heals) before the proxies and the
+    // nodes it works on go away.
+    struct StopFirst {
+        Nemesis& nemesis;
+        ~StopFirst() { nemesis.stop(); }
+    } stop_first{nemesis};
+    if (!run.command.empty()) preflight_adapter(s, run, nodes, opts, tmp);
+    started();
+    StartBarrier barrier(tmp / (run.name + ".start"));
+    const Launch launch{seed, barrier.prefix(), &nemesis, &client_clocks, proxies ? &*proxies : nullptr,
+                        opts.project_dir};
+    std::vector<ChildProcess> clients = spawn_clients(s, run, nodes, launch, run_dir, tmp, opts.self_exe);
+    std::vector<pid_t> pids;
+    for (const auto& c : clients) pids.push_back(c.pid());
+    // Every client starts at the same instant, once all have built their locks (an adapter
+    // start-up can take seconds on a busy machine), so none gets a head start.
+    try {
+        barrier.wait_ready(s.workload.clients, [&](int c) { return clients[static_cast<size_t>(c)].running(); },
+                           std::chrono::seconds(60));
+    } catch (const std::runtime_error& e) {
+        throw std::runtime_error("run " + run.name + ": " + e.what());
+    }
+    const long long start_at_ns = monotonic_ns() + (20 + 2LL * s.workload.clients) * 1000000LL;
+    nemesis.start(pids, start_at_ns);
+    barrier.release(start_at_ns);
+    const nlohmann::json failed_clients = wait_for_clients(clients, s, run, tmp, nemesis);
+    nemesis.stop();
+    RunOutcome out;
+    out.clients_failed = failed_clients;
+    out.faults = nemesis.report();
+    out.faults_injected = nemesis.injected();
+    out.final_counter = export_store(*nodes.store, run_dir);
+    return out;
+}
+
+
+}  // namespace lockbench

@@ -1,0 +1,126 @@
+// The nemesis: the fault schedule of one run, carried out from the parent process.
+//
+//   client ──reach(point)──► "reach after_acquire\n" ──unix socket──► Nemesis thread
+//     (blocks)                                                          │ fault armed here?
+//                                                                       ├─ pause: SIGSTOP the client
+//                                                                       ├─ kill:  SIGKILL the client
+//                                                                       ├─ gate:  hold it until N
+//                                                                       │         clients are held
+//                                                                       ├─ clock: step or drift the
+//                                                                       │         client's or a node's
+//                                                                       │         wall clock (shim)
+//                                                                       ├─ link:  blackhole / hold /
+//                                                                       │         delay / reset the
+//                                                                       │         client's proxied paths
+//                                                                       └─ crash: SIGKILL a lock node,
+//                                                                                 restart it later
+//   client ◄──────────── "go\n" / "disarm\n" ◄──────────────────────────┘ (once the fault is in place)
+//
+// A client at an armed point waits for the answer, so a pause "right after acquiring"
+// begins right there in every run: the SIGSTOP lands before the "go" is written, and the
+// client reads it only when it is resumed. Faults can also fire at a time after the start.
+// Every fault's start and end goes to nemesis.jsonl (CLOCK_MONOTONIC, as the histories),
+// and stop() heals whatever is still in force: no client is left stopped or held.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "faults/clock_control.h"
+#include "faults/link_proxy.h"
+#include "lockimpl/env.h"
+#include "sim/engine/fault_spec.h"
+
+namespace lockbench {
+
+class Nemesis {
+public:
+    // Listens on `socket_path`; writes the fault log to `log_path`.
+    Nemesis(std::vector<FaultSpec> faults, std::filesystem::path socket_path, std::filesystem::path log_path);
+    ~Nemesis();
+    Nemesis(const Nemesis&) = delete;
+    Nemesis& operator=(const Nemesis&) = delete;
+
+    // Point names some fault is armed at: the clients report only these.
+    std::vector<std::string> armed_points() const;
+    // Whether some clock fault aims at clients / at lock nodes: they then run under the shim.
+    bool skews_clients() const;
+    bool skews_nodes() const;
+    // The clock controls of the clients and of the lock nodes, by index (before start()).
+    void set_clocks(std::vector<ClockControl*> clients, std::vector<ClockControl*> nodes);
+    // Whether some fault acts on links: the clients then reach every node through proxies.
+    bool needs_proxies() const;
+    // The proxies ("c<client>-n<node>", "c<client>-store") and the lock nodes (before start()).
+    // A node restarted by a crash fault is started from the fault thread, so it dies with
+    // that thread at stop(): after the clients are done, which is when nodes are let go.
+    void set_world(ProxyHub* proxies, std::vector<class RedisNode*> nodes);
+    const std::filesystem::path& socket_path() const { return socket_path_; }
+
+    // Starts the fault thread; clients[i] is client i's process id. Time-based faults count
+    // from `start_at_ns` (CLOCK_MONOTONIC).
+    void start(std::vector<pid_t> clients, long long start_at_ns);
+    // Heals every fault still in force (resumes paused clients, lets held ones go) and
+    // stops the thread.
+    void stop();
+
+    bool killed(int client) const;
+    // Per fault: its label and how often it fired, on which clients.
+    nlohmann::json report() const;
+    long long injected() const;
+
+private:
+    struct Armed;
+    struct Connection;
+    void loop();
+    void on_line(Connection& c, const std::string& line);
+    void on_reach(Connection& c, Point p);
+    bool fire(Armed& f, int client);
+    void let_go(int gone);
+    void run_timers(long long now_ns);
+    void reply(int client, const char* word);
+    void log(const char* type, const Armed& f, int client);
+
+    std::vector<Armed> faults_;
+    std::filesystem::path socket_path_;
+    int log_fd_ = -1;
+    int listen_fd_ = -1;
+    int wake_fd_[2] = {-1, -1};      // stop() writes here to end the loop
+    std::vector<pid_t> pids_;
+    std::vector<ClockControl*> client_clocks_, node_clocks_;
+    ProxyHub* proxies_ = nullptr;
+    std::vector<RedisNode*> nodes_;
+    void set_links(const FaultSpec& f, int client, bool heal);
+    std::vector<Connection> connections_;
+    struct Timer;
+    void end_fault(const Timer& t);
+    std::vector<Timer> timers_;
+    mutable std::mutex mutex_;       // guards the figures report() and killed() read
+    std::vector<bool> killed_;
+    std::thread thread_;
+    std::atomic<bool> running_{false};
+};
+
+// The client's side: reports armed points and waits for the answer.
+class PointGate {
+public:
+    // Connects to the nemesis; `armed` are the point names to report.
+    PointGate(const std::string& socket_path, int client, const std::vector<std::string>& armed);
+    ~PointGate();
+    void reached(Point p);
+
+private:
+    int fd_ = -1;
+    std::vector<std::string> armed_;
+    std::string buffer_;
+};
+
+}  // namespace lockbench

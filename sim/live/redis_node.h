@@ -1,0 +1,81 @@
+// A redis-server process that lockbench starts, owns and stops.
+//
+// Bound to 127.0.0.1 only, on a free port (or the one given), in its own directory under the
+// run's temporary folder, no persistence unless asked. start() returns once the server answers
+// PING. Nothing it starts outlives lockbench (see faults/process.h).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "faults/process.h"
+#include "sim/engine/persistence.h"
+
+namespace lockbench {
+
+struct RedisNodeConfig {
+    std::string name;                      // "lock0", "store": names the folder and errors
+    std::optional<int> port;               // none: a free port is found
+    Persistence persistence = Persistence::none;
+    std::vector<std::string> extra_args;   // more "--name value" pairs for redis-server
+    std::vector<std::string> extra_env;    // "NAME=value" for its environment (the clock shim)
+};
+
+class RedisNode {
+public:
+    // Throws std::runtime_error with one clear line: redis-server missing (names the fix:
+    // scripts/setup or apt-get install redis-server), port in use (names the port), or the
+    // server did not answer PING within the start timeout (quotes the last lines of its log).
+    RedisNode(RedisNodeConfig config, std::filesystem::path dir);
+    ~RedisNode();
+    RedisNode(RedisNode&&) noexcept = default;
+    RedisNode& operator=(RedisNode&&) noexcept = default;
+
+    void start();
+    void stop();                      // SHUTDOWN NOSAVE via SIGTERM; waits for exit
+    void kill();                      // SIGKILL, no chance to write anything
+    void pause();                     // SIGSTOP
+    void resume();                    // SIGCONT
+    // Starts it again on the same port; keep_data=false removes its data files first.
+    void restart(bool keep_data);
+    bool running();
+
+    int port() const { return port_; }
+    const std::string& name() const { return config_.name; }
+    const std::filesystem::path& dir() const { return dir_; }
+    std::filesystem::path log_path() const { return dir_ / "redis.log"; }
+    pid_t pid() const { return process_.pid(); }
+
+private:
+    void start_on_free_port(const std::string& binary);
+    void start_on_known_port(const std::string& binary);
+    bool launch(const std::string& binary);
+    SpawnOptions spawn_options(const std::string& binary) const;
+    std::runtime_error start_failure(const std::string& what, std::uintmax_t log_offset) const;
+    std::runtime_error port_in_use_error(int port) const;
+
+    RedisNodeConfig config_;
+    std::filesystem::path dir_;
+    int port_ = 0;
+    ChildProcess process_;
+};
+
+// The path of the redis-server binary: $LOCKBENCH_REDIS_SERVER if set, else PATH lookup.
+// Throws one clear line if there is none.
+std::string redis_server_binary();
+
+// The last `count` non-empty lines of a server's log file, joined by " | ": an error that
+// quotes it stays one line and outlives the run's temporary folder.
+std::string log_tail(const std::filesystem::path& log, int count = 3);
+
+// A TCP port on 127.0.0.1 that nothing listens on right now.
+int find_free_port();
+// True if something already listens on 127.0.0.1:port.
+bool port_in_use(int port);
+
+}  // namespace lockbench

@@ -1,0 +1,142 @@
+#include "sim/virtual/world.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <exception>
+#include <stdexcept>
+#include <utility>
+
+namespace lockbench::sim {
+
+World::World(std::uint64_t seed) : random_(seed) {}
+
+World::~World() {
+    // Fibers still blocked are abandoned with their stacks: nothing on them owns anything
+    // outside the world (their objects are destroyed with the world's owners).
+}
+
+void World::at(VTime t, std::function<void()> f) {
+    if (t < now_) t = now_;
+    events_.push(Event{t, seq_++, std::move(f)});
+}
+
+Fiber* World::spawn(std::string name, std::function<void()> body, std::size_t stack_bytes) {
+    auto fiber = std::make_unique<Fiber>();
+    Fiber* f = fiber.get();
+    f->name_ = std::move(name);
+    f->body_ = std::move(body);
+    f->stack_.reset(new char[stack_bytes]);
+    getcontext(&f->context_);
+    f->context_.uc_stack.ss_sp = f->stack_.get();
+    f->context_.uc_stack.ss_size = stack_bytes;
+    f->context_.uc_link = &world_context_;
+    const auto p = reinterpret_cast<std::uintptr_t>(this);
+    makecontext(&f->context_, reinterpret_cast<void (*)()>(&World::trampoline), 2,
+                static_cast<unsigned>(p & 0xffffffffu), static_cast<unsigned>(p >> 32));
+    fibers_.push_back(std::move(fiber));
+    f->waiting_ = true;
+    const std::uint64_t token = ++f->wake_id_;
+    at(now_, [this, f, token] { wake(f, token); });
+    return f;
+}
+
+// The first frame of every fiber: runs the body and catches the kill that unwinds it.
+void World::trampoline(unsigned lo, unsigned hi) {
+    World* w = reinterpret_cast<World*>(static_cast<std::uintptr_t>(lo) | (static_cast<std::uintptr_t>(hi) << 32));
+    Fiber* f = w->current_;
+    try {
+        if (!f->killed_) f->body_();
+    } catch (const FiberKilled&) {
+    } catch (...) {
+        f->error_ = std::current_exception();  // rethrown by resume(), on the world's stack
+    }
+    f->finished_ = true;
+    // Returning switches to uc_link: the world.
+}
+
+std::uint64_t World::prepare_wait() {
+    Fiber* f = current_;
+    if (!f) throw std::logic_error("World::prepare_wait outside a fiber");
+    return ++f->wake_id_;
+}
+
+void World::wait() {
+    Fiber* f = current_;
+    if (f->killed_) {
+        if (std::uncaught_exceptions() > 0) return;  // unwinding: nothing may block now
+        throw FiberKilled{};
+    }
+    f->waiting_ = true;
+    yield_to_world();
+}
+
+void World::wake(Fiber* f, std::uint64_t token) {
+    if (!f || f->finished_ || !f->waiting_ || token != f->wake_id_) return;
+    f->waiting_ = false;
+    resume(f);
+}
+
+void World::sleep_until(VTime t) {
+    Fiber* f = current_;
+    const std::uint64_t token = prepare_wait();
+    at(t, [this, f, token] { wake(f, token); });
+    wait();
+}
+
+void World::kill(Fiber* f) {
+    if (!f || f->finished_) return;
+    f->killed_ = true;
+    if (f == current_) throw FiberKilled{};
+    // Let it unwind now, from the world, so that its destructors run in order.
+    if (f->waiting_) {
+        f->waiting_ = false;
+        ++f->wake_id_;
+        at(now_, [this, f] { resume(f); });
+    }
+}
+
+void World::resume(Fiber* f) {
+    current_ = f;
+    swapcontext(&world_context_, &f->context_);
+    current_ = nullptr;
+    if (f->finished_) f->stack_.reset();  // back on the world's stack: its own can go
+    if (f->error_) std::rethrow_exception(std::exchange(f->error_, nullptr));
+}
+
+void World::yield_to_world() {
+    Fiber* f = current_;
+    swapcontext(&f->context_, &world_context_);
+    // Back in the fiber, made current again by resume().
+    if (f->killed_) throw FiberKilled{};
+}
+
+std::size_t World::end_all() {
+    std::size_t n = 0;
+    for (auto& f : fibers_)
+        if (!f->finished_) {
+            kill(f.get());
+            ++n;
+        }
+    // Runs what is due now (the kills' resumptions among it) until every fiber has unwound;
+    // anything later stays unrun.
+    while (n && !events_.empty()) {
+        Event e = std::move(const_cast<Event&>(events_.top()));
+        events_.pop();
+        if (e.t == now_) e.f();
+        if (std::ranges::all_of(fibers_, [](const auto& x) { return x->finished_; })) break;
+    }
+    return n;
+}
+
+void World::run(VTime until) {
+    while (!events_.empty() && events_.top().t <= until) {
+        Event e = std::move(const_cast<Event&>(events_.top()));
+        events_.pop();
+        now_ = e.t;
+        ++events_run_;
+        e.f();
+    }
+    if (now_ < until && events_.empty()) now_ = until;
+}
+
+}  // namespace lockbench::sim

@@ -1,0 +1,113 @@
+// The layers hold: every #include "..." in the project's sources points at its own layer or one
+// below it, and the two worlds never include each other (README: Architecture):
+//
+//   cli ─► sim/harness ─► sim/live ────┐
+//                     └─► sim/virtual ─┴─► sim/engine ─► lockimpl, analysis, faults
+//
+// The CMake libraries link the same way; this test catches the include that would compile
+// anyway because every header sits under one include folder.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Each layer (a folder under the project's root) and the layers its files may include.
+const std::map<std::string, std::set<std::string>>& allowed() {
+    static const std::map<std::string, std::set<std::string>> rules = {
+        {"lockimpl", {"lockimpl"}},
+        {"analysis", {"analysis"}},
+        {"faults", {"faults"}},
+        {"sim/engine", {"sim/engine", "lockimpl", "analysis", "faults"}},
+        {"sim/live", {"sim/live", "sim/engine", "lockimpl", "analysis", "faults"}},
+        {"sim/virtual", {"sim/virtual", "sim/engine", "lockimpl", "analysis", "faults"}},
+        {"sim/harness", {"sim/harness", "sim/live", "sim/virtual", "sim/engine", "lockimpl", "analysis", "faults"}},
+        {"cli", {"cli", "sim/harness", "sim/live", "sim/virtual", "sim/engine", "lockimpl", "analysis", "faults"}},
+    };
+    return rules;
+}
+
+// The layer an included path ("sim/live/nemesis.h") lies in: the longest rule folder it starts with.
+std::string layer_of(const std::string& path) {
+    std::string best;
+    for (const auto& [layer, _] : allowed())
+        if (path.starts_with(layer + "/") && layer.size() > best.size()) best = layer;
+    return best.empty() ? path.substr(0, path.find('/')) : best;
+}
+
+// Every include in `text` (a file of `layer`) that its layer may not make, as "line N: path".
+std::vector<std::string> violations(const std::string& layer, const std::string& text) {
+    static const std::regex include(R"(^\s*#\s*include\s*"([^"]+)\")");
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n) {
+        std::smatch m;
+        if (!std::regex_search(line, m, include)) continue;
+        const std::string target = layer_of(m[1].str());
+        if (!allowed().at(layer).contains(target))
+            out.push_back("line " + std::to_string(n) + ": " + m[1].str() + " (" + layer + " may not include " + target + ")");
+    }
+    return out;
+}
+
+std::string read(const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+bool is_source(const fs::path& p) {
+    const std::string ext = p.extension().string();
+    return ext == ".h" || ext == ".cpp" || ext == ".c";
+}
+
+const fs::path kRoot = LOCKBENCH_SOURCE_DIR;
+
+TEST(Layering, EveryIncludePointsDownOrWithinItsLayer) {
+    int files = 0;
+    for (const auto& [layer, _] : allowed()) {
+        for (const auto& e : fs::directory_iterator(kRoot / layer)) {
+            if (!e.is_regular_file() || !is_source(e.path())) continue;
+            for (const std::string& v : violations(layer, read(e.path())))
+                ADD_FAILURE() << fs::relative(e.path(), kRoot).string() << ": " << v;
+            ++files;
+        }
+    }
+    EXPECT_GE(files, 60) << "the layers should hold the project's sources";
+}
+
+// A file straight under sim/, or a new folder there, would belong to no layer.
+TEST(Layering, SimHoldsOnlyItsLayers) {
+    for (const auto& e : fs::directory_iterator(kRoot / "sim")) {
+        const std::string rel = fs::relative(e.path(), kRoot).string();
+        EXPECT_TRUE(e.is_directory() && allowed().contains(rel))
+            << rel << " is not in a layer: put it in sim/engine, sim/live, sim/virtual or sim/harness "
+            << "(or add the layer to tests/layering_test.cpp and the CMake libraries)";
+    }
+}
+
+// The rule itself catches what it must: an upward include, one across the worlds, and a file
+// that leaves its layer by a path the rules do not know.
+TEST(Layering, TheRuleRefusesUpwardAndSidewaysIncludes) {
+    EXPECT_EQ(violations("sim/engine", "#include \"sim/live/nemesis.h\"\n").size(), 1u);
+    EXPECT_EQ(violations("sim/virtual", "#include <vector>\n  #include \"sim/live/live_env.h\"\n").size(), 1u);
+    EXPECT_EQ(violations("sim/live", "#include \"sim/virtual/world.h\"\n").size(), 1u);
+    EXPECT_EQ(violations("faults", "#include \"sim/live/live_env.h\"\n").size(), 1u);
+    EXPECT_EQ(violations("lockimpl", "#include \"sim/engine/store.h\"\n").size(), 1u);
+    EXPECT_EQ(violations("sim/engine", "#include \"sim/stray.h\"\n").size(), 1u);
+    EXPECT_TRUE(violations("sim/harness", "#include \"sim/live/live_run.h\"\n#include \"sim/virtual/sim_run.h\"\n").empty());
+    EXPECT_TRUE(violations("sim/live", "#include \"sim/engine/scenario.h\"\n#include \"faults/process.h\"\n").empty());
+}
+
+}  // namespace

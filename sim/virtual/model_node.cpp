@@ -270,157 +270,210 @@ Value ModelNode::execute(const Command& cmd, long long now_ms, std::string* erro
     }
 }
 
+// The commands the model knows, as Redis names them (lower case).
 Value ModelNode::run(const Command& cmd) {
-    const std::string name = lower(cmd.args[0]);
-    const auto& a = cmd.args;
-    const auto string_of = [&](const std::string& key) -> Entry* {
-        Entry* e = lookup(key);
-        if (e && e->type != Entry::Type::string) fail(kWrongType);
-        return e;
+    using Handler = Value (ModelNode::*)(const Command&);
+    static const std::unordered_map<std::string, Handler> commands = {
+        {"ping", &ModelNode::cmd_ping},
+        {"get", &ModelNode::cmd_get},
+        {"set", &ModelNode::cmd_set},
+        {"setnx", &ModelNode::cmd_setnx},
+        {"getset", &ModelNode::cmd_getset},
+        {"del", &ModelNode::cmd_del_or_exists},
+        {"exists", &ModelNode::cmd_del_or_exists},
+        {"expire", &ModelNode::cmd_expire},
+        {"pexpire", &ModelNode::cmd_expire},
+        {"pttl", &ModelNode::cmd_ttl},
+        {"ttl", &ModelNode::cmd_ttl},
+        {"incr", &ModelNode::cmd_incr},
+        {"hincrby", &ModelNode::cmd_hash},
+        {"hexists", &ModelNode::cmd_hash},
+        {"hget", &ModelNode::cmd_hash},
+        {"rpush", &ModelNode::cmd_list},
+        {"llen", &ModelNode::cmd_list},
+        {"lrange", &ModelNode::cmd_list},
+        {"time", &ModelNode::cmd_time},
+        {"flushall", &ModelNode::cmd_flushall},
+        {"eval", &ModelNode::eval},
     };
-    if (name == "ping") return status("PONG");
-    if (name == "get") {
-        arity(cmd, 2, 2);
-        const Entry* e = string_of(a[1]);
-        return e ? bulk(e->str) : nil();
+    const auto it = commands.find(lower(cmd.args[0]));
+    if (it == commands.end()) fail("ERR unknown command '" + cmd.args[0] + "'");
+    return (this->*it->second)(cmd);
+}
+
+ModelNode::Entry* ModelNode::string_entry(const std::string& key) {
+    Entry* e = lookup(key);
+    if (e && e->type != Entry::Type::string) fail(kWrongType);
+    return e;
+}
+
+Value ModelNode::cmd_ping(const Command&) { return status("PONG"); }
+
+Value ModelNode::cmd_get(const Command& cmd) {
+    const auto& a = cmd.args;
+    arity(cmd, 2, 2);
+    const Entry* e = string_entry(a[1]);
+    return e ? bulk(e->str) : nil();
+}
+
+Value ModelNode::cmd_set(const Command& cmd) {
+    const auto& a = cmd.args;
+    arity(cmd, 3);
+    bool nx = false, xx = false;
+    std::optional<long long> ttl_ms;
+    for (std::size_t i = 3; i < a.size(); ++i) {
+        const std::string opt = lower(a[i]);
+        if (opt == "nx" && !xx) nx = true;
+        else if (opt == "xx" && !nx) xx = true;
+        else if ((opt == "px" || opt == "ex") && !ttl_ms && i + 1 < a.size()) {
+            const long long v = to_integer(a[++i]);
+            if (v <= 0) fail("ERR invalid expire time in 'set' command");
+            ttl_ms = opt == "px" ? v : v * 1000;
+        } else fail("ERR syntax error");
     }
-    if (name == "set") {
-        arity(cmd, 3);
-        bool nx = false, xx = false;
-        std::optional<long long> ttl_ms;
-        for (std::size_t i = 3; i < a.size(); ++i) {
-            const std::string opt = lower(a[i]);
-            if (opt == "nx" && !xx) nx = true;
-            else if (opt == "xx" && !nx) xx = true;
-            else if ((opt == "px" || opt == "ex") && !ttl_ms && i + 1 < a.size()) {
-                const long long v = to_integer(a[++i]);
-                if (v <= 0) fail("ERR invalid expire time in 'set' command");
-                ttl_ms = opt == "px" ? v : v * 1000;
-            } else fail("ERR syntax error");
+    const bool exists = lookup(a[1]) != nullptr;
+    if ((nx && exists) || (xx && !exists)) return nil();
+    Entry e;
+    e.str = a[2];
+    if (ttl_ms) e.expire_at_ms = now_ms_ + *ttl_ms;
+    data_[a[1]] = std::move(e);
+    touch(a[1]);
+    return status("OK");
+}
+
+Value ModelNode::cmd_setnx(const Command& cmd) {
+    const auto& a = cmd.args;
+    arity(cmd, 3, 3);
+    if (lookup(a[1])) return integer(0);
+    data_[a[1]] = Entry{Entry::Type::string, a[2], {}, {}, std::nullopt};
+    touch(a[1]);
+    return integer(1);
+}
+
+Value ModelNode::cmd_getset(const Command& cmd) {
+    const auto& a = cmd.args;
+    arity(cmd, 3, 3);
+    const Entry* e = string_entry(a[1]);
+    Value old = e ? bulk(e->str) : nil();
+    data_[a[1]] = Entry{Entry::Type::string, a[2], {}, {}, std::nullopt};
+    touch(a[1]);
+    return old;
+}
+
+Value ModelNode::cmd_del_or_exists(const Command& cmd) {
+    const auto& a = cmd.args;
+    const std::string name = lower(cmd.args[0]);
+    arity(cmd, 2);
+    long long n = 0;
+    for (std::size_t i = 1; i < a.size(); ++i) {
+        if (!lookup(a[i])) continue;
+        ++n;
+        if (name == "del") {
+            data_.erase(a[i]);
+            touch(a[i]);
         }
-        const bool exists = lookup(a[1]) != nullptr;
-        if ((nx && exists) || (xx && !exists)) return nil();
-        Entry e;
-        e.str = a[2];
-        if (ttl_ms) e.expire_at_ms = now_ms_ + *ttl_ms;
-        data_[a[1]] = std::move(e);
-        touch(a[1]);
-        return status("OK");
     }
-    if (name == "setnx") {
-        arity(cmd, 3, 3);
-        if (lookup(a[1])) return integer(0);
-        data_[a[1]] = Entry{Entry::Type::string, a[2], {}, {}, std::nullopt};
-        touch(a[1]);
-        return integer(1);
+    return integer(n);
+}
+
+Value ModelNode::cmd_expire(const Command& cmd) {
+    const auto& a = cmd.args;
+    const std::string name = lower(cmd.args[0]);
+    arity(cmd, 3, 3);
+    const long long v = to_integer(a[2]);
+    Entry* e = lookup(a[1]);
+    if (!e) return integer(0);
+    const long long when = now_ms_ + (name == "expire" ? v * 1000 : v);
+    if (when <= now_ms_) data_.erase(a[1]);  // already expired: deleted at once
+    else e->expire_at_ms = when;
+    touch(a[1]);
+    return integer(1);
+}
+
+Value ModelNode::cmd_ttl(const Command& cmd) {
+    const auto& a = cmd.args;
+    const std::string name = lower(cmd.args[0]);
+    arity(cmd, 2, 2);
+    const Entry* e = lookup(a[1]);
+    if (!e) return integer(-2);
+    if (!e->expire_at_ms) return integer(-1);
+    const long long left = std::max(0LL, *e->expire_at_ms - now_ms_);
+    return integer(name == "pttl" ? left : (left + 500) / 1000);
+}
+
+Value ModelNode::cmd_incr(const Command& cmd) {
+    const auto& a = cmd.args;
+    arity(cmd, 2, 2);
+    Entry* e = string_entry(a[1]);
+    long long v = 0;
+    if (__builtin_add_overflow(e ? to_integer(e->str) : 0LL, 1LL, &v)) fail("ERR increment or decrement would overflow");
+    if (!e) e = &(data_[a[1]] = Entry{});
+    e->str = std::to_string(v);
+    touch(a[1]);
+    return integer(v);
+}
+
+Value ModelNode::cmd_hash(const Command& cmd) {
+    const auto& a = cmd.args;
+    const std::string name = lower(cmd.args[0]);
+    arity(cmd, name == "hincrby" ? 4 : 3, name == "hincrby" ? 4 : 3);
+    Entry* e = lookup(a[1]);
+    if (e && e->type != Entry::Type::hash) fail(kWrongType);
+    if (name == "hexists") return integer(e && e->hash.contains(a[2]) ? 1 : 0);
+    if (name == "hget") return e && e->hash.contains(a[2]) ? bulk(e->hash.at(a[2])) : nil();
+    const long long by = to_integer(a[3]);
+    long long v = 0;
+    if (e && e->hash.contains(a[2])) v = to_integer(e->hash.at(a[2]), "hash value is not an integer");
+    long long sum = 0;
+    if (__builtin_add_overflow(v, by, &sum)) fail("ERR increment or decrement would overflow");
+    if (!e) {
+        e = &(data_[a[1]] = Entry{});
+        e->type = Entry::Type::hash;
     }
-    if (name == "getset") {
-        arity(cmd, 3, 3);
-        const Entry* e = string_of(a[1]);
-        Value old = e ? bulk(e->str) : nil();
-        data_[a[1]] = Entry{Entry::Type::string, a[2], {}, {}, std::nullopt};
-        touch(a[1]);
-        return old;
-    }
-    if (name == "del" || name == "exists") {
-        arity(cmd, 2);
-        long long n = 0;
-        for (std::size_t i = 1; i < a.size(); ++i) {
-            if (!lookup(a[i])) continue;
-            ++n;
-            if (name == "del") {
-                data_.erase(a[i]);
-                touch(a[i]);
-            }
-        }
-        return integer(n);
-    }
-    if (name == "expire" || name == "pexpire") {
-        arity(cmd, 3, 3);
-        const long long v = to_integer(a[2]);
-        Entry* e = lookup(a[1]);
-        if (!e) return integer(0);
-        const long long when = now_ms_ + (name == "expire" ? v * 1000 : v);
-        if (when <= now_ms_) data_.erase(a[1]);  // already expired: deleted at once
-        else e->expire_at_ms = when;
-        touch(a[1]);
-        return integer(1);
-    }
-    if (name == "pttl" || name == "ttl") {
-        arity(cmd, 2, 2);
-        const Entry* e = lookup(a[1]);
-        if (!e) return integer(-2);
-        if (!e->expire_at_ms) return integer(-1);
-        const long long left = std::max(0LL, *e->expire_at_ms - now_ms_);
-        return integer(name == "pttl" ? left : (left + 500) / 1000);
-    }
-    if (name == "incr") {
-        arity(cmd, 2, 2);
-        Entry* e = string_of(a[1]);
-        long long v = 0;
-        if (__builtin_add_overflow(e ? to_integer(e->str) : 0LL, 1LL, &v)) fail("ERR increment or decrement would overflow");
-        if (!e) e = &(data_[a[1]] = Entry{});
-        e->str = std::to_string(v);
-        touch(a[1]);
-        return integer(v);
-    }
-    if (name == "hincrby" || name == "hexists" || name == "hget") {
-        arity(cmd, name == "hincrby" ? 4 : 3, name == "hincrby" ? 4 : 3);
-        Entry* e = lookup(a[1]);
-        if (e && e->type != Entry::Type::hash) fail(kWrongType);
-        if (name == "hexists") return integer(e && e->hash.contains(a[2]) ? 1 : 0);
-        if (name == "hget") return e && e->hash.contains(a[2]) ? bulk(e->hash.at(a[2])) : nil();
-        const long long by = to_integer(a[3]);
-        long long v = 0;
-        if (e && e->hash.contains(a[2])) v = to_integer(e->hash.at(a[2]), "hash value is not an integer");
-        long long sum = 0;
-        if (__builtin_add_overflow(v, by, &sum)) fail("ERR increment or decrement would overflow");
-        if (!e) {
-            e = &(data_[a[1]] = Entry{});
-            e->type = Entry::Type::hash;
-        }
-        e->hash[a[2]] = std::to_string(sum);
-        touch(a[1]);
-        return integer(sum);
-    }
-    if (name == "rpush" || name == "llen" || name == "lrange") {
-        arity(cmd, name == "llen" ? 2 : name == "lrange" ? 4 : 3, name == "llen" ? 2 : name == "lrange" ? 4 : SIZE_MAX);
-        Entry* e = lookup(a[1]);
-        if (e && e->type != Entry::Type::list) fail(kWrongType);
-        if (name == "llen") return integer(e ? static_cast<long long>(e->list.size()) : 0);
-        if (name == "lrange") {
-            Value out;
-            out.type = Value::Type::array;
-            if (!e) return out;
-            const long long n = static_cast<long long>(e->list.size());
-            long long from = to_integer(a[2]), to = to_integer(a[3]);
-            if (from < 0) from = std::max(0LL, n + from);
-            if (to < 0) to = n + to;
-            to = std::min(to, n - 1);
-            for (long long i = from; i <= to; ++i) out.elements.push_back(bulk(e->list[static_cast<std::size_t>(i)]));
-            return out;
-        }
-        if (!e) {
-            e = &(data_[a[1]] = Entry{});
-            e->type = Entry::Type::list;
-        }
-        for (std::size_t i = 2; i < a.size(); ++i) e->list.push_back(a[i]);
-        touch(a[1]);
-        return integer(static_cast<long long>(e->list.size()));
-    }
-    if (name == "time") {
+    e->hash[a[2]] = std::to_string(sum);
+    touch(a[1]);
+    return integer(sum);
+}
+
+Value ModelNode::cmd_list(const Command& cmd) {
+    const auto& a = cmd.args;
+    const std::string name = lower(cmd.args[0]);
+    arity(cmd, name == "llen" ? 2 : name == "lrange" ? 4 : 3, name == "llen" ? 2 : name == "lrange" ? 4 : SIZE_MAX);
+    Entry* e = lookup(a[1]);
+    if (e && e->type != Entry::Type::list) fail(kWrongType);
+    if (name == "llen") return integer(e ? static_cast<long long>(e->list.size()) : 0);
+    if (name == "lrange") {
         Value out;
         out.type = Value::Type::array;
-        out.elements = {bulk(std::to_string(now_ms_ / 1000)), bulk(std::to_string((now_ms_ % 1000) * 1000))};
+        if (!e) return out;
+        const long long n = static_cast<long long>(e->list.size());
+        long long from = to_integer(a[2]), to = to_integer(a[3]);
+        if (from < 0) from = std::max(0LL, n + from);
+        if (to < 0) to = n + to;
+        to = std::min(to, n - 1);
+        for (long long i = from; i <= to; ++i) out.elements.push_back(bulk(e->list[static_cast<std::size_t>(i)]));
         return out;
     }
-    if (name == "flushall") {
-        for (const auto& [k, v] : data_) touch(k);
-        data_.clear();
-        return status("OK");
+    if (!e) {
+        e = &(data_[a[1]] = Entry{});
+        e->type = Entry::Type::list;
     }
-    if (name == "eval") return eval(cmd);
-    fail("ERR unknown command '" + cmd.args[0] + "'");
+    for (std::size_t i = 2; i < a.size(); ++i) e->list.push_back(a[i]);
+    touch(a[1]);
+    return integer(static_cast<long long>(e->list.size()));
+}
+
+Value ModelNode::cmd_time(const Command&) {
+    Value out;
+    out.type = Value::Type::array;
+    out.elements = {bulk(std::to_string(now_ms_ / 1000)), bulk(std::to_string((now_ms_ % 1000) * 1000))};
+    return out;
+}
+
+Value ModelNode::cmd_flushall(const Command&) {
+    for (const auto& [k, v] : data_) touch(k);
+    data_.clear();
+    return status("OK");
 }
 
 Value ModelNode::eval(const Command& cmd) {

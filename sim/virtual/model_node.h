@@ -63,6 +63,21 @@ private:
         if (tracking_) dirty_.push_back(key);
     }
     Value run(const Command& cmd);
+    Entry* string_entry(const std::string& key);  // WRONGTYPE if it holds another type
+    // One member a command (run() dispatches by name).
+    Value cmd_ping(const Command& cmd);
+    Value cmd_get(const Command& cmd);
+    Value cmd_set(const Command& cmd);
+    Value cmd_setnx(const Command& cmd);
+    Value cmd_getset(const Command& cmd);
+    Value cmd_del_or_exists(const Command& cmd);
+    Value cmd_expire(const Command& cmd);
+    Value cmd_ttl(const Command& cmd);
+    Value cmd_incr(const Command& cmd);
+    Value cmd_hash(const Command& cmd);
+    Value cmd_list(const Command& cmd);
+    Value cmd_time(const Command& cmd);
+    Value cmd_flushall(const Command& cmd);
     Value eval(const Command& cmd);
     friend bool redis_call(lua_State* L, ModelNode* node, char* err, std::size_t err_size);
 

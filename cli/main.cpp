@@ -6,7 +6,9 @@
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
+#include <functional>
 #include <iostream>
+#include <memory>
 
 #include "faults/process.h"
 #include "lockimpl/registry.h"
@@ -38,12 +40,21 @@ fs::path source_dir() {
     return LOCKBENCH_SOURCE_DIR;
 }
 
-int cmd_run(const std::string& file, std::optional<std::string> out, std::optional<std::uint64_t> seed,
-            const std::vector<std::string>& only, const std::string& backend) {
-    Scenario s = load_scenario(file);
-    select_runs(s, only);
-    RunOptions opts{out ? fs::path(*out) : fs::path("results") / s.name, seed, self_exe(), true, source_dir(),
-                    backend == "sim"};
+// What each subcommand's options fill in (add_run and the like below declare them): one
+// struct per subcommand, so that no two subcommands write into one variable.
+struct RunArgs {
+    std::string scenario;
+    std::optional<std::string> out;
+    std::optional<std::uint64_t> seed;
+    std::vector<std::string> only;
+    std::string backend = "live";
+};
+
+int cmd_run(const RunArgs& a) {
+    Scenario s = load_scenario(a.scenario);
+    select_runs(s, a.only);
+    RunOptions opts{a.out ? fs::path(*a.out) : fs::path("results") / s.name, a.seed, self_exe(), true, source_dir(),
+                    a.backend == "sim"};
     const auto locks = lock_folders(opts.out, {});
     const nlohmann::json summary = run_scenario(s, opts);
     std::cout << format_table(summary);
@@ -67,6 +78,105 @@ int finish_matrix(const nlohmann::json& summary, const fs::path& out) {
     std::cout << "summary: " << (out / "summary.json").string() << "\n";
     std::cout << "report:  lockbench report " << out.string() << "\n";
     return matrix_exit_code(summary);
+}
+
+// What `matrix` and `sweep` share; each declares these options with its own help text.
+struct CellArgs {
+    std::vector<std::string> only;
+    int repeat = 1;
+    std::optional<std::string> out;
+    std::string shard = "0/1";
+    std::string backend = "live";
+    std::optional<double> budget_s;
+};
+
+MatrixSpec on_backend(MatrixSpec spec, const std::string& backend) {
+    if (backend == "sim") spec = simulated(std::move(spec));
+    return spec;
+}
+
+// Runs the shard's cells of `spec` into the tree `out`, which stays locked until they end.
+int run_cells(const MatrixSpec& spec, const fs::path& out, const CellArgs& a) {
+    const auto locks = lock_folders(out, {});
+    return finish_matrix(run_matrix(spec, {out, parse_shard(a.shard), self_exe(), true, source_dir(), a.budget_s}), out);
+}
+
+struct MatrixArgs : CellArgs {
+    std::vector<std::string> scenarios;
+};
+
+int cmd_matrix(const MatrixArgs& a) {
+    const MatrixSpec spec = on_backend(matrix_spec(catalog_files(a.scenarios), a.only, a.repeat), a.backend);
+    return run_cells(spec, a.out ? fs::path(*a.out) : fs::path("results/matrix"), a);
+}
+
+struct SweepArgs : CellArgs {
+    std::string scenario, param;
+    int steps = 0;
+};
+
+int cmd_sweep(const SweepArgs& a) {
+    const MatrixSpec spec =
+        on_backend(sweep_spec(a.scenario, parse_sweep_param(a.param), a.steps, a.only, a.repeat), a.backend);
+    const fs::path out = a.out ? fs::path(*a.out)
+                               : fs::path("results") / ("sweep-" + spec.json.at("sweep").at("scenario").get<std::string>());
+    return run_cells(spec, out, a);
+}
+
+struct MergeArgs {
+    std::string out;
+    std::vector<std::string> trees;
+    bool allow_incomplete = false;
+};
+
+int cmd_merge(const MergeArgs& a) {
+    std::vector<fs::path> paths(a.trees.begin(), a.trees.end());
+    const auto locks = lock_folders(a.out, paths);
+    const nlohmann::json summary = merge_results(a.out, paths, a.allow_incomplete);
+    const auto& incomplete = summary.at("incomplete_cells");
+    std::cerr << "lockbench: merged " << paths.size() << " trees into " << a.out << ": "
+              << summary.at("cells").size() - incomplete.size() << " of " << summary.at("cells").size()
+              << " cells complete";
+    if (!incomplete.empty())
+        std::cerr << "; " << incomplete.size() << " incomplete, listed in summary.json (incomplete_cells)";
+    std::cerr << "\n";
+    return finish_matrix(summary, a.out);
+}
+
+struct ExploreArgs {
+    std::string scenario;
+    std::vector<std::string> only;
+    long long schedules = 1000;
+    std::uint64_t seed = 1;
+    std::optional<std::string> out;
+    std::optional<std::uint64_t> replay_seed;
+    bool first_only = false;
+};
+
+int cmd_replay(const sim::ExploreOptions& o, const std::vector<std::string>& only, std::uint64_t seed) {
+    if (only.size() != 1) throw std::runtime_error("--replay needs one --algorithm: the run's name");
+    const nlohmann::json summary = sim::replay(o, only.front(), seed);
+    std::cout << format_table(summary);
+    std::cout << "replayed into " << (o.out / "run").string() << " (scenario: " << (o.out / "scenario.json").string()
+              << ")\n";
+    return 0;
+}
+
+int cmd_explore(const ExploreArgs& a) {
+    const Scenario s = load_scenario(a.scenario);
+    sim::ExploreOptions o{a.scenario, a.only, a.schedules, a.seed,
+                          a.out ? fs::path(*a.out) : fs::path("results") / ("explore-" + s.name), true, a.first_only};
+    const auto locks = lock_folders(o.out, {});
+    if (a.replay_seed) return cmd_replay(o, a.only, *a.replay_seed);
+    const nlohmann::json r = sim::explore(o);
+    std::cout << "explore: " << r.at("schedules_run") << " schedules in " << r.at("wall_s").get<double>() << " s, "
+              << r.at("violations_found") << " violating run(s) found and shrunk\n";
+    for (const auto& v : r.at("violations"))
+        std::cout << "  " << v.at("run").get<std::string>() << ": " << v.at("violation").get<std::string>()
+                  << " in schedule " << v.at("schedule_seed") << " after " << v.at("found_after_s").get<double>()
+                  << " s; witness " << (o.out / v.at("witness").at("scenario").get<std::string>()).string() << "\n";
+    std::cout << "explore.json: " << (o.out / "explore.json").string() << "\n";
+    return 0;
 }
 
 // `report` writes into DIR and reads DIR's trees (DIR itself, or its subfolders that hold
@@ -148,141 +258,127 @@ int cmd_list() {
     return 0;
 }
 
+// ---- The subcommands: each declares its options and says how it runs ------------------------
+
+// A subcommand as main() sees it: whether the command line named it, and how to run it. The
+// options it declared write into arguments the runner owns, so they live as long as it does.
+struct Subcommand {
+    CLI::App* sub;
+    std::function<int()> run;
+};
+
+Subcommand add_run(CLI::App& app) {
+    auto a = std::make_shared<RunArgs>();
+    CLI::App* run = app.add_subcommand("run", "run every algorithm a scenario names and check the results");
+    run->add_option("scenario", a->scenario, "scenario file (JSON)")->required();
+    run->add_option("--out", a->out, "results folder (default: results/<scenario name>)");
+    run->add_option("--seed", a->seed, "seed (default: the scenario's)");
+    run->add_option("--algorithm", a->only, "only runs of this algorithm or run name (repeatable)");
+    run->add_option("--backend", a->backend, "live: real redis-servers and processes; sim: the deterministic simulator")
+        ->check(CLI::IsMember({"live", "sim"}));
+    return {run, [a] { return cmd_run(*a); }};
+}
+
+Subcommand add_check(CLI::App& app) {
+    auto dir = std::make_shared<std::string>();
+    CLI::App* check = app.add_subcommand("check", "re-run the checker on a results folder");
+    check->add_option("dir", *dir, "results folder written by `lockbench run`")->required();
+    return {check, [dir] { return cmd_check(*dir); }};
+}
+
+Subcommand add_matrix(CLI::App& app) {
+    auto a = std::make_shared<MatrixArgs>();
+    CLI::App* matrix = app.add_subcommand("matrix", "run every (scenario, algorithm) cell N times into one results tree");
+    matrix->add_option("scenarios", a->scenarios, "scenario files (default: every file in scenarios/)");
+    matrix->add_option("--algorithm", a->only, "only runs of this algorithm or run name (repeatable)");
+    matrix->add_option("--repeat", a->repeat, "repetitions per cell, seeds s, s+1, ... (default 1)");
+    matrix->add_option("--out", a->out, "results tree (default: results/matrix); run again to resume");
+    matrix->add_option("--shard", a->shard, "run only the cells whose index is I modulo N (I/N)");
+    matrix->add_option("--backend", a->backend, "live (default) or sim: the deterministic simulator")
+        ->check(CLI::IsMember({"live", "sim"}));
+    matrix->add_option("--time-budget-s", a->budget_s, "start another round of repetitions only if it ends within this "
+                       "many seconds of the start (every cell runs at least once)")->check(CLI::PositiveNumber);
+    return {matrix, [a] { return cmd_matrix(*a); }};
+}
+
+Subcommand add_sweep(CLI::App& app) {
+    auto a = std::make_shared<SweepArgs>();
+    CLI::App* sweep = app.add_subcommand("sweep", "vary one numeric field of a scenario and run each step N times");
+    sweep->add_option("scenario", a->scenario, "scenario file (JSON)")->required();
+    sweep->add_option("--param", a->param, "PATH=FROM..TO, e.g. faults.0.duration_ms=100..700")->required();
+    sweep->add_option("--steps", a->steps, "values from FROM to TO, evenly spaced")->required();
+    sweep->add_option("--algorithm", a->only, "only runs of this algorithm or run name (repeatable)");
+    sweep->add_option("--repeat", a->repeat, "repetitions per step and run (default 1)");
+    sweep->add_option("--out", a->out, "results tree (default: results/sweep-<scenario>); run again to resume");
+    sweep->add_option("--shard", a->shard, "run only the cells whose index is I modulo N (I/N)");
+    sweep->add_option("--backend", a->backend, "live (default) or sim: the deterministic simulator")
+        ->check(CLI::IsMember({"live", "sim"}));
+    sweep->add_option("--time-budget-s", a->budget_s, "as for matrix")->check(CLI::PositiveNumber);
+    return {sweep, [a] { return cmd_sweep(*a); }};
+}
+
+Subcommand add_explore(CLI::App& app) {
+    auto a = std::make_shared<ExploreArgs>();
+    CLI::App* explore =
+        app.add_subcommand("explore", "search fault schedules of a scenario in the simulator, shrink what violates");
+    explore->add_option("scenario", a->scenario, "scenario file (JSON)")->required();
+    explore->add_option("--algorithm", a->only, "only runs of this algorithm or run name (repeatable)");
+    explore->add_option("--schedules", a->schedules, "schedules to draw per run (default 1000)")->check(CLI::PositiveNumber);
+    explore->add_option("--seed", a->seed, "the search's seed (default 1)");
+    explore->add_option("--out", a->out, "where explore.json and the witnesses go (default: results/explore-<scenario>)");
+    explore->add_option("--replay", a->replay_seed, "run the one schedule with this seed (from explore.json) into --out");
+    explore->add_flag("--first", a->first_only, "per run, stop at the first violating schedule");
+    return {explore, [a] { return cmd_explore(*a); }};
+}
+
+Subcommand add_merge(CLI::App& app) {
+    auto a = std::make_shared<MergeArgs>();
+    CLI::App* merge = app.add_subcommand("merge", "join the results trees of shards of one matrix or sweep");
+    merge->add_option("out", a->out, "the merged tree (made if missing)")->required();
+    merge->add_option("trees", a->trees, "shard trees")->required();
+    merge->add_flag("--allow-incomplete", a->allow_incomplete,
+                    "merge even if some cells lack repetitions (they are listed in summary.json and shown as not run)");
+    return {merge, [a] { return cmd_merge(*a); }};
+}
+
+Subcommand add_report(CLI::App& app) {
+    auto dir = std::make_shared<std::string>();
+    CLI::App* report =
+        app.add_subcommand("report", "write report.html and report.md from a results tree (or a folder of them)");
+    report->add_option("dir", *dir, "results tree, or a folder whose subfolders are results trees")->required();
+    return {report, [dir] { return cmd_report(*dir); }};
+}
+
+Subcommand add_list(CLI::App& app) {
+    return {app.add_subcommand("list", "list algorithms, their parameters, and the scenarios"), cmd_list};
+}
+
+// Internal and hidden from --help: one worker process of a live run, started by `run` with
+// the spec file it wrote.
+Subcommand add_client(CLI::App& app) {
+    auto spec = std::make_shared<std::string>();
+    CLI::App* client = app.add_subcommand("client", "")->group("");
+    client->add_option("spec", *spec)->required();
+    return {client, [spec] { return client_main(*spec); }};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     CLI::App app{"lockbench: Redis lock algorithms on live redis-server, under a checker"};
     app.require_subcommand(1);
-
-    std::string scenario, dir, spec;
-    std::optional<std::string> out;
-    std::optional<std::uint64_t> seed;
-    std::vector<std::string> only;
-    CLI::App* run = app.add_subcommand("run", "run every algorithm a scenario names and check the results");
-    run->add_option("scenario", scenario, "scenario file (JSON)")->required();
-    run->add_option("--out", out, "results folder (default: results/<scenario name>)");
-    run->add_option("--seed", seed, "seed (default: the scenario's)");
-    run->add_option("--algorithm", only, "only runs of this algorithm or run name (repeatable)");
-    std::string backend = "live";
-    run->add_option("--backend", backend, "live: real redis-servers and processes; sim: the deterministic simulator")
-        ->check(CLI::IsMember({"live", "sim"}));
-
-    CLI::App* check = app.add_subcommand("check", "re-run the checker on a results folder");
-    check->add_option("dir", dir, "results folder written by `lockbench run`")->required();
-
-    std::vector<std::string> scenarios, trees;
-    int repeat = 1, steps = 0;
-    std::string shard = "0/1", param;
-    CLI::App* matrix = app.add_subcommand("matrix", "run every (scenario, algorithm) cell N times into one results tree");
-    matrix->add_option("scenarios", scenarios, "scenario files (default: every file in scenarios/)");
-    matrix->add_option("--algorithm", only, "only runs of this algorithm or run name (repeatable)");
-    matrix->add_option("--repeat", repeat, "repetitions per cell, seeds s, s+1, ... (default 1)");
-    matrix->add_option("--out", out, "results tree (default: results/matrix); run again to resume");
-    matrix->add_option("--shard", shard, "run only the cells whose index is I modulo N (I/N)");
-    matrix->add_option("--backend", backend, "live (default) or sim: the deterministic simulator")
-        ->check(CLI::IsMember({"live", "sim"}));
-    std::optional<double> budget_s;
-    matrix->add_option("--time-budget-s", budget_s, "start another round of repetitions only if it ends within this "
-                       "many seconds of the start (every cell runs at least once)")->check(CLI::PositiveNumber);
-
-    CLI::App* sweep = app.add_subcommand("sweep", "vary one numeric field of a scenario and run each step N times");
-    sweep->add_option("scenario", scenario, "scenario file (JSON)")->required();
-    sweep->add_option("--param", param, "PATH=FROM..TO, e.g. faults.0.duration_ms=100..700")->required();
-    sweep->add_option("--steps", steps, "values from FROM to TO, evenly spaced")->required();
-    sweep->add_option("--algorithm", only, "only runs of this algorithm or run name (repeatable)");
-    sweep->add_option("--repeat", repeat, "repetitions per step and run (default 1)");
-    sweep->add_option("--out", out, "results tree (default: results/sweep-<scenario>); run again to resume");
-    sweep->add_option("--shard", shard, "run only the cells whose index is I modulo N (I/N)");
-    sweep->add_option("--backend", backend, "live (default) or sim: the deterministic simulator")
-        ->check(CLI::IsMember({"live", "sim"}));
-    sweep->add_option("--time-budget-s", budget_s, "as for matrix")->check(CLI::PositiveNumber);
-
-    CLI::App* explore = app.add_subcommand("explore", "search fault schedules of a scenario in the simulator, shrink what violates");
-    explore->add_option("scenario", scenario, "scenario file (JSON)")->required();
-    explore->add_option("--algorithm", only, "only runs of this algorithm or run name (repeatable)");
-    long long schedules = 1000;
-    std::uint64_t explore_seed = 1;
-    std::optional<std::uint64_t> replay_seed;
-    bool first_only = false;
-    explore->add_option("--schedules", schedules, "schedules to draw per run (default 1000)")->check(CLI::PositiveNumber);
-    explore->add_option("--seed", explore_seed, "the search's seed (default 1)");
-    explore->add_option("--out", out, "where explore.json and the witnesses go (default: results/explore-<scenario>)");
-    explore->add_option("--replay", replay_seed, "run the one schedule with this seed (from explore.json) into --out");
-    explore->add_flag("--first", first_only, "per run, stop at the first violating schedule");
-
-    CLI::App* merge = app.add_subcommand("merge", "join the results trees of shards of one matrix or sweep");
-    merge->add_option("out", dir, "the merged tree (made if missing)")->required();
-    merge->add_option("trees", trees, "shard trees")->required();
-    bool allow_incomplete = false;
-    merge->add_flag("--allow-incomplete", allow_incomplete,
-                    "merge even if some cells lack repetitions (they are listed in summary.json and shown as not run)");
-
-    CLI::App* report = app.add_subcommand("report", "write report.html and report.md from a results tree (or a folder of them)");
-    report->add_option("dir", dir, "results tree, or a folder whose subfolders are results trees")->required();
-
-    CLI::App* list = app.add_subcommand("list", "list algorithms, their parameters, and the scenarios");
-    CLI::App* client = app.add_subcommand("client", "")->group("");  // internal: one worker
-    client->add_option("spec", spec)->required();
-
+    // In this order in --help.
+    const std::vector<Subcommand> commands{add_run(app),     add_check(app), add_matrix(app), add_sweep(app),
+                                           add_explore(app), add_merge(app), add_report(app), add_list(app)};
+    const Subcommand client = add_client(app);
     CLI11_PARSE(app, argc, argv);
     try {
-        if (client->parsed()) return client_main(spec);
+        // A worker runs in a process group of its own, which the run that started it kills on
+        // Ctrl-C and the like: it needs no handler of its own.
+        if (client.sub->parsed()) return client.run();
         install_cleanup_on_signals();
-        if (run->parsed()) return cmd_run(scenario, out, seed, only, backend);
-        if (check->parsed()) return cmd_check(dir);
-        if (matrix->parsed()) {
-            MatrixSpec spec = matrix_spec(catalog_files(scenarios), only, repeat);
-            if (backend == "sim") spec = simulated(std::move(spec));
-            const fs::path o = out ? fs::path(*out) : fs::path("results/matrix");
-            const auto locks = lock_folders(o, {});
-            return finish_matrix(run_matrix(spec, {o, parse_shard(shard), self_exe(), true, source_dir(), budget_s}), o);
-        }
-        if (sweep->parsed()) {
-            MatrixSpec spec = sweep_spec(scenario, parse_sweep_param(param), steps, only, repeat);
-            if (backend == "sim") spec = simulated(std::move(spec));
-            const fs::path o = out ? fs::path(*out)
-                                   : fs::path("results") / ("sweep-" + spec.json.at("sweep").at("scenario").get<std::string>());
-            const auto locks = lock_folders(o, {});
-            return finish_matrix(run_matrix(spec, {o, parse_shard(shard), self_exe(), true, source_dir(), budget_s}), o);
-        }
-        if (explore->parsed()) {
-            const Scenario s = load_scenario(scenario);
-            sim::ExploreOptions o{scenario, only, schedules, explore_seed,
-                                  out ? fs::path(*out) : fs::path("results") / ("explore-" + s.name), true, first_only};
-            const auto locks = lock_folders(o.out, {});
-            if (replay_seed) {
-                if (only.size() != 1) throw std::runtime_error("--replay needs one --algorithm: the run's name");
-                const nlohmann::json summary = sim::replay(o, only.front(), *replay_seed);
-                std::cout << format_table(summary);
-                std::cout << "replayed into " << (o.out / "run").string() << " (scenario: " << (o.out / "scenario.json").string()
-                          << ")\n";
-                return 0;
-            }
-            const nlohmann::json r = sim::explore(o);
-            std::cout << "explore: " << r.at("schedules_run") << " schedules in " << r.at("wall_s").get<double>() << " s, "
-                      << r.at("violations_found") << " violating run(s) found and shrunk\n";
-            for (const auto& v : r.at("violations"))
-                std::cout << "  " << v.at("run").get<std::string>() << ": " << v.at("violation").get<std::string>()
-                          << " in schedule " << v.at("schedule_seed") << " after " << v.at("found_after_s").get<double>()
-                          << " s; witness " << (o.out / v.at("witness").at("scenario").get<std::string>()).string() << "\n";
-            std::cout << "explore.json: " << (o.out / "explore.json").string() << "\n";
-            return 0;
-        }
-        if (merge->parsed()) {
-            std::vector<fs::path> paths(trees.begin(), trees.end());
-            const auto locks = lock_folders(dir, paths);
-            const nlohmann::json summary = merge_results(dir, paths, allow_incomplete);
-            const auto& incomplete = summary.at("incomplete_cells");
-            std::cerr << "lockbench: merged " << paths.size() << " trees into " << dir << ": "
-                      << summary.at("cells").size() - incomplete.size() << " of " << summary.at("cells").size()
-                      << " cells complete";
-            if (!incomplete.empty())
-                std::cerr << "; " << incomplete.size() << " incomplete, listed in summary.json (incomplete_cells)";
-            std::cerr << "\n";
-            return finish_matrix(summary, dir);
-        }
-        if (report->parsed()) return cmd_report(dir);
-        if (list->parsed()) return cmd_list();
+        for (const Subcommand& c : commands)
+            if (c.sub->parsed()) return c.run();
     } catch (const std::exception& e) {
         std::cerr << "lockbench: " << e.what() << "\n";
         return 2;

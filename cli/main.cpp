@@ -12,15 +12,14 @@
 
 #include "faults/process.h"
 #include "lockimpl/registry.h"
-#include "sim/harness/explore.h"
-#include "sim/live/external.h"
-#include "sim/harness/matrix.h"
-#include "sim/harness/results_folder.h"
-#include "sim/harness/recheck.h"
-#include "sim/harness/runner.h"
-#include "sim/live/client_main.h"
 #include "sim/engine/scenario.h"
 #include "sim/engine/summary.h"
+#include "sim/harness/explore.h"
+#include "sim/harness/matrix.h"
+#include "sim/harness/recheck.h"
+#include "sim/harness/results_folder.h"
+#include "sim/harness/runner.h"
+#include "sim/live/client_main.h"
 
 namespace fs = std::filesystem;
 using namespace lockbench;

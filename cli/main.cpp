@@ -10,6 +10,7 @@
 
 #include "faults/process.h"
 #include "lockimpl/registry.h"
+#include "sim/derived_files.h"
 #include "sim/explore.h"
 #include "sim/external.h"
 #include "sim/matrix.h"
@@ -102,9 +103,24 @@ int cmd_report(const std::string& dir) {
     throw std::runtime_error(std::string("cannot start ") + python + ": " + std::strerror(errno));
 }
 
+// `check DIR --write`: the derived files the report reads, rebuilt (sim/derived_files.h).
+// 1 when a figure differs (then nothing is written).
+int cmd_check_write(const fs::path& dir) {
+    const auto locks = lock_folders(dir, {}, false);
+    const DerivedWritten w = write_derived_files(dir);
+    for (const std::string& d : w.differences) std::cout << "differs: " << d << "\n";
+    if (!w.differences.empty()) {
+        std::cout << w.differences.size() << " figure(s) differ from summary.json: nothing written; make it afresh\n";
+        return 1;
+    }
+    std::cout << "wrote the derived files (sections.json) of " << w.runs << " run(s) under " << dir.string() << "\n";
+    return 0;
+}
+
 // 0: every expectation held and every figure matches summary.json; 1: an expectation failed
 // or a figure differs (one line each); 2 (thrown): damaged or unreadable.
-int cmd_check(const std::string& dir) {
+int cmd_check(const std::string& dir, bool write) {
+    if (write) return cmd_check_write(dir);
     const Recheck r = recheck(dir);
     std::cout << format_table(r.summary);
     for (const std::string& d : r.differences) std::cout << "differs: " << d << "\n";
@@ -165,7 +181,10 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"live", "sim"}));
 
     CLI::App* check = app.add_subcommand("check", "re-run the checker on a results folder");
-    check->add_option("dir", dir, "results folder written by `lockbench run`")->required();
+    check->add_option("dir", dir, "results folder written by `lockbench run`, or (with --write) a results tree")->required();
+    bool write_derived = false;
+    check->add_flag("--write", write_derived, "write the files the report reads (each run's sections.json) from the "
+                    "histories, and mark a results tree as version " + std::to_string(kResultsVersion));
 
     std::vector<std::string> scenarios, trees;
     int repeat = 1, steps = 0;
@@ -226,7 +245,7 @@ int main(int argc, char** argv) {
         if (client->parsed()) return client_main(spec);
         install_cleanup_on_signals();
         if (run->parsed()) return cmd_run(scenario, out, seed, only, backend);
-        if (check->parsed()) return cmd_check(dir);
+        if (check->parsed()) return cmd_check(dir, write_derived);
         if (matrix->parsed()) {
             MatrixSpec spec = matrix_spec(catalog_files(scenarios), only, repeat);
             if (backend == "sim") spec = simulated(std::move(spec));

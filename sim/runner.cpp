@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "analysis/history_io.h"
+#include "analysis/report_data.h"
 #include "sim/external.h"
 #include "sim/sim_run.h"
 #include "sim/live_env.h"
@@ -350,9 +351,20 @@ nlohmann::json execute_run(const Scenario& s, const RunSpec& run, std::uint64_t 
     return record;
 }
 
-nlohmann::json check_run(const fs::path& run_dir, const nlohmann::json& record) {
+// The run's summary entry; `sections` receives what the report draws (analysis/report_data.h).
+nlohmann::json check_run(const fs::path& run_dir, const nlohmann::json& record, nlohmann::json& sections) {
     const RunHistory h = load_run_history(run_dir);
-    return run_summary(record, check(h), h);
+    const CheckResult r = check(h);
+    sections = report_data_json(h, r);
+    return run_summary(record, r, h);
+}
+
+// A run just made: checked, with what the report draws written beside its histories.
+nlohmann::json check_new_run(const fs::path& run_dir, const nlohmann::json& record) {
+    nlohmann::json sections;
+    nlohmann::json summary = check_run(run_dir, record, sections);
+    write_atomically(run_dir / kSectionsFile, sections.dump() + "\n");
+    return summary;
 }
 
 bool announce(const RunOptions& opts, size_t i, size_t n, const RunSpec& run, const Scenario& s) {
@@ -432,9 +444,9 @@ RunsDone run_each(const Scenario& s, const RunOptions& opts, std::uint64_t seed,
                     done.skipped.push_back({{"name", run.name}, {"why", *why}});
                     continue;
                 }
-                done.runs.push_back(check_run(run_dir, execute_simulated(s, run, seed, run_dir, started)));
+                done.runs.push_back(check_new_run(run_dir, execute_simulated(s, run, seed, run_dir, started)));
             } else {
-                done.runs.push_back(check_run(run_dir, execute_run(s, run, seed, run_dir, tmp, opts, started)));
+                done.runs.push_back(check_new_run(run_dir, execute_run(s, run, seed, run_dir, tmp, opts, started)));
             }
             if (line_open) {
                 const auto v = done.runs.back()["safety"]["mutual_exclusion_violations"].get<long long>();
@@ -513,13 +525,19 @@ Recheck recheck(const fs::path& dir) {
         const nlohmann::json record = nlohmann::json::parse(in, nullptr, false);
         if (record.is_discarded() || !record.is_object() || !record.contains("final_counter"))
             throw std::runtime_error((dir / run_dir / "run.json").string() + ": missing or not a lockbench run record");
-        nlohmann::json run = check_run(dir / run_dir, record);
+        nlohmann::json sections;
+        nlohmann::json run = check_run(dir / run_dir, record, sections);
+        out.derived.emplace_back(dir / run_dir / kSectionsFile, std::move(sections));
         for (const std::string& d : figure_differences(stored, run))
             out.differences.push_back(summary_file.string() + ": run " + name + ": " + d);
         out.summary["runs"].push_back(std::move(run));
     }
     if (out.summary["runs"].empty()) throw std::runtime_error(dir.string() + ": no recorded runs under runs/");
     return out;
+}
+
+void write_derived(const Recheck& r) {
+    for (const auto& [file, json] : r.derived) write_atomically(file, json.dump() + "\n");
 }
 
 int client_main(const fs::path& spec_file) {

@@ -43,11 +43,17 @@ nlohmann::json run_scenario(const Scenario& s, const RunOptions& opts);
 struct Recheck {
     nlohmann::json summary;                // as the checker sees the runs now
     std::vector<std::string> differences;  // "DIR/summary.json: run R: FIGURE: ...", one a figure
+    // Each run's derived files, as a run writes them (runs/NAME/sections.json), for write_derived.
+    std::vector<std::pair<std::filesystem::path, nlohmann::json>> derived;
 };
 
 // Throws one line naming the file (and line) of anything damaged: summary.json, a run.json,
 // a history or a store log that a genuine run could not have written (analysis/record_check.h).
 Recheck recheck(const std::filesystem::path& dir);
+
+// Writes what a recheck derived (`lockbench check --write`): the files the report reads,
+// rebuilt from the histories and store logs of a folder an older lockbench wrote.
+void write_derived(const Recheck& r);
 
 // Writes `text` to `path` through a temporary file (a name no other writer uses) and a
 // rename: readers see the old file or the whole new one, never half of it.

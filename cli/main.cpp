@@ -32,7 +32,7 @@ std::string self_exe() {
 // The repository this binary was built from: scenarios/ and analysis/ live there.
 fs::path source_dir() {
     const fs::path beside = fs::path(self_exe()).parent_path().parent_path();
-    if (fs::is_directory(beside / "scenarios") && fs::is_regular_file(beside / "analysis" / "report.py")) return beside;
+    if (fs::is_directory(beside / "scenarios") && fs::is_regular_file(beside / "analysis" / "report" / "__main__.py")) return beside;
     return LOCKBENCH_SOURCE_DIR;
 }
 
@@ -68,9 +68,9 @@ int finish_matrix(const nlohmann::json& summary, const fs::path& out) {
 }
 
 // `report` writes into DIR and reads DIR's trees (DIR itself, or its subfolders that hold
-// lockbench-results.json, as report.py finds them): it holds the lock of each, so that no tree
+// lockbench-results.json, as the report finds them): it holds the lock of each, so that no tree
 // changes under it and no two reports write one page. A folder with no tree is left as it
-// is, for report.py to refuse.
+// is, for the report to refuse.
 std::vector<FolderLock> lock_for_report(const fs::path& dir) {
     if (fs::exists(dir / "lockbench-results.json")) return lock_folders(dir, {}, false);
     std::vector<fs::path> trees;
@@ -85,7 +85,7 @@ std::vector<FolderLock> lock_for_report(const fs::path& dir) {
 
 int cmd_report(const std::string& dir) {
     std::vector<FolderLock> locks = lock_for_report(dir);
-    for (auto& l : locks) l.keep_across_exec();  // report.py holds them until it ends
+    for (auto& l : locks) l.keep_across_exec();  // the report holds them until it ends
     // What `check` refuses is not drawn: a damaged run fails here, before the old report is touched.
     try {
         check_trees_for_report(dir);
@@ -93,7 +93,7 @@ int cmd_report(const std::string& dir) {
         std::cerr << "lockbench report: " << e.what() << "\n";
         return 2;
     }
-    const fs::path script = source_dir() / "analysis" / "report.py";
+    const fs::path script = source_dir() / "analysis" / "report";  // a package, run as a folder
     const char* python = "/usr/bin/python3";  // Debian's, with python3-matplotlib
     if (::access(python, X_OK) != 0) throw std::runtime_error(std::string(python) + ": missing; scripts/setup installs it");
     std::cout << std::flush;

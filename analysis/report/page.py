@@ -379,7 +379,7 @@ def render(d):
 
 
 def cleanup_stale(d):
-    """Remove temp folders left by a report.py that was killed (its pid no longer runs)."""
+    """Remove temp folders left by a report that was killed (its pid no longer runs)."""
     for name in os.listdir(d):
         m = re.fullmatch(r"\.report\.(tmp|old)\.(\d+)", name)
         if not m:

@@ -283,15 +283,6 @@ private:
 };
 
 
-const char* witness_kind_name(Witness::Kind k) {
-    switch (k) {
-        case Witness::Kind::mutual_exclusion: return "mutual_exclusion";
-        case Witness::Kind::foreign_release: return "foreign_release";
-        case Witness::Kind::stale_write: return "stale_write";
-    }
-    return "?";
-}
-
 nlohmann::json section_json(const SectionRef& s, const RunHistory& h) {
     nlohmann::json j = {{"lease", h.leases.at(static_cast<size_t>(s.lease))}, {"client", s.client}};
     if (s.fence) j["fence"] = *s.fence;
@@ -367,6 +358,15 @@ nlohmann::json windows_json(std::vector<std::pair<long long, long long>> windows
 }
 
 }  // namespace
+
+const char* witness_kind_name(Witness::Kind k) {
+    switch (k) {
+        case Witness::Kind::mutual_exclusion: return "mutual_exclusion";
+        case Witness::Kind::foreign_release: return "foreign_release";
+        case Witness::Kind::stale_write: return "stale_write";
+    }
+    return "?";
+}
 
 nlohmann::json to_json(const CheckResult& r, const RunHistory& h) {
     const long long t0 = h.events.empty() ? 0 : h.events.front().t_ns;

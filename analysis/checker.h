@@ -82,6 +82,9 @@ struct CheckOptions {
 
 CheckResult check(const RunHistory& h, const CheckOptions& opts = {});
 
+// "mutual_exclusion", "foreign_release", "stale_write": the witness kinds as the summary names them.
+const char* witness_kind_name(Witness::Kind k);
+
 // The summary fields of one run: ops, safety, availability, latency_ms, witnesses, ...
 nlohmann::json to_json(const CheckResult& r, const RunHistory& h);
 

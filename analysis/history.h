@@ -43,6 +43,7 @@ struct StoreEntry {
     long long read = 0;                 // enter: the counter read; write: what the client read
     long long prev = 0;                 // write: the counter just before this write
     long long t_us = 0;                 // the store's own clock (TIME), for plots only
+    std::optional<long long> max_fence; // reject: the highest fence the store had seen
 };
 
 struct RunHistory {

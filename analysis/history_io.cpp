@@ -128,6 +128,7 @@ void parse_store_entry(const nlohmann::json& j, RunHistory& h) {
     s.client = j.at("client").get<int>();
     s.lease = h.lease_index(j.at("lease").get<std::string>(), s.client);
     s.fence = opt_int(j, "fence");
+    s.max_fence = opt_int(j, "max_fence");
     s.read = j.value("read", 0LL);
     s.prev = j.value("prev", 0LL);
     s.t_us = j.contains("t_us") ? j.at("t_us").get<long long>()

@@ -14,6 +14,7 @@
 #include "lockimpl/registry.h"
 #include "sim/engine/scenario.h"
 #include "sim/engine/summary.h"
+#include "sim/harness/derived_files.h"
 #include "sim/harness/explore.h"
 #include "sim/harness/matrix.h"
 #include "sim/harness/recheck.h"
@@ -35,7 +36,7 @@ std::string self_exe() {
 // The repository this binary was built from: scenarios/ and analysis/ live there.
 fs::path source_dir() {
     const fs::path beside = fs::path(self_exe()).parent_path().parent_path();
-    if (fs::is_directory(beside / "scenarios") && fs::is_regular_file(beside / "analysis" / "report.py")) return beside;
+    if (fs::is_directory(beside / "scenarios") && fs::is_regular_file(beside / "analysis" / "report" / "__main__.py")) return beside;
     return LOCKBENCH_SOURCE_DIR;
 }
 
@@ -179,9 +180,9 @@ int cmd_explore(const ExploreArgs& a) {
 }
 
 // `report` writes into DIR and reads DIR's trees (DIR itself, or its subfolders that hold
-// lockbench-results.json, as report.py finds them): it holds the lock of each, so that no tree
+// lockbench-results.json, as the report finds them): it holds the lock of each, so that no tree
 // changes under it and no two reports write one page. A folder with no tree is left as it
-// is, for report.py to refuse.
+// is, for the report to refuse.
 std::vector<FolderLock> lock_for_report(const fs::path& dir) {
     if (fs::exists(dir / "lockbench-results.json")) return lock_folders(dir, {}, false);
     std::vector<fs::path> trees;
@@ -196,7 +197,7 @@ std::vector<FolderLock> lock_for_report(const fs::path& dir) {
 
 int cmd_report(const std::string& dir) {
     std::vector<FolderLock> locks = lock_for_report(dir);
-    for (auto& l : locks) l.keep_across_exec();  // report.py holds them until it ends
+    for (auto& l : locks) l.keep_across_exec();  // the report holds them until it ends
     // What `check` refuses is not drawn: a damaged run fails here, before the old report is touched.
     try {
         check_trees_for_report(dir);
@@ -204,7 +205,7 @@ int cmd_report(const std::string& dir) {
         std::cerr << "lockbench report: " << e.what() << "\n";
         return 2;
     }
-    const fs::path script = source_dir() / "analysis" / "report.py";
+    const fs::path script = source_dir() / "analysis" / "report";  // a package, run as a folder
     const char* python = "/usr/bin/python3";  // Debian's, with python3-matplotlib
     if (::access(python, X_OK) != 0) throw std::runtime_error(std::string(python) + ": missing; scripts/setup installs it");
     std::cout << std::flush;
@@ -214,9 +215,24 @@ int cmd_report(const std::string& dir) {
     throw std::runtime_error(std::string("cannot start ") + python + ": " + std::strerror(errno));
 }
 
+// `check DIR --write`: the derived files the report reads, rebuilt (sim/harness/derived_files.h).
+// 1 when a figure differs (then nothing is written).
+int cmd_check_write(const fs::path& dir) {
+    const auto locks = lock_folders(dir, {}, false);
+    const DerivedWritten w = write_derived_files(dir);
+    for (const std::string& d : w.differences) std::cout << "differs: " << d << "\n";
+    if (!w.differences.empty()) {
+        std::cout << w.differences.size() << " figure(s) differ from summary.json: nothing written; make it afresh\n";
+        return 1;
+    }
+    std::cout << "wrote the derived files (sections.json) of " << w.runs << " run(s) under " << dir.string() << "\n";
+    return 0;
+}
+
 // 0: every expectation held and every figure matches summary.json; 1: an expectation failed
 // or a figure differs (one line each); 2 (thrown): damaged or unreadable.
-int cmd_check(const std::string& dir) {
+int cmd_check(const std::string& dir, bool write) {
+    if (write) return cmd_check_write(dir);
     const Recheck r = recheck(dir);
     std::cout << format_table(r.summary);
     for (const std::string& d : r.differences) std::cout << "differs: " << d << "\n";
@@ -281,8 +297,11 @@ Subcommand add_run(CLI::App& app) {
 Subcommand add_check(CLI::App& app) {
     auto dir = std::make_shared<std::string>();
     CLI::App* check = app.add_subcommand("check", "re-run the checker on a results folder");
-    check->add_option("dir", *dir, "results folder written by `lockbench run`")->required();
-    return {check, [dir] { return cmd_check(*dir); }};
+    check->add_option("dir", *dir, "results folder written by `lockbench run`, or (with --write) a results tree")->required();
+    auto write = std::make_shared<bool>(false);
+    check->add_flag("--write", *write, "write the files the report reads (each run's sections.json) from the "
+                    "histories, and mark a results tree as version " + std::to_string(kResultsVersion));
+    return {check, [dir, write] { return cmd_check(*dir, *write); }};
 }
 
 Subcommand add_matrix(CLI::App& app) {

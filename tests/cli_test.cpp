@@ -221,6 +221,38 @@ TEST_F(CliTest, CheckSaysWhichFiguresDifferFromSummaryJson) {
         << c.describe();
 }
 
+// A run writes what the report draws (sections.json) beside its histories; plain `check`
+// leaves it alone, `check --write` writes the same bytes again from the histories, and not
+// where a figure differs.
+TEST_F(CliTest, CheckWriteRebuildsTheRunsSectionsJson) {
+    const fs::path file = write_file("tiny.json", tiny_token_lua);
+    const fs::path out = dir() / "out";
+    ASSERT_EQ(run({"run", file.string(), "--out", out.string(), "--backend", "sim"}).exit_code(), 0);
+    const fs::path sections = out / "runs" / "tiny-token-lua" / "sections.json";
+    ASSERT_TRUE(fs::is_regular_file(sections));
+    const std::string written = read_text(sections);
+    const nlohmann::json j = nlohmann::json::parse(written);
+    EXPECT_EQ(j.at("format"), "lockbench-sections");
+    EXPECT_FALSE(j.at("sections").empty());
+    EXPECT_FALSE(j.at("clock").at("offset_ns").is_null());
+
+    fs::remove(sections);
+    EXPECT_EQ(run({"check", out.string()}).exit_code(), 0);
+    EXPECT_FALSE(fs::exists(sections));  // check alone writes nothing
+    const Result w = run({"check", out.string(), "--write"});
+    EXPECT_EQ(w.exit_code(), 0) << w.describe();
+    EXPECT_EQ(read_text(sections), written);
+
+    fs::remove(sections);
+    nlohmann::json summary = nlohmann::json::parse(read_text(out / "summary.json"));
+    summary["runs"][0]["safety"]["lost_updates"] = 99;
+    write_text(out / "summary.json", summary.dump());
+    const Result differs = run({"check", out.string(), "--write"});
+    EXPECT_EQ(differs.exit_code(), 1) << differs.describe();
+    EXPECT_NE(differs.out.find("nothing written"), std::string::npos) << differs.describe();
+    EXPECT_FALSE(fs::exists(sections));
+}
+
 TEST_F(CliTest, CheckRefusesADamagedStoreLogNamingTheLine) {
     const fs::path file = write_file("tiny.json", tiny_token_lua);
     const fs::path out = dir() / "out";

@@ -421,38 +421,78 @@ TEST_F(ReportTest, BadResultsAreOneLineAndLeaveThePreviousReport) {
     // A results tree from a newer version of lockbench.
     const std::string good_header = read_text(results / "lockbench-results.json");
     Json header = Json::parse(good_header);
-    header["version"] = 3;
+    header["version"] = 4;
     write_text(results / "lockbench-results.json", header.dump());
-    expect_refused(report(results), "version 3");
+    expect_refused(report(results), "version 4");
     unchanged();
     write_text(results / "lockbench-results.json", good_header);
     EXPECT_EQ(report(results).exit_code(), 0);
 }
 
-// A version 1 tree (before budget, incomplete_cells and shard) is still drawn; a matrix
-// refuses to continue it in one line that says how to make it afresh.
-TEST_F(ReportTest, AnOlderResultsTreeIsDrawnButNotContinued) {
-    const fs::path tree = dir() / "m";
-    ASSERT_EQ(run({"matrix", kTiny.string(), "--backend", "sim", "--out", tree.string()}).exit_code(), 0);
+// Each run's sections.json, as a run wrote it, under a tree's repetitions.
+std::map<fs::path, std::string> sections_files(const fs::path& tree) {
+    std::map<fs::path, std::string> files;
+    for (const auto& e : fs::recursive_directory_iterator(tree))
+        if (e.path().filename() == "sections.json") files[e.path()] = read_text(e.path());
+    return files;
+}
+
+// Makes `tree` look as an older lockbench left it: version `version`, no sections.json.
+void make_older(const fs::path& tree, int version) {
     for (const char* file : {"lockbench-results.json", "summary.json"}) {
         Json j = read_json(tree / file);
-        j["version"] = 1;
-        j.erase("incomplete_cells");
+        j["version"] = version;
         write_text(tree / file, j.dump());
     }
-    // Its figures came from an older checker, whose rules differ in places: a figure that
-    // the checker now computes differently does not refuse it (damage still would).
+    for (const auto& [path, text] : sections_files(tree)) fs::remove(path);
+}
+
+// A version 2 tree (before each run's sections.json) is refused by the report and by a
+// matrix in one line naming `lockbench check TREE --write`, which writes what a run of this
+// version writes (the same bytes) and marks the tree version 3: then both take it.
+TEST_F(ReportTest, AnOlderTreeIsRefusedUntilCheckWritesWhatTheReportReads) {
+    const fs::path tree = dir() / "m";
+    ASSERT_EQ(run({"matrix", kTiny.string(), "--backend", "sim", "--out", tree.string()}).exit_code(), 0);
+    const auto written = sections_files(tree);
+    ASSERT_EQ(written.size(), 2u);  // one run in each of the two cells' repetition
+    make_older(tree, 2);
+
+    const std::string command = "lockbench check " + tree.string() + " --write";
+    expect_refused(report(tree), command);
+    const Result resumed = run({"matrix", kTiny.string(), "--backend", "sim", "--out", tree.string()});
+    expect_one_line_error(resumed, command);
+
+    const Result fixed = run({"check", tree.string(), "--write"});
+    ASSERT_EQ(fixed.exit_code(), 0) << fixed.describe();
+    EXPECT_EQ(sections_files(tree), written);
+    EXPECT_EQ(read_json(tree / "lockbench-results.json").at("version"), 3);
+    EXPECT_EQ(read_json(tree / "summary.json").at("version"), 3);
+    const Result drawn = report(tree);
+    EXPECT_EQ(drawn.exit_code(), 0) << drawn.describe();
+    const Result continued = run({"matrix", kTiny.string(), "--backend", "sim", "--out", tree.string()});
+    EXPECT_EQ(continued.exit_code(), 0) << continued.describe();
+}
+
+// A version 1 tree whose figures an older checker computed differently: `check --write` says
+// which figure differs and writes nothing (the tree is made afresh instead).
+TEST_F(ReportTest, CheckWritesNothingIntoATreeWhoseFiguresDiffer) {
+    const fs::path tree = dir() / "m";
+    ASSERT_EQ(run({"matrix", kTiny.string(), "--backend", "sim", "--out", tree.string()}).exit_code(), 0);
+    make_older(tree, 1);
     const Json cells = read_json(tree / "summary.json").at("cells");
     const fs::path rep_summary = tree / cells.at(0).at("reps").at(0).at("dir").get<std::string>() / "summary.json";
     Json rep = read_json(rep_summary);
     rep["runs"][0]["safety"]["lost_updates"] = 7;
     write_text(rep_summary, rep.dump());
-    const Result drawn = run({"report", tree.string()});
-    EXPECT_EQ(drawn.exit_code(), 0) << drawn.describe();
-    const Result resumed = run({"matrix", kTiny.string(), "--backend", "sim", "--out", tree.string()});
-    EXPECT_EQ(resumed.exit_code(), 2) << resumed.describe();
-    EXPECT_EQ(lines_of(resumed.err).size(), 1u) << resumed.describe();
-    EXPECT_NE(resumed.err.find("into a new folder"), std::string::npos) << resumed.describe();
+
+    const Result r = run({"check", tree.string(), "--write"});
+    EXPECT_EQ(r.exit_code(), 1) << r.describe();
+    EXPECT_NE(r.out.find("safety.lost_updates: summary.json has 7"), std::string::npos) << r.describe();
+    EXPECT_NE(r.out.find("nothing written"), std::string::npos) << r.describe();
+    EXPECT_TRUE(sections_files(tree).empty());
+    EXPECT_EQ(read_json(tree / "lockbench-results.json").at("version"), 1);
+    // The report still names the command; the command names the figure.
+    expect_refused(report(tree), "--write");
 }
 
 // What `lockbench check` refuses, `report` refuses before drawing anything: a store log

@@ -437,8 +437,8 @@ Json read_results_header(const fs::path& dir) {
     if (h.value("version", 0) != kResultsVersion)
         throw std::runtime_error(header_path(dir).string() + ": results format version " + h.value("version", Json()).dump() +
                                  "; this lockbench continues only version " + std::to_string(kResultsVersion) +
-                                 " (run the same command into a new folder to make it afresh; `lockbench report` "
-                                 "still draws the old one)");
+                                 " (run the same command into a new folder to make it afresh, or bring it to version " +
+                                 std::to_string(kResultsVersion) + " with `lockbench check " + dir.string() + " --write`)");
     if (!h.contains("spec") || !h.contains("spec_id") || !h.at("spec").contains("cells"))
         throw std::runtime_error(header_path(dir).string() + ": incomplete results header (no spec)");
     return h;
@@ -662,6 +662,7 @@ std::vector<fs::path> trees_in(const fs::path& dir) {
 }
 
 // A summary.json that is missing or malformed is left for the report, which names what is wrong.
+constexpr int kSameCheckerSince = 2;
 // A version 1 tree was checked by an older checker whose rules differ in places (a section
 // with no end, equal fences, a witness's exit), so only damage refuses it, not its figures.
 void check_tree_reps(const fs::path& tree) {
@@ -669,7 +670,7 @@ void check_tree_reps(const fs::path& tree) {
     const Json header = Json::parse(header_in, nullptr, false);  // a bad one is the report's to name
     const bool same_checker = header.is_object() && header.contains("version") &&
                               header.at("version").is_number_integer() &&
-                              header.at("version").get<int>() >= kResultsVersion;
+                              header.at("version").get<int>() >= kSameCheckerSince;
     std::ifstream in(tree / "summary.json");
     const Json summary = Json::parse(in, nullptr, false);
     if (!summary.is_object() || !summary.contains("cells") || !summary.at("cells").is_array()) return;

@@ -29,8 +29,10 @@ namespace lockbench {
 
 inline constexpr const char* kResultsFormat = "lockbench-results";
 // Version 2 added to summary.json: `budget` (a time budget ended the rounds),
-// `incomplete_cells` and, in a shard's own tree, `shard`. The report still draws version 1.
-inline constexpr int kResultsVersion = 2;
+// `incomplete_cells` and, in a shard's own tree, `shard`. Version 3 added each run's
+// sections.json (analysis/report_data.h), which the report reads: `lockbench check TREE
+// --write` brings an older tree to version 3.
+inline constexpr int kResultsVersion = 3;
 
 // "faults.0.duration_ms=100..700": a numeric field of a scenario file and its range.
 struct SweepParam {

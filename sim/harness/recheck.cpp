@@ -4,7 +4,9 @@
 #include <fstream>
 
 #include "analysis/history_io.h"
+#include "analysis/report_data.h"
 #include "sim/engine/summary.h"
+#include "sim/harness/results_folder.h"
 
 namespace fs = std::filesystem;
 
@@ -19,6 +21,12 @@ bool escapes(const std::string& run_dir) {
 }
 
 }  // namespace
+
+CheckedRun check_run(const fs::path& run_dir, const nlohmann::json& record) {
+    const RunHistory h = load_run_history(run_dir);
+    const CheckResult r = check(h);
+    return {run_summary(record, r, h), report_data_json(h, r)};
+}
 
 Recheck recheck(const fs::path& dir) {
     const fs::path summary_file = dir / "summary.json";
@@ -39,14 +47,18 @@ Recheck recheck(const fs::path& dir) {
         const nlohmann::json record = nlohmann::json::parse(in, nullptr, false);
         if (record.is_discarded() || !record.is_object() || !record.contains("final_counter"))
             throw std::runtime_error((dir / run_dir / "run.json").string() + ": missing or not a lockbench run record");
-        const RunHistory h = load_run_history(dir / run_dir);
-        nlohmann::json run = run_summary(record, check(h), h);
+        auto [run, sections] = check_run(dir / run_dir, record);
+        out.derived.emplace_back(dir / run_dir / kSectionsFile, std::move(sections));
         for (const std::string& d : figure_differences(stored, run))
             out.differences.push_back(summary_file.string() + ": run " + name + ": " + d);
         out.summary["runs"].push_back(std::move(run));
     }
     if (out.summary["runs"].empty()) throw std::runtime_error(dir.string() + ": no recorded runs under runs/");
     return out;
+}
+
+void write_derived(const Recheck& r) {
+    for (const auto& [file, json] : r.derived) write_atomically(file, json.dump() + "\n");
 }
 
 }  // namespace lockbench

@@ -4,19 +4,34 @@
 
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 namespace lockbench {
 
+// One run folder through the checker: its summary entry (from run.json's record) and what the
+// report draws (analysis/report_data.h), which a run writes as runs/NAME/sections.json.
+struct CheckedRun {
+    nlohmann::json summary;
+    nlohmann::json sections;
+};
+CheckedRun check_run(const std::filesystem::path& run_dir, const nlohmann::json& record);
+
 struct Recheck {
     nlohmann::json summary;                // as the checker sees the runs now
     std::vector<std::string> differences;  // "DIR/summary.json: run R: FIGURE: ...", one a figure
+    // Each run's derived files, as a run writes them (runs/NAME/sections.json), for write_derived.
+    std::vector<std::pair<std::filesystem::path, nlohmann::json>> derived;
 };
 
 // Throws one line naming the file (and line) of anything damaged: summary.json, a run.json,
 // a history or a store log that a genuine run could not have written (analysis/record_check.h).
 Recheck recheck(const std::filesystem::path& dir);
+
+// Writes what a recheck derived (`lockbench check --write`): the files the report reads,
+// rebuilt from the histories and store logs of a folder an older lockbench wrote.
+void write_derived(const Recheck& r);
 
 }  // namespace lockbench

@@ -3,9 +3,10 @@
 #include <fstream>
 #include <iostream>
 
-#include "analysis/history_io.h"
+#include "analysis/report_data.h"
 #include "sim/engine/run_setup.h"
 #include "sim/engine/summary.h"
+#include "sim/harness/recheck.h"
 #include "sim/harness/results_folder.h"
 #include "sim/live/live_run.h"
 #include "sim/live/redis_node.h"
@@ -24,9 +25,11 @@ nlohmann::json record_run(const Scenario& s, const RunSpec& run, std::uint64_t s
     return record;
 }
 
-nlohmann::json check_run(const fs::path& run_dir, const nlohmann::json& record) {
-    const RunHistory h = load_run_history(run_dir);
-    return run_summary(record, check(h), h);
+// A run just made: checked, with what the report draws written beside its histories.
+nlohmann::json check_new_run(const fs::path& run_dir, const nlohmann::json& record) {
+    CheckedRun checked = check_run(run_dir, record);
+    write_atomically(run_dir / kSectionsFile, checked.sections.dump() + "\n");
+    return std::move(checked.summary);
 }
 
 bool announce(const RunOptions& opts, size_t i, size_t n, const RunSpec& run, const Scenario& s) {
@@ -78,10 +81,12 @@ RunsDone run_each(const Scenario& s, const RunOptions& opts, std::uint64_t seed,
                     done.skipped.push_back({{"name", run.name}, {"why", *why}});
                     continue;
                 }
-                done.runs.push_back(check_run(run_dir, record_run(s, run, seed, run_dir, sim::run_simulated(s, run, seed, run_dir, started))));
+                const RunOutcome outcome = sim::run_simulated(s, run, seed, run_dir, started);
+                done.runs.push_back(check_new_run(run_dir, record_run(s, run, seed, run_dir, outcome)));
             } else {
                 const LiveRunOptions live{opts.self_exe, opts.project_dir};
-                done.runs.push_back(check_run(run_dir, record_run(s, run, seed, run_dir, run_live(s, run, seed, run_dir, tmp, live, started))));
+                const RunOutcome outcome = run_live(s, run, seed, run_dir, tmp, live, started);
+                done.runs.push_back(check_new_run(run_dir, record_run(s, run, seed, run_dir, outcome)));
             }
             if (line_open) {
                 const auto v = done.runs.back()["safety"]["mutual_exclusion_violations"].get<long long>();

@@ -1,0 +1,183 @@
+"""What every part of the report shares: the one-line error, reading JSON, number and time
+formats, matplotlib (loaded once, on first use), colours and saving a figure."""
+
+import io
+import json
+import os
+import re
+import sys
+
+PROG = "lockbench report"
+BUCKET_MS = 100.0        # throughput buckets
+MAX_OTHER_LANES = 2      # timeline: clients shown besides the two involved
+DPI = 100
+NBSP = "\u00a0"
+
+class Fail(Exception):
+    """An error to report as one line: `lockbench report: WHERE: WHAT`."""
+
+    def __init__(self, where, what):
+        super().__init__(f"{where}: {what}")
+        self.where = where
+        self.what = what
+
+
+# --------------------------------------------------------------------------------------------
+# reading
+
+
+def json_msg(e):
+    """json's message without its dangling "at" ("Invalid control character at")."""
+    return re.sub(r"\s+at$", "", e.msg)
+
+
+def load_json(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        raise Fail(path, "missing (the results tree is incomplete: re-run or re-merge it)")
+    except IsADirectoryError:
+        raise Fail(path, "is a folder, expected a JSON file")
+    except json.JSONDecodeError as e:
+        raise Fail(path, f"not valid JSON (line {e.lineno} column {e.colno}: {json_msg(e)})")
+    except UnicodeDecodeError as e:
+        raise Fail(path, f"not UTF-8 text ({e.reason} at byte {e.start})")
+
+
+def read_jsonl(path, keep=None):
+    """Yield one dict per line; keep(line) may drop lines before they are parsed."""
+    try:
+        f = open(path, encoding="utf-8")
+    except FileNotFoundError:
+        raise Fail(path, "missing (the results tree is incomplete: re-run or re-merge it)")
+    with f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            if keep is not None and not keep(line):
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise Fail(path, f"line {n}: not valid JSON ({json_msg(e)} at column {e.colno})")
+            if not isinstance(obj, dict):
+                raise Fail(path, f"line {n}: expected a JSON object")
+            yield obj
+
+
+def num(x, default=0.0):
+    return x if isinstance(x, (int, float)) and not isinstance(x, bool) else default
+
+
+_plt = None
+
+
+def plt():
+    global _plt
+    if _plt is None:
+        try:
+            import matplotlib
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as p
+            import numpy as np
+            np.zeros(1)
+        except ImportError as e:
+            raise Fail(sys.executable, f"cannot import {e.name}: run the report with /usr/bin/python3 "
+                                       "(Debian's python3-matplotlib and python3-numpy)")
+        p.rcParams.update({"font.size": 9, "axes.titlesize": 10, "axes.labelsize": 9, "legend.fontsize": 8,
+                           "xtick.labelsize": 8, "ytick.labelsize": 8, "figure.dpi": DPI,
+                           "font.family": "DejaVu Sans", "axes.spines.top": False, "axes.spines.right": False})
+        _plt = p
+    return _plt
+
+
+OUTCOME = {
+    "violation": ("#d7301f", "white", "mutual exclusion violated"),
+    "unsafe": ("#fdae61", "black", "lost updates / stale writes accepted / foreign releases, no overlap"),
+    "fenced": ("#7fb3d5", "black", "fence rejected stale writes, nothing unsafe"),
+    "safe": ("#91cf60", "black", "no violation in any rep"),
+    "notrun": ("#d9d9d9", "#444444", "not run"),
+    "failed": ("#5a5a5a", "white", "clients failed (an adapter broke): not trusted"),
+}
+PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+           "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173"]
+_variant_colors = {}
+
+
+def color_of(key):
+    if key not in _variant_colors:
+        _variant_colors[key] = PALETTE[len(_variant_colors) % len(PALETTE)]
+    return _variant_colors[key]
+
+
+def fmt_ms(v):
+    if v is None:
+        return "?"
+    if v < 0:
+        return "−" + fmt_ms(-v)
+    if v == 0:
+        return "0 ms"
+    if v >= 10000:
+        return f"{v / 1000:.1f} s"
+    if v >= 1000:
+        return f"{v / 1000:.2f} s"
+    if v >= 10:
+        return f"{v:.0f} ms"
+    if v >= 1:
+        return f"{v:.1f} ms"
+    return f"{v:.2f} ms"
+
+
+def fmt_n(v):
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    if isinstance(v, float):
+        return f"{v:.1f}"
+    return str(v)
+
+
+def slug(s):
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", s).strip("_") or "x"
+
+
+class Image_:
+    def __init__(self, name, png, alt):
+        self.name, self.png, self.alt = name, png, alt
+
+
+def save_fig(fig, name, alt, outdir):
+    """PNG of the figure, reduced to a 255-colour palette (a third of the size, no visible loss on plots)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI)
+    plt().close(fig)
+    buf.seek(0)
+    try:
+        from PIL import Image
+        img = Image.open(buf).convert("RGB")
+        q = img.quantize(colors=255, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+        out = io.BytesIO()
+        q.save(out, format="PNG", optimize=True)
+        data = out.getvalue()
+    except Exception:  # PIL trouble: keep matplotlib's PNG
+        data = buf.getvalue()
+    with open(os.path.join(outdir, name), "wb") as f:
+        f.write(data)
+    return Image_(name, data, alt)
+
+
+def join_en(xs):
+    xs = list(xs)
+    if len(xs) <= 1:
+        return "".join(xs)
+    return ", ".join(xs[:-1]) + " and " + xs[-1]
+
+
+def plural(n, word, pl=None):
+    return f"{fmt_n(n)} {word if n == 1 else (pl or word + 's')}"
+
+
+
+def progress(msg):
+    print(f"report: {msg}", file=sys.stderr, flush=True)
+

@@ -1,0 +1,243 @@
+"""5. Findings in words: one line per scenario (or sweep) at the top of the page, and the
+sentences under each scenario, all from the checker's figures."""
+
+import json
+
+from .common import fmt_ms, fmt_n, join_en, num, plural, slug
+from .phase import boundary, sweep_lines
+
+
+def describe_fault(f):
+    if not isinstance(f, dict):
+        return str(f)
+    parts = [str(f.get("fault", "?"))]
+    for k in ("mode", "duration_ms", "jump_ms", "rate", "restart_after_ms", "count", "stagger_ms", "latency_ms"):
+        if k in f:
+            parts.append(f"{k}={f[k]}")
+    if "point" in f:
+        parts.append(f"at {f['point']} #{f.get('occurrence', 1)}")
+    elif "at_ms" in f:
+        parts.append(f"at {f['at_ms']} ms")
+    for k in ("client", "node", "nodes", "clients", "store", "replication"):
+        if k in f:
+            parts.append(f"{k}={json.dumps(f[k])}")
+    return " ".join(parts)
+
+
+def scenario_text(cells, scen, brief=False):
+    """[sentences] about one scenario's cells (or, brief, one sweep step)."""
+    out = [faults_text(cells, scen)]
+    run = [c for c in cells if c.reps]
+    notrun = [c for c in cells if not c.reps]
+    out += safety_text(run)
+    un = [c for c in run if c.unavailable_mean() > 0.5]
+    if un:
+        out.append("Unavailable: " + join_en(f"{c.run} {fmt_ms(c.unavailable_mean())} per rep on average "
+                                             f"(at most {fmt_ms(c.unavailable_max())})" for c in un) + ".")
+    out += expectations_text(run, brief)
+    part = [c for c in run if c.partial]
+    if part or notrun:
+        out.append("Incomplete: " + join_en([f"{c.run} ({c.reps_done} of {c.repeat} reps done)" for c in part]
+                                            + [f"{c.run} (not run)" for c in notrun]) + ".")
+    return out
+
+
+def faults_text(cells, scen):
+    """What was injected (as the runs report it), else what the scenario schedules."""
+    labels = {}
+    for c in cells:
+        for rep in c.reps:
+            for f in c.run_of(rep).get("faults") or []:
+                if isinstance(f, dict):
+                    lab = f.get("label", f.get("fault", "?"))
+                    d = labels.setdefault(lab, [0, 0, set()])
+                    d[1] += 1
+                    d[2].add(c.run)
+                    if num(f.get("fired"), 0) > 0:
+                        d[0] += 1
+    if labels:
+        parts = []
+        for lab, (fired, seen, runs) in labels.items():
+            s = f"{lab} (fired in {fired} of {seen} rep runs"
+            if len(runs) < len(cells):
+                s += "; runs " + join_en(sorted(runs))
+            parts.append(s + ")")
+        return "Injected: " + "; ".join(parts) + "."
+    sfaults = (scen or {}).get("faults") or []
+    if sfaults:
+        return "Scheduled faults: " + "; ".join(describe_fault(f) for f in sfaults) + "."
+    return "No fault injected."
+
+
+DAMAGE = (("lost_updates", "lost update", "lost updates"),
+          ("stale_writes_accepted", "stale write accepted", "stale writes accepted"),
+          ("foreign_releases", "foreign release", "foreign releases"))
+
+
+def safety_text(run):
+    out = []
+    viol = [c for c in run if c.total("mutual_exclusion_violations") > 0]
+    if viol:
+        out.append("Violated mutual exclusion: " + join_en(
+            f"{c.run} ({plural(c.total('mutual_exclusion_violations'), 'overlap')} in "
+            f"{c.reps_with('mutual_exclusion_violations')}/{len(c.reps)} reps)" for c in viol) + ".")
+    other = []
+    for c in run:
+        bits = [plural(c.total(m), word, pl) for m, word, pl in DAMAGE if c.total(m) > 0]
+        if bits:
+            other.append(f"{c.run}: " + ", ".join(bits))
+    if other:
+        out.append("Store damage: " + "; ".join(other) + ".")
+    fenced = [c for c in run if c.total("stale_writes_rejected") > 0]
+    if fenced:
+        out.append("The fence rejected stale writes in " + join_en(
+            f"{c.run} ({plural(c.total('stale_writes_rejected'), 'write')} in {c.reps_with('stale_writes_rejected')}/{len(c.reps)} reps"
+            + (f"; {fmt_n(c.total('fenced_overlaps'))} overlapping sections neutralised" if c.total("fenced_overlaps") > 0 else "")
+            + ")" for c in fenced) + ".")
+    held = [c for c in run if c.outcome() in ("safe", "fenced")]
+    if held:
+        out.append("Held (no overlap, no lost update, no stale write accepted, no foreign release in any rep): "
+                   + join_en(c.run for c in held) + ".")
+    return out
+
+
+def expectations_text(run, brief):
+    """Reps not to trust (an adapter broke), then whether the expectations held."""
+    out, fails = [], []
+    nexp = nheld = 0
+    for c in run:
+        for rep in c.reps:
+            dead = rep.get("clients_failed") or []
+            if dead:  # an external adapter broke the protocol: this rep is not trusted
+                first = dead[0] if isinstance(dead[0], dict) else {}
+                out.append(f"NOT TRUSTED: {c.run} rep {rep.get('rep', '?')}: {plural(len(dead), 'client')} failed, "
+                           f"e.g. client {first.get('client', '?')}: {first.get('error', '?')}.")
+        if not c.has_expectations():
+            continue
+        nexp += 1
+        if c.expectations_held_reps() == len(c.reps):
+            nheld += 1
+        for rep in c.reps:
+            if not rep.get("expectations_held", True):
+                bad = [e for e in rep.get("expectations") or [] if isinstance(e, dict) and not e.get("held", True)]
+                what = "; ".join(f"{e.get('expect')} was {fmt_n(num(e.get('value'), 0))}" for e in bad) or "failed"
+                fails.append(f"{c.run} rep {rep.get('rep', '?')} (seed {rep.get('seed', '?')}): {what}")
+    if nexp:
+        s = f"Expectations held in every rep of {nheld} of {plural(nexp, 'run')} that have them"
+        if fails and brief:
+            s += f"; they failed in {plural(len(fails), 'rep')}, e.g. {fails[0]}"
+        elif fails:
+            s += "; failed: " + "; ".join(fails[:6]) + (f"; and {len(fails) - 6} more" if len(fails) > 6 else "")
+        out.append(s + ".")
+    return out
+
+
+def cell_name(c, cells):
+    """The cell's variant, with what tells it apart when its scenario runs the variant more than once."""
+    if sum(1 for o in cells if o.variant == c.variant) > 1:
+        return f"{c.variant} [{c.label_suffix()}]"
+    return c.variant
+
+
+def incomplete_tail(cells, everyone):
+    """" Not run: ...; partly run: ...", about cells lacking repetitions; "" when none do."""
+    notrun = [c for c in cells if not c.reps]
+    part = [c for c in cells if c.reps and c.partial]
+    tail = ""
+    if notrun:
+        tail += " Not run (no repetition, so nothing is said of it): " + join_en(cell_name(c, everyone) for c in notrun) + "."
+    if part:
+        tail += " Partly run, the above is over the reps done: " + join_en(
+            f"{cell_name(c, everyone)} ({len(c.reps)} of {c.repeat} reps)" for c in part) + "."
+    return tail
+
+
+def finding_of_scenario(t, sc):
+    """One line: what the scenario did to each variant, worst first; a variant with no
+    repetition is only ever named as not run."""
+    everyone = t.cells_of(sc)
+    cells = [c for c in everyone if c.reps]
+    if not cells:
+        return "not run."
+    groups = []
+    broken = [c for c in cells if c.outcome() == "failed"]
+    if broken:
+        groups.append("not trusted, an adapter broke, with " + join_en(cell_name(c, cells) for c in broken))
+    viol = [c for c in cells if c.outcome() == "violation"]
+    if viol:
+        groups.append("two holders with " + join_en(
+            f"{cell_name(c, cells)} ({c.reps_with('mutual_exclusion_violations')}/{len(c.reps)} reps)" for c in viol))
+    unsafe = [c for c in cells if c.outcome() == "unsafe"]
+    if unsafe:
+        def damage(c):
+            return ", ".join(plural(c.total(m), w, pl) for m, w, pl in (
+                ("lost_updates", "lost update", "lost updates"),
+                ("stale_writes_accepted", "stale write accepted", "stale writes accepted"),
+                ("foreign_releases", "foreign release", "foreign releases")) if c.total(m) > 0)
+        groups.append("no overlap but damage in the store with " + join_en(
+            f"{cell_name(c, cells)} ({damage(c)})" for c in unsafe))
+    fenced = [c for c in cells if c.outcome() == "fenced"]
+    if fenced:
+        groups.append("the fence rejected the stale writes of " + join_en(cell_name(c, cells) for c in fenced))
+    safe = [c for c in cells if c.outcome() == "safe"]
+    if safe:
+        groups.append("held: " + join_en(
+            cell_name(c, cells) + (f" (unavailable {fmt_ms(c.unavailable_mean())} a rep)" if c.unavailable_mean() >= 100 else "")
+            for c in safe))
+    exp = [c for c in cells if c.has_expectations()]
+    failed = [c for c in exp if c.expectations_held_reps() < len(c.reps)]
+    tail = ""
+    if failed:
+        tail = " EXPECTATIONS FAILED for " + join_en(cell_name(c, cells) for c in failed) + "."
+    elif exp:
+        tail = " Expectations held."
+    return "; ".join(groups) + "." + tail + incomplete_tail(everyone, everyone)
+
+
+def finding_of_sweep(t):
+    sw = t.sweep
+    parts = []
+    for label, key, cs in sweep_lines(t):
+        done = [c for c in cs if c.reps]
+        bad = [c for c in done if c.outcome() == "violation"]
+        notrun = [c for c in cs if not c.reps]
+        if not done:
+            parts.append(f"{label} not run")
+            continue
+        gap = f" (not run at {join_en(fmt_n(num(c.value)) for c in notrun)})" if notrun else ""
+        if not bad:
+            parts.append(f"{label} never violated mutual exclusion in the {plural(len(done), 'value')} run{gap}"
+                         if notrun else f"{label} never violated mutual exclusion")
+            continue
+        b = boundary(cs)
+        first = min(num(c.value) for c in bad)
+        if b:
+            parts.append(f"{label} held up to {fmt_n(b[1])} and violated from {fmt_n(b[2])}{gap}")
+        else:
+            parts.append(f"{label} violated from {fmt_n(first)}{gap}")
+    values = sw.get("values") or [c.value for c in t.cells]
+    rng = f"{fmt_n(num(values[0]))} to {fmt_n(num(values[-1]))}" if values else ""
+    return f"{sw.get('path')} from {rng}: " + "; ".join(parts) + "."
+
+
+def write_findings(trees, page):
+    page.heading(2, "Findings", "findings")
+    page.para("Per scenario, from the checker's figures over every rep (details, timelines and plots below). "
+              "\"Two holders\": two critical sections overlapped in the protected store's own order.", cls="note")
+    items = []
+    for t in trees:
+        if t.kind == "sweep":
+            items.append((f"{t.name} (sweep of {t.sweep.get('scenario')})", slug(t.name), finding_of_sweep(t)))
+        else:
+            items.extend((sc, f"{slug(t.name)}-{slug(sc)}", finding_of_scenario(t, sc)) for sc in t.scenario_order)
+    page.lead_bullets(items)
+
+
+def budget_note(tree):
+    """Where a time budget set the number of repetitions (the main job's rounds)."""
+    b = tree.summary.get("budget")
+    if not isinstance(b, dict):
+        return ""
+    k, n = int(num(b.get("repetitions_per_cell"), 0)), int(num(tree.summary.get("repeat"), 0))
+    return f" ({plural(k, 'rep')} per cell of up to {n}: the {fmt_n(num(b.get('seconds'), 0))} s time budget ended it)"
+

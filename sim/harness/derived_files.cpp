@@ -1,0 +1,68 @@
+#include "sim/harness/derived_files.h"
+
+#include "sim/harness/matrix.h"
+#include "sim/harness/recheck.h"
+#include "sim/harness/results_folder.h"
+#include "sim/harness/runner.h"
+
+namespace lockbench {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+// Every repetition folder the tree's summary lists.
+std::vector<fs::path> rep_dirs(const fs::path& tree) {
+    const fs::path file = tree / "summary.json";
+    const Json summary = read_json_file(file);
+    if (!summary.is_object() || !summary.contains("cells") || !summary.at("cells").is_array())
+        throw std::runtime_error(file.string() + ": has no \"cells\" list");
+    std::vector<fs::path> dirs;
+    for (const Json& cell : summary.at("cells"))
+        for (const Json& rep : cell.value("reps", Json::array()))
+            if (rep.is_object() && rep.contains("dir") && rep.at("dir").is_string())
+                dirs.push_back(tree / rep.at("dir").get<std::string>());
+    return dirs;
+}
+
+// The tree's header and summary, marked as this version (nothing else in them changes).
+void mark_version(const fs::path& tree) {
+    for (const char* name : {"lockbench-results.json", "summary.json"}) {
+        Json j = read_json_file(tree / name);
+        j["version"] = kResultsVersion;
+        write_atomically(tree / name, j.dump(2) + "\n");
+    }
+}
+
+void refuse_newer(const fs::path& tree) {
+    const fs::path file = tree / "lockbench-results.json";
+    const Json header = read_json_file(file);
+    if (!header.is_object() || header.value("format", std::string()) != kResultsFormat)
+        throw std::runtime_error(file.string() + ": not a lockbench results header");
+    const Json version = header.value("version", Json());
+    if (!version.is_number_integer() || version.get<int>() < 1 || version.get<int>() > kResultsVersion)
+        throw std::runtime_error(file.string() + ": results format version " + version.dump() + "; this lockbench knows 1 to " +
+                                 std::to_string(kResultsVersion));
+}
+
+}  // namespace
+
+DerivedWritten write_derived_files(const fs::path& dir) {
+    const bool tree = fs::exists(dir / "lockbench-results.json");
+    if (tree) refuse_newer(dir);
+    std::vector<Recheck> checked;
+    DerivedWritten out;
+    for (const fs::path& run_folder : tree ? rep_dirs(dir) : std::vector<fs::path>{dir}) {
+        checked.push_back(recheck(run_folder));
+        out.differences.insert(out.differences.end(), checked.back().differences.begin(), checked.back().differences.end());
+    }
+    if (!out.differences.empty()) return out;
+    for (const Recheck& r : checked) {
+        write_derived(r);
+        out.runs += static_cast<long long>(r.derived.size());
+    }
+    if (tree) mark_version(dir);
+    return out;
+}
+
+}  // namespace lockbench

@@ -79,9 +79,9 @@ bool FaultSchedule::armed_at(int client, Point point) const {
     return false;
 }
 
-// Puts the fault in place; each action comes before its log line, except a kill's, which
-// in the simulator does not return. Returns false when the client must not be answered now
-// (killed, or held at a gate).
+// Puts the fault in place; each action comes before its log line, except a kill's (in the
+// simulator it does not return) and a gate's (the line says the client arrived). Returns
+// false when the client must not be answered now (killed, or held at a gate).
 bool FaultSchedule::fire(std::size_t i, int client, long long now_ns) {
     const FaultSpec& f = specs_[i];
     State& s = state_[i];

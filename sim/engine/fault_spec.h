@@ -1,6 +1,6 @@
 // A fault as a scenario states it: what happens, and when (at a point the client reaches, or
-// at a time after the start). Both worlds carry out the same specs: the live nemesis
-// (sim/live/nemesis.h) and the simulator's (sim/virtual/sim_run.cpp).
+// at a time after the start). One schedule decides when each fires (fault_schedule.h); both
+// worlds carry it out (sim/live/nemesis.h, sim/virtual/sim_nemesis.h).
 #pragma once
 
 #include <optional>

@@ -17,26 +17,10 @@
 
 namespace lockbench {
 
-struct Nemesis::Armed {
-    FaultSpec spec;
-    int seen = 0;                 // reaches of its point so far
-    std::vector<int> fired_on;    // clients it struck
-    std::vector<int> held;        // gate: clients held now
-    bool done = false;
-};
-
 struct Nemesis::Connection {
     int fd = -1;
     std::optional<int> client;
     std::string buffer;
-};
-
-struct Nemesis::Timer {
-    enum class What { resume, release, fire, heal_links, restart };
-    long long at_ns = 0;
-    What what = What::resume;
-    size_t fault = 0;
-    int client = 0;
 };
 
 namespace {
@@ -67,8 +51,8 @@ void write_all(int fd, const std::string& text, bool socket = true) {
 }  // namespace
 
 Nemesis::Nemesis(std::vector<FaultSpec> faults, std::filesystem::path socket_path, std::filesystem::path log_path)
-    : socket_path_(std::move(socket_path)) {
-    for (auto& f : faults) faults_.push_back(Armed{std::move(f), 0, {}, {}, false});
+    : socket_path_(std::move(socket_path)),
+      schedule_(std::move(faults), *this, [this](const std::string& line) { write_all(log_fd_, line, false); }) {
     log_fd_ = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
     if (log_fd_ < 0) throw std::runtime_error(log_path.string() + ": " + std::strerror(errno));
     listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -87,21 +71,12 @@ Nemesis::~Nemesis() {
     ::unlink(socket_path_.c_str());
 }
 
-std::vector<std::string> Nemesis::armed_points() const {
-    std::vector<std::string> names;
-    for (const auto& f : faults_)
-        if (f.spec.point) names.push_back(point_name(*f.spec.point));
-    std::ranges::sort(names);
-    names.erase(std::unique(names.begin(), names.end()), names.end());
-    return names;
-}
-
 bool Nemesis::skews_clients() const {
-    return std::ranges::any_of(faults_, [](const Armed& f) { return f.spec.kind == FaultSpec::Kind::clock && !f.spec.node; });
+    return std::ranges::any_of(schedule_.faults(), [](const FaultSpec& f) { return f.kind == FaultSpec::Kind::clock && !f.node; });
 }
 
 bool Nemesis::skews_nodes() const {
-    return std::ranges::any_of(faults_, [](const Armed& f) { return f.spec.kind == FaultSpec::Kind::clock && f.spec.node; });
+    return std::ranges::any_of(schedule_.faults(), [](const FaultSpec& f) { return f.kind == FaultSpec::Kind::clock && f.node; });
 }
 
 void Nemesis::set_clocks(std::vector<ClockControl*> clients, std::vector<ClockControl*> nodes) {
@@ -110,8 +85,8 @@ void Nemesis::set_clocks(std::vector<ClockControl*> clients, std::vector<ClockCo
 }
 
 bool Nemesis::needs_proxies() const {
-    return std::ranges::any_of(faults_, [](const Armed& f) {
-        return f.spec.kind == FaultSpec::Kind::link && (!f.spec.link_nodes.empty() || f.spec.link_store);
+    return std::ranges::any_of(schedule_.faults(), [](const FaultSpec& f) {
+        return f.kind == FaultSpec::Kind::link && (!f.link_nodes.empty() || f.link_store);
     });
 }
 
@@ -120,33 +95,11 @@ void Nemesis::set_world(ProxyHub* proxies, std::vector<RedisNode*> nodes) {
     nodes_ = std::move(nodes);
 }
 
-// Applies (or heals) a link fault on the paths it names: of every client, or of `client`.
-void Nemesis::set_links(const FaultSpec& f, int client, bool heal) {
-    const LinkFault fault = heal ? LinkFault::pass() : f.link;
-    const auto apply = [&](LinkProxy* link) {
-        if (!link) return;
-        if (f.direction) link->set(*f.direction, fault);
-        else link->set_both(fault);
-    };
-    if (f.link_replication && proxies_) apply(proxies_->find("repl"));  // one link, whoever the client
-    for (int c = 0; c < static_cast<int>(pids_.size()); ++c) {
-        if (!f.all_clients && c != client) continue;
-        std::vector<std::string> names;
-        for (int n : f.link_nodes) names.push_back("c" + std::to_string(c) + "-n" + std::to_string(n));
-        if (f.link_store) names.push_back("c" + std::to_string(c) + "-store");
-        for (const auto& name : names) apply(proxies_ ? proxies_->find(name) : nullptr);
-    }
-}
-
 void Nemesis::start(std::vector<pid_t> clients, long long start_at_ns) {
     pids_ = std::move(clients);
-    killed_.assign(pids_.size(), false);
-    for (size_t i = 0; i < faults_.size(); ++i) {
-        const auto& spec = faults_[i].spec;
-        if (!spec.at_ms) continue;
-        // A fault "at 0 ms" is in place before any client starts, not racing the first one.
-        if (*spec.at_ms == 0) fire(faults_[i], spec.client.value_or(0));
-        else timers_.push_back({start_at_ns + *spec.at_ms * 1000000, Timer::What::fire, i, spec.client.value_or(0)});
+    {
+        std::lock_guard lock(mutex_);
+        schedule_.start(static_cast<int>(pids_.size()), start_at_ns, monotonic_ns());
     }
     running_ = true;
     thread_ = std::thread([this] { loop(); });
@@ -157,28 +110,11 @@ void Nemesis::stop() {
     running_ = false;
     write_all(wake_fd_[1], "x", false);
     thread_.join();
-    // Heal: whatever is still in force ends now.
-    for (const Timer& t : timers_) {
-        if (t.what == Timer::What::resume) {
-            ::kill(-pids_[static_cast<size_t>(t.client)], SIGCONT);
-            log("end", faults_[t.fault], t.client);
-        } else if (t.what == Timer::What::release) {
-            reply(t.client, "go\n");
-        } else if (t.what == Timer::What::heal_links) {
-            end_fault(t);
-        }
+    {
+        std::lock_guard lock(mutex_);
+        schedule_.heal(monotonic_ns());
     }
-    if (proxies_) proxies_->heal_all();
-    timers_.clear();
-    for (auto& f : faults_) {
-        for (int c : f.held) {
-            reply(c, "go\n");
-            log("end", f, c);
-        }
-        f.held.clear();
-        const bool open_link = f.spec.kind == FaultSpec::Kind::link && !f.spec.duration_ms && !f.fired_on.empty();
-        if (open_link) log("end", f, f.fired_on.front());  // healed by heal_all() below
-    }
+    if (proxies_) proxies_->heal_all();  // every path passes again, whatever set it
     for (auto& c : connections_)
         if (c.fd >= 0) ::close(c.fd);
     connections_.clear();
@@ -188,35 +124,44 @@ void Nemesis::loop() {
     while (running_) {
         std::vector<pollfd> fds{{wake_fd_[0], POLLIN, 0}, {listen_fd_, POLLIN, 0}};
         for (const auto& c : connections_) fds.push_back({c.fd, POLLIN, 0});  // poll skips fd -1
-        long long wait_ms = 100;
-        const long long now = monotonic_ns();
-        for (const Timer& t : timers_) wait_ms = std::min(wait_ms, std::max(0LL, (t.at_ns - now) / 1000000 + 1));
-        ::poll(fds.data(), fds.size(), static_cast<int>(wait_ms));
+        ::poll(fds.data(), fds.size(), poll_timeout_ms());
         if (fds[0].revents) break;
         if (fds[1].revents & POLLIN) {
             const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
             if (fd >= 0) connections_.push_back({fd, std::nullopt, ""});
         }
-        for (size_t i = 2; i < fds.size(); ++i) {
-            if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-            Connection& c = connections_[i - 2];
-            char buf[512];
-            const ssize_t n = ::read(c.fd, buf, sizeof buf);
-            if (n <= 0) {
-                // Gone (finished or killed): out of the poll set, and let go of any gate.
-                ::close(c.fd);
-                c.fd = -1;
-                if (c.client) let_go(*c.client);
-                continue;
-            }
-            c.buffer.append(buf, static_cast<size_t>(n));
-            for (size_t nl; (nl = c.buffer.find('\n')) != std::string::npos;) {
-                const std::string line = c.buffer.substr(0, nl);
-                c.buffer.erase(0, nl + 1);
-                on_line(c, line);
-            }
-        }
-        run_timers(monotonic_ns());
+        for (size_t i = 2; i < fds.size(); ++i)
+            if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) read_from(connections_[i - 2]);
+        std::lock_guard lock(mutex_);
+        schedule_.run_due(monotonic_ns());
+    }
+}
+
+// Until the schedule's next timer is due, and at most 100 ms.
+int Nemesis::poll_timeout_ms() const {
+    std::lock_guard lock(mutex_);
+    const auto next_ns = schedule_.next_due_ns();
+    if (!next_ns) return 100;
+    return static_cast<int>(std::min(100LL, std::max(0LL, (*next_ns - monotonic_ns()) / 1000000 + 1)));
+}
+
+void Nemesis::read_from(Connection& c) {
+    char buf[512];
+    const ssize_t n = ::read(c.fd, buf, sizeof buf);
+    if (n <= 0) {
+        // Gone (finished or killed): out of the poll set, and let go of any gate.
+        ::close(c.fd);
+        c.fd = -1;
+        if (!c.client) return;
+        std::lock_guard lock(mutex_);
+        schedule_.client_gone(*c.client, monotonic_ns());
+        return;
+    }
+    c.buffer.append(buf, static_cast<size_t>(n));
+    for (size_t nl; (nl = c.buffer.find('\n')) != std::string::npos;) {
+        const std::string line = c.buffer.substr(0, nl);
+        c.buffer.erase(0, nl + 1);
+        on_line(c, line);
     }
 }
 
@@ -224,135 +169,21 @@ void Nemesis::on_line(Connection& c, const std::string& line) {
     if (line.rfind("hello ", 0) == 0) {
         c.client = std::stoi(line.substr(6));
     } else if (line.rfind("reach ", 0) == 0 && c.client) {
-        if (const auto p = parse_point(line.substr(6))) on_reach(c, *p);
+        if (const auto p = parse_point(line.substr(6))) on_reach(*c.client, *p);
         else reply(*c.client, "go\n");
     }
 }
 
-// Every fault armed at this point counts the reach; those that are due fire, all of them in
-// place before the client hears anything. A killed client hears nothing, a held one not yet.
-void Nemesis::on_reach(Connection& c, Point p) {
-    const int client = *c.client;
-    std::vector<Armed*> due;
-    bool still_armed = false;
-    for (Armed& f : faults_) {
-        if (f.done || f.spec.point != p || (f.spec.client && *f.spec.client != client)) continue;
-        if (++f.seen >= f.spec.occurrence) due.push_back(&f);
+// The schedule puts every due fault in place before the client hears anything; a killed
+// client hears nothing, a held one not yet.
+void Nemesis::on_reach(int client, Point p) {
+    std::lock_guard lock(mutex_);
+    switch (schedule_.reach(client, p, monotonic_ns())) {
+        case FaultSchedule::Answer::go: reply(client, "go\n"); break;
+        case FaultSchedule::Answer::disarm: reply(client, "disarm\n"); break;
+        case FaultSchedule::Answer::held:
+        case FaultSchedule::Answer::killed: break;
     }
-    bool answer = true;
-    for (Armed* f : due) answer = fire(*f, client) && answer;
-    for (const Armed& f : faults_)
-        if (!f.done && f.spec.point == p && (!f.spec.client || *f.spec.client == client)) still_armed = true;
-    if (answer) reply(client, still_armed ? "go\n" : "disarm\n");
-}
-
-// Puts the fault in place. Returns false when the client must not be answered now (killed,
-// or held at a gate).
-bool Nemesis::fire(Armed& f, int client) {
-    const pid_t pid = pids_[static_cast<size_t>(client)];
-    const size_t index = static_cast<size_t>(&f - faults_.data());
-    const long long now = monotonic_ns();
-    {
-        std::lock_guard lock(mutex_);
-        f.fired_on.push_back(client);
-    }
-    switch (f.spec.kind) {
-        case FaultSpec::Kind::pause:
-            ::kill(-pid, SIGSTOP);  // in place before the client may go on
-            log("start", f, client);
-            timers_.push_back({now + f.spec.duration_ms * 1000000, Timer::What::resume, index, client});
-            f.done = true;
-            break;
-        case FaultSpec::Kind::kill:
-            {
-                // Marked first: the main thread may reap the client the moment it dies.
-                std::lock_guard lock(mutex_);
-                killed_[static_cast<size_t>(client)] = true;
-            }
-            ::kill(-pid, SIGKILL);
-            log("start", f, client);
-            f.done = true;
-            return false;
-        case FaultSpec::Kind::clock: {
-            ClockControl* clock = f.spec.node ? node_clocks_.at(static_cast<size_t>(*f.spec.node))
-                                              : client_clocks_.at(static_cast<size_t>(client));
-            clock->jump(std::chrono::milliseconds(f.spec.jump_ms));
-            if (f.spec.rate) clock->set_rate(*f.spec.rate);
-            log("start", f, client);
-            f.done = true;
-            break;
-        }
-        case FaultSpec::Kind::link:
-            set_links(f.spec, client, false);  // in place before the client may go on
-            log("start", f, client);
-            if (f.spec.duration_ms)
-                timers_.push_back({now + f.spec.duration_ms * 1000000, Timer::What::heal_links, index, client});
-            f.done = true;
-            break;
-        case FaultSpec::Kind::crash:
-            nodes_.at(static_cast<size_t>(*f.spec.node))->kill();
-            log("start", f, client);
-            if (f.spec.restart_after_ms)
-                timers_.push_back({now + *f.spec.restart_after_ms * 1000000, Timer::What::restart, index, client});
-            f.done = true;
-            break;
-        case FaultSpec::Kind::gate:
-            f.held.push_back(client);
-            log("start", f, client);
-            if (static_cast<int>(f.held.size()) < f.spec.count) return false;
-            for (size_t i = 0; i < f.held.size(); ++i)
-                timers_.push_back({now + static_cast<long long>(i) * f.spec.stagger_ms * 1000000,
-                                   Timer::What::release, index, f.held[i]});
-            f.held.clear();
-            f.done = true;
-            return false;  // the release timers answer them
-    }
-    return true;
-}
-
-void Nemesis::run_timers(long long now_ns) {
-    std::vector<Timer> due;
-    std::erase_if(timers_, [&](const Timer& t) {
-        if (t.at_ns > now_ns) return false;
-        due.push_back(t);
-        return true;
-    });
-    for (const Timer& t : due) {
-        Armed& f = faults_[t.fault];
-        switch (t.what) {
-            case Timer::What::resume:
-                ::kill(-pids_[static_cast<size_t>(t.client)], SIGCONT);
-                log("end", f, t.client);
-                break;
-            case Timer::What::release:
-                reply(t.client, "go\n");
-                log("end", f, t.client);
-                break;
-            case Timer::What::fire:
-                if (!f.done) fire(f, t.client);
-                break;
-            case Timer::What::heal_links:
-            case Timer::What::restart:
-                end_fault(t);
-                break;
-        }
-    }
-}
-
-void Nemesis::end_fault(const Timer& t) {
-    Armed& f = faults_[t.fault];
-    if (t.what == Timer::What::heal_links) {
-        set_links(f.spec, t.client, true);
-    } else {
-        // keep_data: what the node's persistence kept (nothing, without AOF) comes back.
-        try {
-            nodes_.at(static_cast<size_t>(*f.spec.node))->restart(true);
-        } catch (const std::exception&) {
-            log("failed", f, t.client);  // recorded; the checker sees a node that stayed down
-            return;
-        }
-    }
-    log("end", f, t.client);
 }
 
 void Nemesis::reply(int client, const char* word) {
@@ -360,45 +191,60 @@ void Nemesis::reply(int client, const char* word) {
         if (c.client == client && c.fd >= 0) write_all(c.fd, word);
 }
 
-// A client that is gone cannot complete a gate: let the others it holds go on.
-void Nemesis::let_go(int gone) {
-    for (Armed& f : faults_) {
-        if (std::erase(f.held, gone) == 0) continue;
-        for (int c : f.held) {
-            reply(c, "go\n");
-            log("end", f, c);
-        }
-        f.held.clear();
-        f.done = true;
-    }
+// ---- the actuator -------------------------------------------------------------------------
+
+// Signals go to the client's process group: an external adapter's children stop and die too.
+void Nemesis::pause(int client) { ::kill(-pids_.at(static_cast<size_t>(client)), SIGSTOP); }
+void Nemesis::resume(int client) { ::kill(-pids_.at(static_cast<size_t>(client)), SIGCONT); }
+void Nemesis::kill(int client) { ::kill(-pids_.at(static_cast<size_t>(client)), SIGKILL); }
+
+ClockControl& Nemesis::clock_of(ClockOf clock) const {
+    const auto& clocks = clock.whose == ClockOf::Whose::node ? node_clocks_ : client_clocks_;
+    return *clocks.at(static_cast<size_t>(clock.index));
 }
 
-void Nemesis::log(const char* type, const Armed& f, int client) {
-    std::string line = "{\"t_ns\":" + std::to_string(monotonic_ns()) + ",\"op\":\"fault\",\"type\":\"" + type +
-                       "\",\"fault\":\"" + fault_kind_name(f.spec.kind) + "\",\"label\":\"" + f.spec.label() +
-                       "\",\"client\":" + std::to_string(client) + "}\n";
-    write_all(log_fd_, line, false);
+void Nemesis::step_clock(ClockOf clock, long long jump_ms) { clock_of(clock).jump(std::chrono::milliseconds(jump_ms)); }
+void Nemesis::drift_clock(ClockOf clock, double rate) { clock_of(clock).set_rate(rate); }
+
+// The proxies are named "c<client>-n<node>", "c<client>-store" and "repl"; without proxies
+// (no fault names a path) there is nothing to set.
+void Nemesis::set_link(LinkPath path, std::optional<Direction> direction, const LinkFault& fault) {
+    if (!proxies_) return;
+    std::string name = "repl";
+    if (path.to != LinkPath::To::replication) name = "c" + std::to_string(path.client) + "-";
+    if (path.to == LinkPath::To::node) name += "n" + std::to_string(path.node);
+    if (path.to == LinkPath::To::store) name += "store";
+    LinkProxy* link = proxies_->find(name);
+    if (!link) return;
+    if (direction) link->set(*direction, fault);
+    else link->set_both(fault);
+}
+
+void Nemesis::crash(int node) { nodes_.at(static_cast<size_t>(node))->kill(); }
+
+// keep_data: what the node's persistence kept (nothing, without AOF) comes back.
+bool Nemesis::restart(int node) {
+    try {
+        nodes_.at(static_cast<size_t>(node))->restart(true);
+        return true;
+    } catch (const std::exception&) {
+        return false;
+    }
 }
 
 bool Nemesis::killed(int client) const {
     std::lock_guard lock(mutex_);
-    return client >= 0 && static_cast<size_t>(client) < killed_.size() && killed_[static_cast<size_t>(client)];
+    return schedule_.killed(client);
 }
 
 nlohmann::json Nemesis::report() const {
     std::lock_guard lock(mutex_);
-    nlohmann::json out = nlohmann::json::array();
-    for (const auto& f : faults_)
-        out.push_back({{"fault", fault_kind_name(f.spec.kind)}, {"label", f.spec.label()},
-                       {"fired", f.fired_on.size()}, {"clients", f.fired_on}});
-    return out;
+    return schedule_.report();
 }
 
 long long Nemesis::injected() const {
     std::lock_guard lock(mutex_);
-    long long n = 0;
-    for (const auto& f : faults_) n += static_cast<long long>(f.fired_on.size());
-    return n;
+    return schedule_.injected();
 }
 
 // ---- the client's side -------------------------------------------------------------------

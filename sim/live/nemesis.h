@@ -19,8 +19,11 @@
 // A client at an armed point waits for the answer, so a pause "right after acquiring"
 // begins right there in every run: the SIGSTOP lands before the "go" is written, and the
 // client reads it only when it is resumed. Faults can also fire at a time after the start.
-// Every fault's start and end goes to nemesis.jsonl (CLOCK_MONOTONIC, as the histories),
-// and stop() heals whatever is still in force: no client is left stopped or held.
+// Which fault fires when, what it logs and what is healed at the end is the run's
+// FaultSchedule (sim/engine/fault_schedule.h), the simulator's too; this class is its live
+// actuator and the socket the clients report through. Every fault's start and end goes to
+// nemesis.jsonl (CLOCK_MONOTONIC, as the histories), and stop() heals whatever is still in
+// force: no client is left stopped or held.
 #pragma once
 
 #include <sys/types.h>
@@ -38,20 +41,22 @@
 #include "faults/clock_control.h"
 #include "faults/link_proxy.h"
 #include "lockimpl/env.h"
+#include "sim/engine/fault_actuator.h"
+#include "sim/engine/fault_schedule.h"
 #include "sim/engine/fault_spec.h"
 
 namespace lockbench {
 
-class Nemesis {
+class Nemesis final : private FaultActuator {
 public:
     // Listens on `socket_path`; writes the fault log to `log_path`.
     Nemesis(std::vector<FaultSpec> faults, std::filesystem::path socket_path, std::filesystem::path log_path);
-    ~Nemesis();
+    ~Nemesis() override;
     Nemesis(const Nemesis&) = delete;
     Nemesis& operator=(const Nemesis&) = delete;
 
     // Point names some fault is armed at: the clients report only these.
-    std::vector<std::string> armed_points() const;
+    std::vector<std::string> armed_points() const { return schedule_.armed_points(); }
     // Whether some clock fault aims at clients / at lock nodes: they then run under the shim.
     bool skews_clients() const;
     bool skews_nodes() const;
@@ -78,18 +83,27 @@ public:
     long long injected() const;
 
 private:
-    struct Armed;
     struct Connection;
     void loop();
+    int poll_timeout_ms() const;
+    void read_from(Connection& c);
     void on_line(Connection& c, const std::string& line);
-    void on_reach(Connection& c, Point p);
-    bool fire(Armed& f, int client);
-    void let_go(int gone);
-    void run_timers(long long now_ns);
+    void on_reach(int client, Point p);
     void reply(int client, const char* word);
-    void log(const char* type, const Armed& f, int client);
 
-    std::vector<Armed> faults_;
+    // The actuator: what the schedule orders, with signals, proxies, the clock shim, nodes.
+    void pause(int client) override;
+    void resume(int client) override;
+    void kill(int client) override;
+    void hold(int) override {}  // a client held at a gate is one not answered yet
+    void let_go(int client) override { reply(client, "go\n"); }
+    void step_clock(ClockOf clock, long long jump_ms) override;
+    void drift_clock(ClockOf clock, double rate) override;
+    void set_link(LinkPath path, std::optional<Direction> direction, const LinkFault& fault) override;
+    void crash(int node) override;
+    bool restart(int node) override;
+    ClockControl& clock_of(ClockOf clock) const;
+
     std::filesystem::path socket_path_;
     int log_fd_ = -1;
     int listen_fd_ = -1;
@@ -98,13 +112,9 @@ private:
     std::vector<ClockControl*> client_clocks_, node_clocks_;
     ProxyHub* proxies_ = nullptr;
     std::vector<RedisNode*> nodes_;
-    void set_links(const FaultSpec& f, int client, bool heal);
     std::vector<Connection> connections_;
-    struct Timer;
-    void end_fault(const Timer& t);
-    std::vector<Timer> timers_;
-    mutable std::mutex mutex_;       // guards the figures report() and killed() read
-    std::vector<bool> killed_;
+    mutable std::mutex mutex_;       // guards the schedule: report() and killed() read it
+    FaultSchedule schedule_;
     std::thread thread_;
     std::atomic<bool> running_{false};
 };

@@ -5,9 +5,9 @@
 //   World (seed) ── fibers: client i ── run_worker(SimEnv locks, SimEnv store, lock, Recorder)
 //        │                                   │ reach(point)
 //        │                                   ▼
-//        └── SimNemesis: the run's faults, fired at points or times as the live Nemesis fires
-//            them: pause / kill a process, gate, clock jump or rate on a client or node,
-//            link faults on a client's paths, node crash and restart
+//        └── SimNemesis (sim_nemesis.h): the run's FaultSchedule, the live Nemesis's, carried
+//            out in the world: pause / kill a process, gate, clock jump or rate on a client or
+//            node, link faults on a client's paths, node crash and restart
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,63 @@
+// What a world can do to itself when the fault schedule (sim/engine/fault_schedule.h) says so.
+// The schedule decides which fault fires when and logs it; each world only carries it out:
+//
+//   FaultSchedule ──pause/kill/hold/clock/link/crash──► FaultActuator
+//                                                         ├─ Nemesis (sim/live/nemesis.h): signals,
+//                                                         │  ProxyHub, ClockControl, RedisNode
+//                                                         └─ SimNemesis (sim/virtual/sim_nemesis.h):
+//                                                            World, Net, Process
+//
+// A new fault kind is one FaultSpec field set, one rule in the schedule, one method here.
+#pragma once
+
+#include <optional>
+
+#include "faults/link_fault.h"
+
+namespace lockbench {
+
+// One path a link fault acts on: client `client` to lock node `node`, client `client` to the
+// protected store, or the master→replica link (topology "sentinel"), whoever the client.
+struct LinkPath {
+    enum class To { node, store, replication };
+    To to = To::node;
+    int client = 0;
+    int node = 0;  // To::node only
+
+    friend bool operator==(const LinkPath&, const LinkPath&) = default;
+};
+
+// Whose wall clock a clock fault moves: a client's or a lock node's.
+struct ClockOf {
+    enum class Whose { client, node };
+    Whose whose = Whose::client;
+    int index = 0;
+
+    friend bool operator==(const ClockOf&, const ClockOf&) = default;
+};
+
+class FaultActuator {
+public:
+    virtual ~FaultActuator() = default;
+
+    // The client stops where it is (SIGSTOP, or its fibers stop being scheduled) until resumed.
+    virtual void pause(int client) = 0;
+    virtual void resume(int client) = 0;
+    // The client dies for good. In the simulator, when the client itself reached the point,
+    // this call does not return: its fiber unwinds. The schedule calls it last.
+    virtual void kill(int client) = 0;
+    // Gate: the client, which is waiting at a point, is kept there until let go.
+    virtual void hold(int client) = 0;
+    virtual void let_go(int client) = 0;
+    // Steps the clock by jump_ms (negative: back), then lets it run at `rate` seconds per second.
+    virtual void step_clock(ClockOf clock, long long jump_ms) = 0;
+    virtual void drift_clock(ClockOf clock, double rate) = 0;
+    // Sets one path's link fault, in one direction or both; LinkFault::pass() heals it.
+    virtual void set_link(LinkPath path, std::optional<Direction> direction, const LinkFault& fault) = 0;
+    // A lock node dies (its connections lost, its data too without persistence) and comes back.
+    virtual void crash(int node) = 0;
+    // Returns false when the node could not be started again (it stays down).
+    virtual bool restart(int node) = 0;
+};
+
+}  // namespace lockbench

@@ -1,0 +1,259 @@
+#include "sim/engine/fault_schedule.h"
+
+#include <algorithm>
+
+namespace lockbench {
+
+namespace {
+
+constexpr long long kNsPerMs = 1'000'000;
+
+bool blocks_client(const FaultSpec& f) {
+    return f.kind == FaultSpec::Kind::kill || f.kind == FaultSpec::Kind::gate;
+}
+
+bool open_link(const FaultSpec& f) {
+    return f.kind == FaultSpec::Kind::link && !f.duration_ms;
+}
+
+}  // namespace
+
+std::string fault_log_line(long long t_ns, const char* type, const FaultSpec& fault, int client) {
+    return "{\"t_ns\":" + std::to_string(t_ns) + ",\"op\":\"fault\",\"type\":\"" + type + "\",\"fault\":\"" +
+           fault_kind_name(fault.kind) + "\",\"label\":\"" + fault.label() + "\",\"client\":" +
+           std::to_string(client) + "}\n";
+}
+
+FaultSchedule::FaultSchedule(std::vector<FaultSpec> faults, FaultActuator& world, LogSink log, TimerBooked booked)
+    : specs_(std::move(faults)), state_(specs_.size()), world_(world), log_(std::move(log)),
+      booked_(std::move(booked)) {}
+
+std::vector<std::string> FaultSchedule::armed_points() const {
+    std::vector<std::string> names;
+    for (const auto& f : specs_)
+        if (f.point) names.push_back(point_name(*f.point));
+    std::ranges::sort(names);
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    return names;
+}
+
+void FaultSchedule::start(int clients, long long start_at_ns, long long now_ns) {
+    clients_ = clients;
+    killed_.assign(static_cast<std::size_t>(clients), false);
+    for (std::size_t i = 0; i < specs_.size(); ++i) {
+        const FaultSpec& f = specs_[i];
+        if (!f.at_ms) continue;
+        if (*f.at_ms == 0) fire(i, f.client.value_or(0), now_ns);
+        else book(start_at_ns + *f.at_ms * kNsPerMs, Timer::What::fire, i, f.client.value_or(0));
+    }
+}
+
+// Every fault armed at this point counts the reach; those that are due are all put in place
+// before the client hears anything. A kill or a gate, which do not let this client go on,
+// come last, and nothing fires after a kill.
+FaultSchedule::Answer FaultSchedule::reach(int client, Point point, long long now_ns) {
+    bool answer = true;
+    for (std::size_t i : due_at(client, point)) {
+        answer = fire(i, client, now_ns) && answer;
+        if (killed(client)) return Answer::killed;
+    }
+    if (!answer) return Answer::held;
+    return armed_at(client, point) ? Answer::go : Answer::disarm;
+}
+
+std::vector<std::size_t> FaultSchedule::due_at(int client, Point point) {
+    std::vector<std::size_t> due;
+    for (std::size_t i = 0; i < specs_.size(); ++i) {
+        const FaultSpec& f = specs_[i];
+        if (state_[i].done || f.point != point || (f.client && *f.client != client)) continue;
+        if (++state_[i].seen >= f.occurrence) due.push_back(i);
+    }
+    std::ranges::stable_partition(due, [&](std::size_t i) { return !blocks_client(specs_[i]); });
+    return due;
+}
+
+bool FaultSchedule::armed_at(int client, Point point) const {
+    for (std::size_t i = 0; i < specs_.size(); ++i)
+        if (!state_[i].done && specs_[i].point == point && (!specs_[i].client || *specs_[i].client == client))
+            return true;
+    return false;
+}
+
+// Puts the fault in place; each action comes before its log line, except a kill's (in the
+// simulator it does not return) and a gate's (the line says the client arrived). Returns
+// false when the client must not be answered now (killed, or held at a gate).
+bool FaultSchedule::fire(std::size_t i, int client, long long now_ns) {
+    const FaultSpec& f = specs_[i];
+    State& s = state_[i];
+    s.fired_on.push_back(client);
+    s.done = f.kind != FaultSpec::Kind::gate;  // a gate fires once per client it holds
+    switch (f.kind) {
+        case FaultSpec::Kind::pause:
+            world_.pause(client);
+            log(now_ns, "start", i, client);
+            book(now_ns + f.duration_ms * kNsPerMs, Timer::What::resume, i, client);
+            return true;
+        case FaultSpec::Kind::kill:
+            killed_.at(static_cast<std::size_t>(client)) = true;  // marked first: it may be reaped at once
+            log(now_ns, "start", i, client);
+            world_.kill(client);
+            return false;
+        case FaultSpec::Kind::clock: {
+            const ClockOf clock = f.node ? ClockOf{ClockOf::Whose::node, *f.node} : ClockOf{ClockOf::Whose::client, client};
+            world_.step_clock(clock, f.jump_ms);
+            if (f.rate) world_.drift_clock(clock, *f.rate);
+            log(now_ns, "start", i, client);
+            return true;
+        }
+        case FaultSpec::Kind::link:
+            set_links(f, client, false);
+            log(now_ns, "start", i, client);
+            if (f.duration_ms) book(now_ns + f.duration_ms * kNsPerMs, Timer::What::heal_links, i, client);
+            return true;
+        case FaultSpec::Kind::crash:
+            world_.crash(f.node.value_or(0));
+            log(now_ns, "start", i, client);
+            if (f.restart_after_ms) book(now_ns + *f.restart_after_ms * kNsPerMs, Timer::What::restart, i, client);
+            return true;
+        case FaultSpec::Kind::gate: return gate(i, client, now_ns);
+    }
+    return true;
+}
+
+// Holds clients at the point until `count` are there, then lets them go `stagger_ms` apart.
+bool FaultSchedule::gate(std::size_t i, int client, long long now_ns) {
+    const FaultSpec& f = specs_[i];
+    State& s = state_[i];
+    log(now_ns, "start", i, client);
+    s.held.push_back(client);
+    world_.hold(client);
+    if (static_cast<int>(s.held.size()) < f.count) return false;
+    s.done = true;
+    for (std::size_t k = 0; k < s.held.size(); ++k)
+        book(now_ns + static_cast<long long>(k) * f.stagger_ms * kNsPerMs, Timer::What::release, i, s.held[k]);
+    s.held.clear();
+    return false;  // the release timers answer them
+}
+
+void FaultSchedule::book(long long at_ns, Timer::What what, std::size_t fault, int client) {
+    timers_.push_back({at_ns, what, fault, client, true});
+    if (booked_) booked_(at_ns, timers_.size() - 1);
+}
+
+void FaultSchedule::run_due(long long now_ns) {
+    std::vector<std::size_t> due;
+    for (std::size_t t = 0; t < timers_.size(); ++t)
+        if (timers_[t].pending && timers_[t].at_ns <= now_ns) due.push_back(t);
+    for (std::size_t t : due) run_timer(t, now_ns);
+}
+
+void FaultSchedule::run_timer(std::size_t timer, long long now_ns) {
+    if (timer >= timers_.size() || !timers_[timer].pending) return;
+    timers_[timer].pending = false;
+    run(Timer(timers_[timer]), now_ns);  // a copy: running it may set new timers
+}
+
+std::optional<long long> FaultSchedule::next_due_ns() const {
+    std::optional<long long> next;
+    for (const Timer& t : timers_)
+        if (t.pending && (!next || t.at_ns < *next)) next = t.at_ns;
+    return next;
+}
+
+void FaultSchedule::run(const Timer& t, long long now_ns) {
+    const FaultSpec& f = specs_[t.fault];
+    switch (t.what) {
+        case Timer::What::fire:
+            if (!state_[t.fault].done) fire(t.fault, t.client, now_ns);
+            break;
+        case Timer::What::resume: end_pause(t.fault, t.client, now_ns); break;
+        case Timer::What::release: release(t.fault, t.client, now_ns); break;
+        case Timer::What::heal_links:
+            set_links(f, t.client, true);
+            log(now_ns, "end", t.fault, t.client);
+            break;
+        case Timer::What::restart:
+            // What the node's persistence kept (nothing, without AOF) comes back; a failed
+            // restart is recorded, and the checker sees a node that stayed down.
+            log(now_ns, world_.restart(f.node.value_or(0)) ? "end" : "failed", t.fault, t.client);
+            break;
+    }
+}
+
+void FaultSchedule::end_pause(std::size_t fault, int client, long long now_ns) {
+    world_.resume(client);
+    log(now_ns, "end", fault, client);
+}
+
+void FaultSchedule::release(std::size_t fault, int client, long long now_ns) {
+    log(now_ns, "end", fault, client);
+    world_.let_go(client);  // the simulator runs the client on from here, after the line
+}
+
+void FaultSchedule::client_gone(int gone, long long now_ns) {
+    for (std::size_t i = 0; i < specs_.size(); ++i) {
+        State& s = state_[i];
+        if (std::erase(s.held, gone) == 0) continue;
+        for (int c : s.held) release(i, c, now_ns);
+        s.held.clear();
+        s.done = true;
+    }
+}
+
+// Pending ends first, in the order they were set; then held gates and links set for good.
+// A gate's pending release lets its client go without a line, and a node that is down
+// stays down: the run is over.
+void FaultSchedule::heal(long long now_ns) {
+    for (Timer& t : timers_) {
+        if (!t.pending) continue;
+        t.pending = false;
+        if (t.what == Timer::What::resume) end_pause(t.fault, t.client, now_ns);
+        if (t.what == Timer::What::release) world_.let_go(t.client);
+        if (t.what == Timer::What::heal_links) run(Timer(t), now_ns);
+    }
+    for (std::size_t i = 0; i < specs_.size(); ++i) {
+        State& s = state_[i];
+        for (int c : s.held) release(i, c, now_ns);
+        s.held.clear();
+        if (!open_link(specs_[i]) || s.fired_on.empty() || s.healed) continue;
+        s.healed = true;
+        set_links(specs_[i], s.fired_on.front(), true);
+        log(now_ns, "end", i, s.fired_on.front());
+    }
+}
+
+// The paths a link fault names: the replication link once, then of every client or of
+// `client` only, its lock nodes' paths and its store path.
+void FaultSchedule::set_links(const FaultSpec& f, int client, bool heal) {
+    const LinkFault fault = heal ? LinkFault::pass() : f.link;
+    if (f.link_replication) world_.set_link({LinkPath::To::replication, client, 0}, f.direction, fault);
+    for (int c = 0; c < clients_; ++c) {
+        if (!f.all_clients && c != client) continue;
+        for (int n : f.link_nodes) world_.set_link({LinkPath::To::node, c, n}, f.direction, fault);
+        if (f.link_store) world_.set_link({LinkPath::To::store, c, 0}, f.direction, fault);
+    }
+}
+
+void FaultSchedule::log(long long t_ns, const char* type, std::size_t fault, int client) {
+    if (log_) log_(fault_log_line(t_ns, type, specs_[fault], client));
+}
+
+bool FaultSchedule::killed(int client) const {
+    return client >= 0 && static_cast<std::size_t>(client) < killed_.size() && killed_[static_cast<std::size_t>(client)];
+}
+
+nlohmann::json FaultSchedule::report() const {
+    nlohmann::json out = nlohmann::json::array();
+    for (std::size_t i = 0; i < specs_.size(); ++i)
+        out.push_back({{"fault", fault_kind_name(specs_[i].kind)}, {"label", specs_[i].label()},
+                       {"fired", state_[i].fired_on.size()}, {"clients", state_[i].fired_on}});
+    return out;
+}
+
+long long FaultSchedule::injected() const {
+    long long n = 0;
+    for (const State& s : state_) n += static_cast<long long>(s.fired_on.size());
+    return n;
+}
+
+}  // namespace lockbench

@@ -1,0 +1,109 @@
+// The fault schedule of one run: which fault fires when, and what it logs. Both worlds run
+// the same one; each carries the faults out through its FaultActuator (fault_actuator.h).
+//
+//   start(clients, start_at) ── at_ms 0: fire now; later at_ms: a "fire" timer
+//   reach(client, point) ────── count the reach of every fault armed there; those due fire,
+//                               a kill or a gate last; answer go / disarm / held / killed
+//   run_due(now) / run_timer ── pauses end, gates let clients go (stagger apart), links heal,
+//                               crashed nodes restart, at_ms faults fire
+//   heal(now) ───────────────── the end of a run: whatever is still in force ends
+//
+// Pure: no threads, no sockets, no clock of its own. Every call takes the time (ns, on the
+// world's clock) from the caller; a world that polls asks next_due_ns(), a world with its own
+// event queue (the simulator) books each timer as it is set (TimerBooked) and runs exactly
+// that one with run_timer(). Every fault's start and end is one nemesis.jsonl line:
+//   {"t_ns":…,"op":"fault","type":"start"|"end"|"failed","fault":"pause","label":"…","client":0}
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lockimpl/env.h"
+#include "sim/engine/fault_actuator.h"
+#include "sim/engine/fault_spec.h"
+
+namespace lockbench {
+
+// One line of nemesis.jsonl, with its newline.
+std::string fault_log_line(long long t_ns, const char* type, const FaultSpec& fault, int client);
+
+class FaultSchedule {
+public:
+    using LogSink = std::function<void(const std::string& line)>;
+    using TimerBooked = std::function<void(long long at_ns, std::size_t timer)>;
+    // What a client that reached a point hears: go on (the point stays armed for it), go on
+    // and stop reporting this point (nothing is armed there for it any more), nothing yet
+    // (held at a gate: let_go() answers it), or nothing at all (killed).
+    enum class Answer { go, disarm, held, killed };
+
+    FaultSchedule(std::vector<FaultSpec> faults, FaultActuator& world, LogSink log, TimerBooked booked = {});
+
+    const std::vector<FaultSpec>& faults() const { return specs_; }
+    // Point names some fault is armed at (sorted, once each): clients report only these.
+    std::vector<std::string> armed_points() const;
+
+    // The clients are 0..clients-1; at_ms counts from start_at_ns. A fault at 0 ms fires now,
+    // before any client starts, rather than racing the first one.
+    void start(int clients, long long start_at_ns, long long now_ns);
+    Answer reach(int client, Point point, long long now_ns);
+
+    // Runs every timer due at now_ns, in the order they were set; those they set run later.
+    void run_due(long long now_ns);
+    // Runs one booked timer (once; a timer already run or healed does nothing).
+    void run_timer(std::size_t timer, long long now_ns);
+    std::optional<long long> next_due_ns() const;
+
+    // A client that is gone (finished or killed) cannot complete a gate: the others it
+    // gathered go on.
+    void client_gone(int client, long long now_ns);
+    // Ends whatever is still in force: paused clients resume, held ones go on, links heal.
+    void heal(long long now_ns);
+
+    bool killed(int client) const;
+    // Per fault: its label and how often it fired, on which clients.
+    nlohmann::json report() const;
+    long long injected() const;
+
+private:
+    struct State {
+        int seen = 0;               // reaches of its point so far
+        std::vector<int> fired_on;  // the clients it struck
+        std::vector<int> held;      // gate: the clients held now
+        bool done = false;
+        bool healed = false;        // a link set for good, healed at the end
+    };
+    struct Timer {
+        enum class What { fire, resume, release, heal_links, restart };
+        long long at_ns = 0;
+        What what = What::fire;
+        std::size_t fault = 0;
+        int client = 0;
+        bool pending = true;
+    };
+    std::vector<std::size_t> due_at(int client, Point point);
+    bool armed_at(int client, Point point) const;
+    bool fire(std::size_t fault, int client, long long now_ns);
+    bool gate(std::size_t fault, int client, long long now_ns);
+    void book(long long at_ns, Timer::What what, std::size_t fault, int client);
+    void run(const Timer& t, long long now_ns);
+    void end_pause(std::size_t fault, int client, long long now_ns);
+    void release(std::size_t fault, int client, long long now_ns);
+    void set_links(const FaultSpec& f, int client, bool heal);
+    void log(long long t_ns, const char* type, std::size_t fault, int client);
+
+    std::vector<FaultSpec> specs_;
+    std::vector<State> state_;
+    std::vector<Timer> timers_;
+    std::vector<bool> killed_;
+    int clients_ = 0;
+    FaultActuator& world_;
+    LogSink log_;
+    TimerBooked booked_;
+};
+
+}  // namespace lockbench

@@ -1,0 +1,84 @@
+#include "sim/virtual/sim_nemesis.h"
+
+#include <stdexcept>
+
+namespace lockbench::sim {
+
+namespace {
+constexpr VTime kMs = 1'000'000;
+}  // namespace
+
+SimNemesis::SimNemesis(World& world, Net& net, std::vector<Process>& processes, std::size_t store,
+                       std::vector<FaultSpec> faults, const std::filesystem::path& log)
+    : world_(world), net_(net), processes_(processes), store_(store), log_(log),
+      schedule_(
+          std::move(faults), *this, [this](const std::string& line) { log_ << line; },
+          [this](long long at_ns, std::size_t timer) {
+              world_.at(at_ns, [this, timer] { schedule_.run_timer(timer, world_.now()); });
+          }) {
+    if (!log_) throw std::runtime_error(log.string() + ": cannot write");
+}
+
+void SimNemesis::start(VTime start_at) {
+    schedule_.start(static_cast<int>(processes_.size()), start_at, world_.now());
+}
+
+// A client held at a gate sleeps here until a release timer wakes it; a killed one has
+// unwound already (kill() does not return to it).
+void SimNemesis::reached(int client, Point p) {
+    if (schedule_.reach(client, p, world_.now()) == FaultSchedule::Answer::held) world_.wait();
+}
+
+void SimNemesis::pause(int client) { process(client).paused = true; }
+
+void SimNemesis::resume(int client) {
+    Process& p = process(client);
+    p.paused = false;
+    auto waiting = std::move(p.on_resume);
+    p.on_resume.clear();
+    for (auto& w : waiting) w();
+}
+
+void SimNemesis::kill(int client) {
+    Process& p = process(client);
+    p.dead = true;
+    for (Fiber* fiber : p.fibers)
+        if (fiber != world_.current()) world_.kill(fiber);
+    world_.kill(world_.current());  // when a point fired it: unwinds right here
+}
+
+// Called from the client's own fiber, before reached() makes it wait.
+void SimNemesis::hold(int client) { held_[client] = Held{world_.current(), world_.prepare_wait()}; }
+
+void SimNemesis::let_go(int client) {
+    const auto it = held_.find(client);
+    if (it == held_.end()) return;
+    const Held h = it->second;
+    held_.erase(it);
+    world_.wake(h.fiber, h.token);
+}
+
+SimClock& SimNemesis::clock_of(ClockOf clock) {
+    if (clock.whose == ClockOf::Whose::node) return net_.node(static_cast<std::size_t>(clock.index)).clock;
+    return process(clock.index).clock;
+}
+
+void SimNemesis::step_clock(ClockOf clock, long long jump_ms) { clock_of(clock).jump(jump_ms * kMs); }
+void SimNemesis::drift_clock(ClockOf clock, double rate) { clock_of(clock).set_rate(rate, world_.now()); }
+
+void SimNemesis::set_link(LinkPath path, std::optional<Direction> direction, const LinkFault& fault) {
+    switch (path.to) {
+        case LinkPath::To::replication: net_.set_replication_fault(direction, fault); break;
+        case LinkPath::To::node: net_.set_fault(path.client, static_cast<std::size_t>(path.node), direction, fault); break;
+        case LinkPath::To::store: net_.set_fault(path.client, store_, direction, fault); break;
+    }
+}
+
+void SimNemesis::crash(int node) { net_.crash(static_cast<std::size_t>(node)); }
+
+bool SimNemesis::restart(int node) {
+    net_.restart(static_cast<std::size_t>(node));
+    return true;
+}
+
+}  // namespace lockbench::sim

@@ -1,0 +1,263 @@
+// The fault schedule alone (sim/engine/fault_schedule.h): no Redis, no threads, no sockets,
+// no clock. A fake world records what it was told to do; times are passed in by hand.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "sim/engine/fault_schedule.h"
+
+namespace lockbench {
+namespace {
+
+constexpr long long kMs = 1'000'000;
+
+// Every actuator call as one short line: "pause 1", "link c0-n3 blackhole", ...
+class FakeWorld final : public FaultActuator {
+public:
+    std::vector<std::string> calls;
+    bool restart_works = true;
+
+    void pause(int c) override { calls.push_back("pause " + std::to_string(c)); }
+    void resume(int c) override { calls.push_back("resume " + std::to_string(c)); }
+    void kill(int c) override { calls.push_back("kill " + std::to_string(c)); }
+    void hold(int c) override { calls.push_back("hold " + std::to_string(c)); }
+    void let_go(int c) override { calls.push_back("let_go " + std::to_string(c)); }
+    void step_clock(ClockOf k, long long jump_ms) override {
+        calls.push_back(whose(k) + " step " + std::to_string(jump_ms));
+    }
+    void drift_clock(ClockOf k, double rate) override { calls.push_back(whose(k) + " rate " + std::to_string(rate)); }
+    void set_link(LinkPath p, std::optional<Direction>, const LinkFault& f) override {
+        std::string to = "repl";
+        if (p.to == LinkPath::To::node) to = "c" + std::to_string(p.client) + "-n" + std::to_string(p.node);
+        if (p.to == LinkPath::To::store) to = "c" + std::to_string(p.client) + "-store";
+        calls.push_back("link " + to + " " + describe(f));
+    }
+    void crash(int n) override { calls.push_back("crash " + std::to_string(n)); }
+    bool restart(int n) override {
+        calls.push_back("restart " + std::to_string(n));
+        return restart_works;
+    }
+
+private:
+    static std::string whose(ClockOf k) {
+        return (k.whose == ClockOf::Whose::node ? "node " : "client ") + std::to_string(k.index);
+    }
+};
+
+FaultSpec at_point(FaultSpec::Kind kind, Point p, int occurrence = 1) {
+    FaultSpec f;
+    f.kind = kind;
+    f.point = p;
+    f.occurrence = occurrence;
+    return f;
+}
+
+FaultSpec at_time(FaultSpec::Kind kind, long long at_ms, int client = 0) {
+    FaultSpec f;
+    f.kind = kind;
+    f.at_ms = at_ms;
+    f.client = client;
+    return f;
+}
+
+// A schedule over a fake world, its log lines kept as "<type> <fault> c<client> @<t_ms>".
+struct ScheduleRun {
+    FakeWorld world;
+    std::vector<std::string> log;
+    std::vector<std::pair<long long, std::size_t>> booked;
+    FaultSchedule schedule;
+
+    explicit ScheduleRun(std::vector<FaultSpec> faults, int clients = 3)
+        : schedule(std::move(faults), world, [this](const std::string& line) { log.push_back(brief(line)); },
+                   [this](long long at_ns, std::size_t timer) { booked.emplace_back(at_ns, timer); }) {
+        schedule.start(clients, 0, 0);
+    }
+
+    static std::string brief(const std::string& line) {
+        const auto j = nlohmann::json::parse(line);
+        return j["type"].get<std::string>() + " " + j["fault"].get<std::string>() + " c" +
+               std::to_string(j["client"].get<int>()) + " @" + std::to_string(j["t_ns"].get<long long>() / kMs);
+    }
+};
+
+using Strings = std::vector<std::string>;
+
+TEST(FaultSchedule, APointFaultFiresOnItsOccurrenceAndThenDisarms) {
+    FaultSpec pause = at_point(FaultSpec::Kind::pause, Point::before_write, 3);
+    pause.duration_ms = 600;
+    ScheduleRun r({pause});
+    EXPECT_EQ(r.schedule.reach(0, Point::before_write, 1 * kMs), FaultSchedule::Answer::go);
+    EXPECT_EQ(r.schedule.reach(1, Point::after_acquire, 2 * kMs), FaultSchedule::Answer::disarm);  // nothing there
+    EXPECT_EQ(r.schedule.reach(1, Point::before_write, 3 * kMs), FaultSchedule::Answer::go);
+    EXPECT_TRUE(r.world.calls.empty());
+    // The third reach, by any client, is the one.
+    EXPECT_EQ(r.schedule.reach(2, Point::before_write, 4 * kMs), FaultSchedule::Answer::disarm);
+    EXPECT_EQ(r.world.calls, Strings{"pause 2"});
+    EXPECT_EQ(r.schedule.reach(0, Point::before_write, 5 * kMs), FaultSchedule::Answer::disarm);
+    EXPECT_EQ(r.world.calls, Strings{"pause 2"});
+    EXPECT_EQ(r.log, Strings{"start pause c2 @4"});
+}
+
+TEST(FaultSchedule, AFaultForOneClientCountsOnlyThatClientsReaches) {
+    FaultSpec kill = at_point(FaultSpec::Kind::kill, Point::after_acquire, 2);
+    kill.client = 1;
+    ScheduleRun r({kill});
+    EXPECT_EQ(r.schedule.reach(0, Point::after_acquire, 0), FaultSchedule::Answer::disarm);
+    EXPECT_EQ(r.schedule.reach(1, Point::after_acquire, 0), FaultSchedule::Answer::go);
+    EXPECT_EQ(r.schedule.reach(0, Point::after_acquire, 0), FaultSchedule::Answer::disarm);
+    EXPECT_EQ(r.schedule.reach(1, Point::after_acquire, 0), FaultSchedule::Answer::killed);
+    EXPECT_EQ(r.world.calls, Strings{"kill 1"});
+    EXPECT_TRUE(r.schedule.killed(1));
+    EXPECT_FALSE(r.schedule.killed(0));
+}
+
+TEST(FaultSchedule, ATimedFaultIsDueAtItsTimeAfterTheStart) {
+    FaultSpec link = at_time(FaultSpec::Kind::link, 200);
+    link.link = LinkFault::blackhole();
+    link.link_nodes = {3, 4};
+    link.all_clients = true;
+    link.duration_ms = 1000;
+    FaultSpec clock = at_time(FaultSpec::Kind::clock, 0, 1);
+    clock.jump_ms = 2000;
+    FakeWorld world;
+    std::vector<std::string> log;
+    FaultSchedule s({link, clock}, world, [&](const std::string& line) { log.push_back(ScheduleRun::brief(line)); });
+    s.start(2, 10 * kMs, 5 * kMs);
+    // At 0 ms: in place before any client starts.
+    EXPECT_EQ(world.calls, Strings{"client 1 step 2000"});
+    EXPECT_EQ(s.next_due_ns(), 210 * kMs);
+    s.run_due(209 * kMs);
+    EXPECT_EQ(world.calls.size(), 1u);
+    s.run_due(210 * kMs);
+    EXPECT_EQ(world.calls, (Strings{"client 1 step 2000", "link c0-n3 blackhole", "link c0-n4 blackhole",
+                                    "link c1-n3 blackhole", "link c1-n4 blackhole"}));
+    EXPECT_EQ(s.next_due_ns(), 1210 * kMs);
+    s.run_due(1300 * kMs);
+    EXPECT_EQ(world.calls.back(), "link c1-n4 pass");
+    EXPECT_EQ(s.next_due_ns(), std::nullopt);
+    EXPECT_EQ(log, (Strings{"start clock c1 @5", "start link c0 @210", "end link c0 @1300"}));
+}
+
+TEST(FaultSchedule, AtOnePointAKillOrAGateComesLast) {
+    FaultSpec gate = at_point(FaultSpec::Kind::gate, Point::after_acquire);
+    gate.count = 2;
+    FaultSpec kill = at_point(FaultSpec::Kind::kill, Point::after_acquire);
+    FaultSpec pause = at_point(FaultSpec::Kind::pause, Point::after_acquire);
+    pause.duration_ms = 100;
+    FaultSpec crash = at_point(FaultSpec::Kind::crash, Point::after_acquire);
+    crash.node = 2;
+    ScheduleRun r({gate, kill, pause, crash});
+    EXPECT_EQ(r.schedule.reach(0, Point::after_acquire, 0), FaultSchedule::Answer::killed);
+    // The pause and the crash are in place before the gate holds and the kill strikes; nothing
+    // fires after a kill.
+    EXPECT_EQ(r.world.calls, (Strings{"pause 0", "crash 2", "hold 0", "kill 0"}));
+    EXPECT_EQ(r.log, (Strings{"start pause c0 @0", "start crash c0 @0", "start gate c0 @0", "start kill c0 @0"}));
+}
+
+TEST(FaultSchedule, AGateHoldsUntilItsCountThenLetsThemGoStaggerApart) {
+    FaultSpec gate = at_point(FaultSpec::Kind::gate, Point::after_seen_expired);
+    gate.count = 2;
+    gate.stagger_ms = 20;
+    ScheduleRun r({gate});
+    EXPECT_EQ(r.schedule.reach(1, Point::after_seen_expired, 5 * kMs), FaultSchedule::Answer::held);
+    EXPECT_EQ(r.schedule.reach(0, Point::after_seen_expired, 8 * kMs), FaultSchedule::Answer::held);
+    EXPECT_EQ(r.world.calls, (Strings{"hold 1", "hold 0"}));
+    // Booked for a world with its own event queue: first come, first let go.
+    ASSERT_EQ(r.booked.size(), 2u);
+    EXPECT_EQ(r.booked[0].first, 8 * kMs);
+    EXPECT_EQ(r.booked[1].first, 28 * kMs);
+    r.schedule.run_timer(r.booked[1].second, 28 * kMs);
+    r.schedule.run_timer(r.booked[0].second, 28 * kMs);
+    r.schedule.run_timer(r.booked[0].second, 29 * kMs);  // once only
+    EXPECT_EQ(r.world.calls, (Strings{"hold 1", "hold 0", "let_go 0", "let_go 1"}));
+    EXPECT_EQ(r.log, (Strings{"start gate c1 @5", "start gate c0 @8", "end gate c0 @28", "end gate c1 @28"}));
+    EXPECT_EQ(r.schedule.report()[0]["clients"], (std::vector<int>{1, 0}));
+}
+
+TEST(FaultSchedule, AClientThatIsGoneLetsTheOthersAtItsGateGo) {
+    FaultSpec gate = at_point(FaultSpec::Kind::gate, Point::before_write);
+    gate.count = 3;
+    ScheduleRun r({gate});
+    r.schedule.reach(0, Point::before_write, 0);
+    r.schedule.reach(1, Point::before_write, 0);
+    r.schedule.client_gone(0, 7 * kMs);
+    EXPECT_EQ(r.world.calls, (Strings{"hold 0", "hold 1", "let_go 1"}));
+    EXPECT_EQ(r.log.back(), "end gate c1 @7");
+    EXPECT_EQ(r.schedule.reach(2, Point::before_write, 0), FaultSchedule::Answer::disarm);  // done
+}
+
+TEST(FaultSchedule, ACrashRestartsAfterItsDelayOrRecordsTheFailure) {
+    FaultSpec crash = at_point(FaultSpec::Kind::crash, Point::after_acquire);
+    crash.node = 1;
+    crash.restart_after_ms = 1100;
+    ScheduleRun r({crash});
+    r.world.restart_works = false;
+    r.schedule.reach(0, Point::after_acquire, 100 * kMs);
+    EXPECT_EQ(r.schedule.next_due_ns(), 1200 * kMs);
+    r.schedule.run_due(1200 * kMs);
+    EXPECT_EQ(r.world.calls, (Strings{"crash 1", "restart 1"}));
+    EXPECT_EQ(r.log, (Strings{"start crash c0 @100", "failed crash c0 @1200"}));
+}
+
+TEST(FaultSchedule, HealingEndsWhatIsStillInForce) {
+    FaultSpec pause = at_point(FaultSpec::Kind::pause, Point::before_write);
+    pause.duration_ms = 5000;
+    FaultSpec link = at_point(FaultSpec::Kind::link, Point::before_acquire);  // for good: no duration
+    link.link = LinkFault::hold();
+    link.link_replication = true;
+    FaultSpec gate = at_point(FaultSpec::Kind::gate, Point::after_acquire);
+    gate.count = 2;
+    FaultSpec crash = at_point(FaultSpec::Kind::crash, Point::before_release);
+    crash.node = 0;  // no restart: stays down
+    ScheduleRun r({pause, link, gate, crash});
+    r.schedule.reach(0, Point::before_acquire, 1 * kMs);
+    r.schedule.reach(1, Point::after_acquire, 2 * kMs);
+    r.schedule.reach(2, Point::before_write, 3 * kMs);
+    r.schedule.reach(0, Point::before_release, 4 * kMs);
+    r.world.calls.clear();
+    r.log.clear();
+    r.schedule.heal(9 * kMs);
+    // Pending ends first, then each fault in its order: the link set for good, the gate.
+    EXPECT_EQ(r.world.calls, (Strings{"resume 2", "link repl pass", "let_go 1"}));
+    EXPECT_EQ(r.log, (Strings{"end pause c2 @9", "end link c0 @9", "end gate c1 @9"}));
+    EXPECT_EQ(r.schedule.next_due_ns(), std::nullopt);
+    r.world.calls.clear();
+    r.schedule.heal(10 * kMs);  // once healed, nothing is left
+    EXPECT_TRUE(r.world.calls.empty());
+}
+
+TEST(FaultSchedule, CountsWhatFiredOnWhichClients) {
+    FaultSpec clock = at_point(FaultSpec::Kind::clock, Point::after_acquire);
+    clock.node = 2;
+    clock.jump_ms = 3000;
+    clock.rate = 1.5;
+    FaultSpec gate = at_point(FaultSpec::Kind::gate, Point::before_write);
+    gate.count = 2;
+    FaultSpec never = at_point(FaultSpec::Kind::kill, Point::during_acquire);
+    ScheduleRun r({clock, gate, never});
+    r.schedule.reach(1, Point::after_acquire, 0);
+    r.schedule.reach(0, Point::before_write, 0);
+    r.schedule.reach(2, Point::before_write, 0);
+    EXPECT_EQ(r.world.calls, (Strings{"node 2 step 3000", "node 2 rate 1.500000", "hold 0", "hold 2"}));
+    EXPECT_EQ(r.schedule.injected(), 3);
+    const auto report = r.schedule.report();
+    ASSERT_EQ(report.size(), 3u);
+    EXPECT_EQ(report[0]["fired"], 1);
+    EXPECT_EQ(report[0]["clients"], std::vector<int>{1});
+    EXPECT_EQ(report[1]["fired"], 2);
+    EXPECT_EQ(report[2]["fired"], 0);
+    EXPECT_EQ(report[2]["label"], "kill at during_acquire #1");
+    EXPECT_EQ(r.schedule.armed_points(), (Strings{"after_acquire", "before_write", "during_acquire"}));
+}
+
+TEST(FaultSchedule, ALogLineIsOneJsonObjectWithTheFaultsLabel) {
+    FaultSpec pause = at_point(FaultSpec::Kind::pause, Point::after_acquire);
+    pause.duration_ms = 600;
+    EXPECT_EQ(fault_log_line(42, "start", pause, 3),
+              "{\"t_ns\":42,\"op\":\"fault\",\"type\":\"start\",\"fault\":\"pause\","
+              "\"label\":\"pause 600 ms at after_acquire #1\",\"client\":3}\n");
+}
+
+}  // namespace
+}  // namespace lockbench

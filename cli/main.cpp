@@ -241,7 +241,7 @@ int main(int argc, char** argv) {
             MatrixSpec spec = sweep_spec(scenario, parse_sweep_param(param), steps, only, repeat);
             if (backend == "sim") spec = simulated(std::move(spec));
             const fs::path o = out ? fs::path(*out)
-                                   : fs::path("results") / ("sweep-" + spec.json.at("sweep").at("scenario").get<std::string>());
+                                   : fs::path("results") / ("sweep-" + spec.sweep->scenario);
             const auto locks = lock_folders(o, {});
             return finish_matrix(run_matrix(spec, {o, parse_shard(shard), self_exe(), true, source_dir(), budget_s}), o);
         }

@@ -40,7 +40,7 @@ Recheck recheck(const fs::path& dir) {
         if (record.is_discarded() || !record.is_object() || !record.contains("final_counter"))
             throw std::runtime_error((dir / run_dir / "run.json").string() + ": missing or not a lockbench run record");
         const RunHistory h = load_run_history(dir / run_dir);
-        nlohmann::json run = run_summary(record, check(h), h);
+        nlohmann::json run = to_json(run_summary(run_record_from_json(record), check(h), h));
         for (const std::string& d : figure_differences(stored, run))
             out.differences.push_back(summary_file.string() + ": run " + name + ": " + d);
         out.summary["runs"].push_back(std::move(run));

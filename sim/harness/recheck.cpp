@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "analysis/history_io.h"
+#include "sim/engine/run_record.h"
 #include "sim/engine/summary.h"
 
 namespace fs = std::filesystem;
@@ -16,6 +17,15 @@ namespace {
 bool escapes(const std::string& run_dir) {
     const fs::path p(run_dir);
     return p.is_absolute() || std::ranges::any_of(p, [](const fs::path& part) { return part == ".."; });
+}
+
+// The run's record, or one line naming the file and the field it lacks.
+RunRecord read_record(const nlohmann::json& record, const fs::path& file) {
+    try {
+        return run_record_from_json(record);
+    } catch (const nlohmann::json::exception& e) {
+        throw std::runtime_error(file.string() + ": not a lockbench run record: " + e.what());
+    }
 }
 
 }  // namespace
@@ -40,7 +50,7 @@ Recheck recheck(const fs::path& dir) {
         if (record.is_discarded() || !record.is_object() || !record.contains("final_counter"))
             throw std::runtime_error((dir / run_dir / "run.json").string() + ": missing or not a lockbench run record");
         const RunHistory h = load_run_history(dir / run_dir);
-        nlohmann::json run = to_json(run_summary(run_record_from_json(record), check(h), h));
+        nlohmann::json run = to_json(run_summary(read_record(record, dir / run_dir / "run.json"), check(h), h));
         for (const std::string& d : figure_differences(stored, run))
             out.differences.push_back(summary_file.string() + ": run " + name + ": " + d);
         out.summary["runs"].push_back(std::move(run));

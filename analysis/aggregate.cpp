@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "analysis/metrics.h"
 #include "analysis/stats.h"
 
 namespace lockbench {
@@ -19,14 +20,13 @@ Interval wilson_interval(long long hits, long long n, double z) {
 
 namespace {
 
-const char* const kCounts[] = {"mutual_exclusion_violations", "fenced_overlaps", "lost_updates",
-                               "stale_writes_accepted", "stale_writes_rejected", "foreign_releases"};
+using Json = nlohmann::json;
 
-nlohmann::json spread(const nlohmann::json& reps, const char* field) {
+Json spread(const Json& reps, std::string_view field) {
     if (reps.empty()) return {{"total", 0}, {"mean", 0.0}, {"min", 0}, {"max", 0}};
     double total = 0, lo = INFINITY, hi = -INFINITY;
     for (const auto& r : reps) {
-        const double v = r.at(field).get<double>();
+        const double v = r.at(std::string(field)).get<double>();
         total += v;
         lo = std::min(lo, v);
         hi = std::max(hi, v);
@@ -34,45 +34,70 @@ nlohmann::json spread(const nlohmann::json& reps, const char* field) {
     return {{"total", total}, {"mean", total / static_cast<double>(reps.size())}, {"min", lo}, {"max", hi}};
 }
 
+// How many repetitions had any of `m` (the violations), the rate and its 95 % interval.
+void add_rate(Json& a, const Json& reps, const Metric& m) {
+    const long long n = static_cast<long long>(reps.size());
+    long long hits = 0;
+    for (const auto& r : reps)
+        if (r.at(std::string(m.name)).get<long long>() > 0) ++hits;
+    const Interval ci = wilson_interval(hits, n);
+    a["violating_reps"] = hits;
+    a["violation_rate"] = n ? static_cast<double>(hits) / static_cast<double>(n) : 0.0;
+    a["violation_rate_ci95"] = {ci.lo, ci.hi};
+}
+
+// Each metric's reduction over the repetitions, as the metric table says.
+void add_metrics(Json& a, const Json& reps) {
+    for (const Metric& m : metrics()) {
+        const std::string key(m.aggregate_key());
+        switch (m.aggregation) {
+            case Aggregation::none:
+            case Aggregation::per_rep: break;
+            case Aggregation::mean: a[key] = {{"mean", spread(reps, m.name).at("mean")}}; break;
+            case Aggregation::mean_max: {
+                const Json s = spread(reps, m.name);
+                a[key] = {{"mean", s.at("mean")}, {"max", s.at("max")}};
+                break;
+            }
+            case Aggregation::spread: a[key] = spread(reps, m.name); break;
+            case Aggregation::spread_rate:
+                a[key] = spread(reps, m.name);
+                add_rate(a, reps, m);
+                break;
+        }
+    }
+}
+
 }  // namespace
 
-nlohmann::json rep_figures(const nlohmann::json& run) {
-    nlohmann::json f = {{"seed", run.at("seed")},
-                        {"unavailable_ms", run.at("availability").at("unavailable_ms")},
-                        {"sections_completed", run.at("ops").at("sections_completed")},
-                        {"sections_per_s", run.at("sections_per_s")},
-                        {"acquire_ms", run.at("latency_ms").at("acquire")},
-                        {"faults_injected", run.at("ops").value("faults_injected", 0)},
-                        {"expectations", run.at("expectations")},
-                        {"expectations_held", run.at("expectations_held")},
-                        {"clients_failed", run.value("clients_failed", nlohmann::json::array())}};
-    for (const char* c : kCounts) f[c] = run.at("safety").at(c);
+Json rep_figures(const RunSummary& run) {
+    Json f = {{"seed", run.seed},
+              {"sections_per_s", run.figures.sections_per_s},
+              {"acquire_ms", to_json(run.figures.acquire_ms)},
+              {"expectations", to_json(run.expectations)},
+              {"expectations_held", run.expectations_held},
+              {"clients_failed", to_json(run.clients_failed)}};
+    for (const Metric& m : metrics())
+        if (m.aggregation != Aggregation::none) {
+            const double v = run.metric(m.name);
+            f[std::string(m.name)] = m.is_count() ? Json(static_cast<long long>(v)) : Json(v);
+        }
     return f;
 }
 
-nlohmann::json aggregate_reps(const nlohmann::json& reps, std::vector<double>& acquire_ms) {
+Json aggregate_reps(const Json& reps, std::vector<double>& acquire_ms) {
     const long long n = static_cast<long long>(reps.size());
-    long long violating = 0, held = 0, failed = 0;
+    long long held = 0, failed = 0;
     for (const auto& r : reps) {
-        if (r.at("mutual_exclusion_violations").get<long long>() > 0) ++violating;
         if (r.at("expectations_held").get<bool>()) ++held;
-        if (!r.value("clients_failed", nlohmann::json::array()).empty()) ++failed;
+        if (!r.value("clients_failed", Json::array()).empty()) ++failed;
     }
-    const Interval ci = wilson_interval(violating, n);
-    nlohmann::json a = {{"violations", spread(reps, "mutual_exclusion_violations")},
-                        {"violating_reps", violating},
-                        {"violation_rate", n ? static_cast<double>(violating) / static_cast<double>(n) : 0.0},
-                        {"violation_rate_ci95", {ci.lo, ci.hi}},
-                        {"unavailable_ms", {{"mean", spread(reps, "unavailable_ms").at("mean")},
-                                            {"max", spread(reps, "unavailable_ms").at("max")}}},
-                        {"sections_completed", {{"mean", spread(reps, "sections_completed").at("mean")}}},
-                        {"acquire_ms", to_json(percentiles(acquire_ms))},
-                        {"expectations_held_reps", held},
-                        {"expectation_held", n > 0 && held == n},
-                        {"clients_failed_reps", failed},
-                        {"has_expectations", n > 0 && !reps.front().at("expectations").empty()}};
-    for (const char* c : kCounts)
-        if (std::string(c) != "mutual_exclusion_violations") a[c] = spread(reps, c);
+    Json a = {{"acquire_ms", to_json(percentiles(acquire_ms))},
+              {"expectations_held_reps", held},
+              {"expectation_held", n > 0 && held == n},
+              {"clients_failed_reps", failed},
+              {"has_expectations", n > 0 && !reps.front().at("expectations").empty()}};
+    add_metrics(a, reps);
     return a;
 }
 

@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/run_summary.h"
+
 namespace lockbench {
 
 struct Interval {
@@ -18,8 +20,10 @@ struct Interval {
 // which is what a handful of repetitions gives. [0, 1] when n == 0.
 Interval wilson_interval(long long hits, long long n, double z = 1.959963984540054);
 
-// One repetition's figures, from its entry in a run's summary.json.
-nlohmann::json rep_figures(const nlohmann::json& run_summary);
+// One repetition's figures, from its entry in a run's summary.json: every metric the metric
+// table keeps per repetition (analysis/metrics.h), with the seed, throughput, acquire latency
+// and the expectations' verdicts.
+nlohmann::json rep_figures(const RunSummary& run);
 
 // The aggregate of a cell's repetitions (each as rep_figures gives it). `acquire_ms` holds
 // every acquire latency of every repetition, pooled (sorted in place).

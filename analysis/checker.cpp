@@ -4,6 +4,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "analysis/metrics.h"
+
 namespace lockbench {
 namespace {
 
@@ -368,33 +370,23 @@ const char* witness_kind_name(Witness::Kind k) {
     return "?";
 }
 
-nlohmann::json to_json(const CheckResult& r, const RunHistory& h) {
+RunFigures run_figures(const CheckResult& r, const RunHistory& h) {
     const long long t0 = h.events.empty() ? 0 : h.events.front().t_ns;
-    nlohmann::json witnesses = nlohmann::json::array();
+    RunFigures f;
+    for (const Metric& m : metrics())
+        if (m.of) f.metrics[std::string(m.name)] = m.of(r);
+    f.windows_ms = windows_json(r.availability.windows_ns, t0);
+    f.acquire_ms = r.acquire_ms;
+    f.acquire_wait_ms = r.acquire_wait_ms;
+    f.release_ms = r.release_ms;
+    f.duration_s = r.duration_s;
+    f.sections_per_s = r.sections_per_s;
     const auto acquired = acquire_times(r.witnesses, h);
-    for (const Witness& w : r.witnesses) witnesses.push_back(witness_json(w, h, t0, acquired));
-    const double success = r.ops.acquire_attempts
-        ? static_cast<double>(r.ops.acquired) / static_cast<double>(r.ops.acquire_attempts) : 0.0;
-    return {
-        {"ops", {{"acquire_attempts", r.ops.acquire_attempts}, {"acquired", r.ops.acquired},
-                 {"released", r.ops.released}, {"sections_completed", r.ops.sections_completed},
-                 {"acquire_success_rate", success}}},
-        {"safety", {{"mutual_exclusion_violations", r.safety.mutual_exclusion_violations},
-                    {"fenced_overlaps", r.safety.fenced_overlaps},
-                    {"lost_updates", r.safety.lost_updates},
-                    {"stale_writes_accepted", r.safety.stale_writes_accepted},
-                    {"stale_writes_rejected", r.safety.stale_writes_rejected},
-                    {"foreign_releases", r.safety.foreign_releases}}},
-        {"availability", {{"unavailable_ms", r.availability.unavailable_ms},
-                          {"longest_unavailable_ms", r.availability.longest_unavailable_ms},
-                          {"windows_ms", windows_json(r.availability.windows_ns, t0)}}},
-        {"latency_ms", {{"acquire", to_json(r.acquire_ms)}, {"acquire_wait", to_json(r.acquire_wait_ms)},
-                        {"release", to_json(r.release_ms)}}},
-        {"duration_s", r.duration_s},
-        {"sections_per_s", r.sections_per_s},
-        {"witnesses", witnesses},
-    };
+    for (const Witness& w : r.witnesses) f.witnesses.push_back(witness_json(w, h, t0, acquired));
+    return f;
 }
+
+nlohmann::json to_json(const CheckResult& r, const RunHistory& h) { return to_json(run_figures(r, h)); }
 
 CheckResult check(const RunHistory& h, const CheckOptions& opts) {
     CheckResult r;

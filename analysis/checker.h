@@ -34,6 +34,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/history.h"
+#include "analysis/run_summary.h"
 #include "analysis/stats.h"
 
 namespace lockbench {
@@ -85,7 +86,10 @@ CheckResult check(const RunHistory& h, const CheckOptions& opts = {});
 // "mutual_exclusion", "foreign_release", "stale_write": the witness kinds as the summary names them.
 const char* witness_kind_name(Witness::Kind k);
 
-// The summary fields of one run: ops, safety, availability, latency_ms, witnesses, ...
+// The summary's figures of one run (analysis/run_summary.h): the metric table's figures
+// (analysis/metrics.h), the unavailable windows, latencies and witnesses.
+RunFigures run_figures(const CheckResult& r, const RunHistory& h);
+// The same as summary.json holds them: ops, safety, availability, latency_ms, witnesses, ...
 nlohmann::json to_json(const CheckResult& r, const RunHistory& h);
 
 }  // namespace lockbench

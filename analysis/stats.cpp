@@ -29,4 +29,9 @@ nlohmann::json to_json(const Percentiles& p) {
             {"p999", r(p.p999)}, {"max", r(p.max)}};
 }
 
+Percentiles percentiles_from_json(const nlohmann::json& j) {
+    return {j.at("count").get<long long>(), j.at("p50").get<double>(), j.at("p90").get<double>(),
+            j.at("p99").get<double>(),      j.at("p999").get<double>(), j.at("max").get<double>()};
+}
+
 }  // namespace lockbench

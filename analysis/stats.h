@@ -17,5 +17,7 @@ struct Percentiles {
 // Nearest-rank percentiles of `samples` (sorted in place). All zero when empty.
 Percentiles percentiles(std::vector<double>& samples);
 nlohmann::json to_json(const Percentiles& p);
+// As to_json wrote them; throws nlohmann::json's exception on a missing field.
+Percentiles percentiles_from_json(const nlohmann::json& j);
 
 }  // namespace lockbench

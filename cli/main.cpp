@@ -119,7 +119,7 @@ int cmd_sweep(const SweepArgs& a) {
     const MatrixSpec spec =
         on_backend(sweep_spec(a.scenario, parse_sweep_param(a.param), a.steps, a.only, a.repeat), a.backend);
     const fs::path out = a.out ? fs::path(*a.out)
-                               : fs::path("results") / ("sweep-" + spec.json.at("sweep").at("scenario").get<std::string>());
+                               : fs::path("results") / ("sweep-" + spec.sweep->scenario);
     return run_cells(spec, out, a);
 }
 

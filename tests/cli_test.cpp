@@ -278,10 +278,22 @@ TEST_F(CliTest, CheckRefusesADamagedStoreLogNamingTheLine) {
     EXPECT_NE(c.err.find(store.string() + " has no enter of it"), std::string::npos) << c.describe();
 
     write_text(store, good);
-    write_text(out / "runs" / "tiny-token-lua" / "run.json", "garbage");
+    const fs::path record = out / "runs" / "tiny-token-lua" / "run.json";
+    const std::string good_record = read_text(record);
+    write_text(record, "garbage");
     c = run({"check", out.string()});
     EXPECT_EQ(c.exit_code(), 2) << c.describe();
     EXPECT_NE(c.err.find("run.json"), std::string::npos) << c.describe();
+
+    // A record the histories load from (final counter, clients) that lacks a field the summary needs.
+    nlohmann::json nameless = nlohmann::json::parse(good_record);
+    nameless.erase("name");
+    write_text(record, nameless.dump());
+    c = run({"check", out.string()});
+    EXPECT_EQ(c.exit_code(), 2) << c.describe();
+    EXPECT_EQ(lines_of(c.err).size(), 1u) << c.describe();
+    EXPECT_NE(c.err.find(record.string() + ": not a lockbench run record"), std::string::npos) << c.describe();
+    EXPECT_NE(c.err.find("'name'"), std::string::npos) << c.describe();
 }
 
 void expect_member(const nlohmann::json& j, const std::string& path, const std::string& key) {

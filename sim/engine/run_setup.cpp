@@ -28,23 +28,27 @@ long long write_store_log(const std::filesystem::path& run_dir, const Value& log
     return counter.is_nil() ? 0 : std::stoll(counter.str);
 }
 
-nlohmann::json run_record(const Scenario& s, const RunSpec& run, std::uint64_t seed, const RunOutcome& outcome) {
-    nlohmann::json expect = nlohmann::json::array();
-    for (const auto& e : run.expect) expect.push_back({{"metric", e.metric}, {"op", e.op}, {"value", e.value}});
-    nlohmann::json record = {{"name", run.name}, {"algorithm", run.algorithm->name}, {"params", run.params.json()},
-            {"nodes", run.nodes}, {"clients", s.workload.clients}, {"seed", seed}, {"scenario", s.name},
-            {"lock_key", s.lock_key}, {"expect", expect}, {"workload", s.source.value("workload", nlohmann::json::object())},
-            {"command_timeout_ms", s.command_timeout_ms}, {"connect_timeout_ms", s.connect_timeout_ms}};
-    if (!run.command.empty()) record["command"] = run.command;  // an external library's adapter
-    if (!outcome.clients_failed.empty()) record["clients_failed"] = outcome.clients_failed;
-    if (outcome.sim_events) {
-        record["backend"] = "sim";
-        record["sim_events"] = *outcome.sim_events;
-    }
-    record["faults"] = outcome.faults;
-    record["faults_injected"] = outcome.faults_injected;
-    record["final_counter"] = outcome.final_counter;
-    return record;
+RunRecord run_record(const Scenario& s, const RunSpec& run, std::uint64_t seed, const RunOutcome& outcome) {
+    RunRecord r;
+    r.name = run.name;
+    r.algorithm = run.algorithm->name;
+    r.params = run.params.json();
+    r.nodes = run.nodes;
+    r.clients = s.workload.clients;
+    r.seed = seed;
+    r.scenario = s.name;
+    r.lock_key = s.lock_key;
+    r.expect = run.expect;
+    r.workload = s.source.value("workload", nlohmann::json::object());
+    r.command_timeout_ms = s.command_timeout_ms;
+    r.connect_timeout_ms = s.connect_timeout_ms;
+    r.command = run.command;
+    r.clients_failed = outcome.clients_failed;
+    r.sim_events = outcome.sim_events;
+    r.faults = outcome.faults;
+    r.faults_injected = outcome.faults_injected;
+    r.final_counter = outcome.final_counter;
+    return r;
 }
 
 }  // namespace lockbench

@@ -3,7 +3,7 @@
 //
 //   live:    sim/live/live_run.cpp + sim/live/client_main.cpp (one process a client)
 //   virtual: sim/virtual/sim_run.cpp (one fiber a client)
-//          ──► RunOutcome ──► run_record() ──► run.json
+//          ──► RunOutcome ──► run_record() ──► RunRecord ──► run.json (run_record.h)
 #pragma once
 
 #include <cstdint>
@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lockimpl/lock.h"
+#include "sim/engine/run_record.h"
 #include "sim/engine/scenario.h"
 #include "sim/engine/worker.h"
 
@@ -38,11 +39,11 @@ struct RunOutcome {
     nlohmann::json faults = nlohmann::json::array();          // per fault: label, fired, clients
     long long faults_injected = 0;
     long long final_counter = 0;
-    nlohmann::json clients_failed = nlohmann::json::array();  // {client, error}: adapters that broke
+    std::vector<ClientFailure> clients_failed;                // adapters that broke
     std::optional<std::size_t> sim_events;                    // the simulator's: events it ran
 };
 
 // The run's record, run.json: what ran, with which seed, and what the world reported.
-nlohmann::json run_record(const Scenario& s, const RunSpec& run, std::uint64_t seed, const RunOutcome& outcome);
+RunRecord run_record(const Scenario& s, const RunSpec& run, std::uint64_t seed, const RunOutcome& outcome);
 
 }  // namespace lockbench

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "analysis/metrics.h"
 
 namespace lockbench {
 
@@ -154,12 +155,9 @@ void check_name(Fields& f, const std::string& field, const std::string& name) {
 
 Expectation parse_expectation(const std::string& metric, const nlohmann::json& v, const std::string& path,
                               const std::string& file) {
-    const auto& known = expectable_metrics();
-    if (std::ranges::count(known, metric) == 0) {
-        std::string list;
-        for (const auto& m : known) list += (list.empty() ? "" : ", ") + m;
-        throw ScenarioError(file + ": " + path + ": unknown metric (known: " + list + ")");
-    }
+    const Metric* known = find_metric(metric);
+    if (!known || !known->expectable)
+        throw ScenarioError(file + ": " + path + ": unknown metric (known: " + expectable_metric_list() + ")");
     std::istringstream in(v.is_string() ? v.get<std::string>() : "");
     Expectation e{metric, "", 0};
     in >> e.op >> e.value;   // fails on a value beyond a double, such as 1e999
@@ -357,15 +355,6 @@ RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::s
 }
 
 }  // namespace
-
-const std::vector<std::string>& expectable_metrics() {
-    static const std::vector<std::string> metrics = {
-        "acquire_attempts", "acquired", "released", "sections_completed",
-        "mutual_exclusion_violations", "fenced_overlaps", "lost_updates", "stale_writes_accepted",
-        "stale_writes_rejected", "foreign_releases", "unavailable_ms", "longest_unavailable_ms",
-        "faults_injected"};
-    return metrics;
-}
 
 bool Expectation::holds(double actual) const {
     if (op == "==") return actual == value;

@@ -25,7 +25,7 @@ struct ScenarioError : std::runtime_error {
 
 // "sections_completed >= 24": a run's figure compared with a number.
 struct Expectation {
-    std::string metric;   // a key of ops, safety or availability in the summary
+    std::string metric;   // an expectable metric of the metric table (analysis/metrics.h)
     std::string op;       // ==, !=, <, <=, >, >=
     double value = 0;
     bool holds(double actual) const;
@@ -74,8 +74,5 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& file);
 // Keeps the runs whose algorithm or name is in `names` (all when empty). Throws
 // ScenarioError for a name that matches nothing.
 void select_runs(Scenario& s, const std::vector<std::string>& names);
-
-// The metrics an expectation may name.
-const std::vector<std::string>& expectable_metrics();
 
 }  // namespace lockbench

@@ -4,32 +4,25 @@
 #include <cstdio>
 #include <sstream>
 
+#include "analysis/metrics.h"
 #include "sim/engine/scenario.h"
 
 namespace lockbench {
 namespace {
 
-double metric_value(const nlohmann::json& run, const std::string& metric) {
-    for (const char* group : {"ops", "safety", "availability"})
-        if (run.at(group).contains(metric)) return run.at(group).at(metric).get<double>();
-    return 0;
-}
-
 // Each expectation of the run, with what was measured and whether it held.
-nlohmann::json judge(const nlohmann::json& run, const nlohmann::json& expect) {
-    nlohmann::json checks = nlohmann::json::array();
-    for (const auto& e : expect) {
-        const Expectation x{e.at("metric"), e.at("op"), e.at("value")};
-        const double value = metric_value(run, x.metric);
-        checks.push_back({{"expect", x.text()}, {"value", value}, {"held", x.holds(value)}});
+std::vector<ExpectationCheck> judge(const RunSummary& run, const std::vector<Expectation>& expect) {
+    std::vector<ExpectationCheck> checks;
+    for (const Expectation& x : expect) {
+        const double value = run.metric(x.metric);
+        checks.push_back({x.text(), value, x.holds(value)});
     }
     return checks;
 }
 
 // Every expectation held, and no client's adapter failed (a run missing clients proves nothing).
-bool all_held(const nlohmann::json& run) {
-    return std::ranges::all_of(run.at("expectations"), [](const auto& c) { return c.at("held").template get<bool>(); }) &&
-           run.value("clients_failed", nlohmann::json::array()).empty();
+bool all_held(const RunSummary& run) {
+    return std::ranges::all_of(run.expectations, &ExpectationCheck::held) && run.clients_failed.empty();
 }
 
 std::string cell(double v, const char* fmt = "%.0f") {
@@ -66,63 +59,82 @@ std::vector<std::string> figure_differences(const nlohmann::json& stored, const 
     return out;
 }
 
-nlohmann::json run_summary(const nlohmann::json& record, const CheckResult& result, const RunHistory& h) {
-    nlohmann::json run = {
-        {"name", record.at("name")}, {"algorithm", record.at("algorithm")}, {"params", record.at("params")},
-        {"nodes", record.at("nodes")}, {"clients", record.at("clients")}, {"seed", record.at("seed")},
-        {"run_dir", "runs/" + record.at("name").get<std::string>()},
-    };
-    if (record.contains("command")) run["command"] = record.at("command");  // an external library's adapter
-    run.update(to_json(result, h));
-    run["ops"]["faults_injected"] = record.value("faults_injected", 0);
-    // Clients whose adapter broke the protocol: each with its one-line reason.
-    run["clients_failed"] = record.value("clients_failed", nlohmann::json::array());
-    run["faults"] = record.value("faults", nlohmann::json::array());
-    run["expectations"] = judge(run, record.value("expect", nlohmann::json::array()));
-    run["expectations_held"] = all_held(run);
+RunSummary run_summary(const RunRecord& record, const CheckResult& result, const RunHistory& h) {
+    RunSummary run;
+    run.name = record.name;
+    run.algorithm = record.algorithm;
+    run.params = record.params;
+    run.nodes = record.nodes;
+    run.clients = record.clients;
+    run.seed = record.seed;
+    run.run_dir = "runs/" + record.name;
+    run.command = record.command;
+    run.figures = run_figures(result, h);
+    run.figures.metrics["faults_injected"] = static_cast<double>(record.faults_injected);
+    run.clients_failed = record.clients_failed;
+    run.faults = record.faults;
+    run.expectations = judge(run, record.expect);
+    run.expectations_held = all_held(run);
     return run;
 }
 
+namespace {
+
+// The table's columns: the metric table's, then the acquire latency's.
+const Column kAcquireP50{"acq p50", 9, 2, "ms"}, kAcquireP99{"acq p99", 9, 2, "ms"};
+
+std::string table_line(const std::string& name, const std::vector<std::string>& cells, const std::string& verdict) {
+    std::string line = name;
+    if (line.size() < 32) line.append(32 - line.size(), ' ');
+    for (const std::string& c : cells) line += " " + c;
+    line += "  " + verdict + "\n";
+    // As the table has always been written: a line of at most 511 characters.
+    if (line.size() > 511) line.resize(511);
+    return line;
+}
+
+std::string verdict_of(const RunSummary& r) {
+    if (!r.clients_failed.empty())
+        return "CLIENTS FAILED: " + std::to_string(r.clients_failed.size()) + " (" +
+               r.clients_failed.at(0).error.substr(0, 120) + ")";
+    if (r.expectations.empty()) return "-";
+    std::string verdict = all_held(r) ? "held" : "NOT HELD:";
+    for (const ExpectationCheck& c : r.expectations)
+        if (!c.held) verdict += " " + c.expect + " (got " + cell(c.value) + ")";
+    return verdict;
+}
+
+std::string header_line() {
+    std::vector<std::string> cells;
+    for (const Metric& m : metrics())
+        if (m.run_column) cells.push_back(table_header(*m.run_column));
+    cells.push_back(table_header(kAcquireP50));
+    cells.push_back(table_header(kAcquireP99));
+    return table_line("run", cells, "expected");
+}
+
+std::string run_line(const RunSummary& r) {
+    std::vector<std::string> cells;
+    for (const Metric& m : metrics())
+        if (m.run_column) cells.push_back(table_cell(*m.run_column, r.metric(m.name)));
+    cells.push_back(table_cell(kAcquireP50, r.figures.acquire_ms.p50));
+    cells.push_back(table_cell(kAcquireP99, r.figures.acquire_ms.p99));
+    return table_line(r.name, cells, verdict_of(r));
+}
+
+}  // namespace
+
 std::string format_table(const nlohmann::json& summary) {
-    std::ostringstream out;
-    char line[512];
-    std::snprintf(line, sizeof line, "%-32s %8s %8s %6s %6s %5s %9s %7s %9s %9s %9s  %s\n", "run",
-                  "acquired", "sections", "viol", "lost", "stale", "rejected", "foreign", "unavail", "acq p50",
-                  "acq p99", "expected");
-    out << line;
-    for (const auto& r : summary.at("runs")) {
-        const auto& s = r.at("safety");
-        const auto& acq = r.at("latency_ms").at("acquire");
-        std::string verdict = all_held(r) ? "held" : "NOT HELD:";
-        for (const auto& c : r.at("expectations"))
-            if (!c.at("held").get<bool>())
-                verdict += " " + c.at("expect").get<std::string>() + " (got " + cell(c.at("value").get<double>()) + ")";
-        if (r.at("expectations").empty()) verdict = "-";
-        if (const auto failed = r.value("clients_failed", nlohmann::json::array()); !failed.empty())
-            verdict = "CLIENTS FAILED: " + std::to_string(failed.size()) + " (" +
-                      failed.at(0).at("error").get<std::string>().substr(0, 120) + ")";
-        std::snprintf(line, sizeof line, "%-32s %8s %8s %6s %6s %5s %9s %7s %7sms %7sms %7sms  %s\n",
-                      r.at("name").get<std::string>().c_str(),
-                      cell(r.at("ops").at("acquired").get<double>()).c_str(),
-                      cell(r.at("ops").at("sections_completed").get<double>()).c_str(),
-                      cell(s.at("mutual_exclusion_violations").get<double>()).c_str(),
-                      cell(s.at("lost_updates").get<double>()).c_str(),
-                      cell(s.at("stale_writes_accepted").get<double>()).c_str(),
-                      cell(s.at("stale_writes_rejected").get<double>()).c_str(),
-                      cell(s.at("foreign_releases").get<double>()).c_str(),
-                      cell(r.at("availability").at("unavailable_ms").get<double>()).c_str(),
-                      cell(acq.at("p50").get<double>(), "%.2f").c_str(),
-                      cell(acq.at("p99").get<double>(), "%.2f").c_str(), verdict.c_str());
-        out << line;
-    }
+    std::string out = header_line();
+    for (const auto& r : summary.at("runs")) out += run_line(run_summary_from_json(r));
     for (const auto& r : summary.value("skipped", nlohmann::json::array()))
-        out << r.at("name").get<std::string>() << ": skipped (" << r.at("why").get<std::string>() << ")\n";
-    return out.str();
+        out += r.at("name").get<std::string>() + ": skipped (" + r.at("why").get<std::string>() + ")\n";
+    return out;
 }
 
 int expectations_exit_code(const nlohmann::json& summary) {
     for (const auto& r : summary.at("runs"))
-        if (!all_held(r)) return 1;
+        if (!all_held(run_summary_from_json(r))) return 1;
     return 0;
 }
 

@@ -7,18 +7,21 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/checker.h"
+#include "analysis/run_summary.h"
+#include "sim/engine/run_record.h"
 
 namespace lockbench {
 
-// `record` is the run's run.json: name, algorithm, params, nodes, seed, clients, expect.
-nlohmann::json run_summary(const nlohmann::json& record, const CheckResult& result, const RunHistory& h);
+// The run's entry, from its record (run.json) and what the checker found in its histories.
+RunSummary run_summary(const RunRecord& record, const CheckResult& result, const RunHistory& h);
 
 // Every figure of `recomputed` (a run's entry as the checker gives it now) that `stored`
 // (the entry summary.json holds) does not hold, one line each: "safety.lost_updates:
 // summary.json has 25, the histories give 24". Arrays (witnesses, windows) are one figure.
 std::vector<std::string> figure_differences(const nlohmann::json& stored, const nlohmann::json& recomputed);
 
-// The table printed after run and check.
+// The table printed after run and check, from a summary.json's runs and skipped runs; its
+// columns are the metric table's (analysis/metrics.h) and the acquire latency.
 std::string format_table(const nlohmann::json& summary);
 
 // Exit status for a summary: 0 when every expectation held, 1 otherwise.

@@ -167,12 +167,6 @@ Json draw_schedule(const Json& source, const std::string& run, std::uint64_t see
     return s;
 }
 
-std::string violation_of(const Json& run_summary) {
-    for (const char* k : {"mutual_exclusion_violations", "stale_writes_accepted", "lost_updates"})
-        if (run_summary.at("safety").value(k, 0LL) > 0) return k;
-    return "";
-}
-
 namespace {
 
 // The chosen runs of the scenario that the simulator can run.

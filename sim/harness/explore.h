@@ -40,9 +40,6 @@ struct ExploreOptions {
 // The scenario (one run: the variant) that schedule `seed` draws from run `run` of `source`.
 nlohmann::json draw_schedule(const nlohmann::json& source, const std::string& run, std::uint64_t seed);
 
-// What a schedule broke, in the order they are looked for; empty if nothing.
-std::string violation_of(const nlohmann::json& run_summary);
-
 // Runs explore; writes OUT/explore.json and the witnesses; returns explore.json.
 nlohmann::json explore(const ExploreOptions& opts);
 

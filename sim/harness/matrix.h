@@ -16,6 +16,10 @@
 // shards of one spec. Repetitions run in rounds (every cell's first, then every cell's
 // second, ...), so a time budget (`--time-budget-s`) that stops the work between rounds
 // leaves every cell with the same number of repetitions.
+//
+//   matrix_spec.h   what a tree holds (MatrixSpec), made from scenario files or a sweep
+//   matrix_tree.h   the tree on disk: header, repetition folders, cell.json, summary.json
+//   matrix.cpp      running the cells; merge.cpp: joining shards; matrix_table.cpp: the table
 #pragma once
 
 #include <filesystem>
@@ -25,6 +29,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/harness/matrix_spec.h"
+
 namespace lockbench {
 
 inline constexpr const char* kResultsFormat = "lockbench-results";
@@ -33,34 +39,6 @@ inline constexpr const char* kResultsFormat = "lockbench-results";
 // sections.json (analysis/report_data.h), which the report reads: `lockbench check TREE
 // --write` brings an older tree to version 3.
 inline constexpr int kResultsVersion = 3;
-
-// "faults.0.duration_ms=100..700": a numeric field of a scenario file and its range.
-struct SweepParam {
-    std::string path;           // dotted; array indices as numbers; * for every element
-    double from = 0, to = 0;
-};
-SweepParam parse_sweep_param(const std::string& text);
-
-struct Shard {
-    int index = 0, count = 1;
-};
-Shard parse_shard(const std::string& text);  // "I/N"
-
-// What a tree holds: kind, repetitions, the scenarios (as read, or as a sweep step changed
-// them) and the numbered cells. Its id is a hash of everything but file paths.
-struct MatrixSpec {
-    nlohmann::json json;
-    std::string id;
-    size_t cells() const { return json.at("cells").size(); }
-};
-
-MatrixSpec matrix_spec(const std::vector<std::filesystem::path>& files, const std::vector<std::string>& algorithms,
-                       int repeat);
-MatrixSpec sweep_spec(const std::filesystem::path& file, const SweepParam& param, int steps,
-                      const std::vector<std::string>& algorithms, int repeat);
-// The same tree run in the simulator (`--backend sim`): part of the spec, so that a live and
-// a simulated tree never mix; external runs, which cannot be simulated, are left out.
-MatrixSpec simulated(MatrixSpec spec);
 
 // A JSON file; throws one line naming it if it cannot be read or parsed.
 nlohmann::json read_json_file(const std::filesystem::path& file);

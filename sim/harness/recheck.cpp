@@ -5,6 +5,7 @@
 
 #include "analysis/history_io.h"
 #include "analysis/report_data.h"
+#include "sim/engine/run_record.h"
 #include "sim/engine/summary.h"
 #include "sim/harness/results_folder.h"
 
@@ -20,9 +21,18 @@ bool escapes(const std::string& run_dir) {
     return p.is_absolute() || std::ranges::any_of(p, [](const fs::path& part) { return part == ".."; });
 }
 
+// The run's record, or one line naming the file and the field it lacks.
+RunRecord read_record(const nlohmann::json& record, const fs::path& file) {
+    try {
+        return run_record_from_json(record);
+    } catch (const nlohmann::json::exception& e) {
+        throw std::runtime_error(file.string() + ": not a lockbench run record: " + e.what());
+    }
+}
+
 }  // namespace
 
-CheckedRun check_run(const fs::path& run_dir, const nlohmann::json& record) {
+CheckedRun check_run(const fs::path& run_dir, const RunRecord& record) {
     const RunHistory h = load_run_history(run_dir);
     const CheckResult r = check(h);
     return {run_summary(record, r, h), report_data_json(h, r)};
@@ -47,8 +57,9 @@ Recheck recheck(const fs::path& dir) {
         const nlohmann::json record = nlohmann::json::parse(in, nullptr, false);
         if (record.is_discarded() || !record.is_object() || !record.contains("final_counter"))
             throw std::runtime_error((dir / run_dir / "run.json").string() + ": missing or not a lockbench run record");
-        auto [run, sections] = check_run(dir / run_dir, record);
-        out.derived.emplace_back(dir / run_dir / kSectionsFile, std::move(sections));
+        CheckedRun checked = check_run(dir / run_dir, read_record(record, dir / run_dir / "run.json"));
+        out.derived.emplace_back(dir / run_dir / kSectionsFile, std::move(checked.sections));
+        nlohmann::json run = to_json(checked.summary);
         for (const std::string& d : figure_differences(stored, run))
             out.differences.push_back(summary_file.string() + ": run " + name + ": " + d);
         out.summary["runs"].push_back(std::move(run));

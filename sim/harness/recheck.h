@@ -9,15 +9,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/run_summary.h"
+#include "sim/engine/run_record.h"
+
 namespace lockbench {
 
 // One run folder through the checker: its summary entry (from run.json's record) and what the
 // report draws (analysis/report_data.h), which a run writes as runs/NAME/sections.json.
 struct CheckedRun {
-    nlohmann::json summary;
+    RunSummary summary;
     nlohmann::json sections;
 };
-CheckedRun check_run(const std::filesystem::path& run_dir, const nlohmann::json& record);
+CheckedRun check_run(const std::filesystem::path& run_dir, const RunRecord& record);
 
 struct Recheck {
     nlohmann::json summary;                // as the checker sees the runs now

@@ -18,15 +18,15 @@ namespace lockbench {
 namespace {
 
 // The run's record, run.json, from what its world reported.
-nlohmann::json record_run(const Scenario& s, const RunSpec& run, std::uint64_t seed, const fs::path& run_dir,
-                          const RunOutcome& outcome) {
-    nlohmann::json record = run_record(s, run, seed, outcome);
-    write_atomically(run_dir / "run.json", record.dump(2) + "\n");
+RunRecord record_run(const Scenario& s, const RunSpec& run, std::uint64_t seed, const fs::path& run_dir,
+                     const RunOutcome& outcome) {
+    RunRecord record = run_record(s, run, seed, outcome);
+    write_atomically(run_dir / "run.json", to_json(record).dump(2) + "\n");
     return record;
 }
 
 // A run just made: checked, with what the report draws written beside its histories.
-nlohmann::json check_new_run(const fs::path& run_dir, const nlohmann::json& record) {
+RunSummary check_new_run(const fs::path& run_dir, const RunRecord& record) {
     CheckedRun checked = check_run(run_dir, record);
     write_atomically(run_dir / kSectionsFile, checked.sections.dump() + "\n");
     return std::move(checked.summary);
@@ -60,7 +60,7 @@ void check_run_folder(const fs::path& out) {
 }
 
 struct RunsDone {
-    nlohmann::json runs = nlohmann::json::array();
+    std::vector<RunSummary> runs;
     nlohmann::json skipped = nlohmann::json::array();  // runs the simulator cannot run
 };
 
@@ -89,8 +89,9 @@ RunsDone run_each(const Scenario& s, const RunOptions& opts, std::uint64_t seed,
                 done.runs.push_back(check_new_run(run_dir, record_run(s, run, seed, run_dir, outcome)));
             }
             if (line_open) {
-                const auto v = done.runs.back()["safety"]["mutual_exclusion_violations"].get<long long>();
-                std::cerr << " " << done.runs.back()["ops"]["sections_completed"] << " sections, " << v
+                const RunSummary& r = done.runs.back();
+                const auto v = static_cast<long long>(r.metric("mutual_exclusion_violations"));
+                std::cerr << " " << static_cast<long long>(r.metric("sections_completed")) << " sections, " << v
                           << (v == 1 ? " violation\n" : " violations\n");
             }
             line_open = false;
@@ -124,7 +125,9 @@ nlohmann::json run_scenario(const Scenario& s, const RunOptions& opts) {
         throw;
     }
     fs::remove_all(tmp);
-    nlohmann::json summary = {{"scenario", s.name}, {"scenario_file", s.path}, {"seed", seed}, {"runs", done.runs}};
+    nlohmann::json runs = nlohmann::json::array();
+    for (const RunSummary& r : done.runs) runs.push_back(to_json(r));
+    nlohmann::json summary = {{"scenario", s.name}, {"scenario_file", s.path}, {"seed", seed}, {"runs", runs}};
     if (opts.simulated) {
         summary["backend"] = "sim";
         summary["skipped"] = done.skipped;

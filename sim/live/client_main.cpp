@@ -8,6 +8,7 @@
 #include "sim/engine/recorder.h"
 #include "sim/engine/run_setup.h"
 #include "sim/engine/workload.h"
+#include "sim/live/client_spec.h"
 #include "sim/live/live_env.h"
 #include "sim/live/nemesis.h"
 #include "sim/live/sentinel.h"
@@ -21,8 +22,8 @@ namespace {
 // An external run's lock: the adapter, told the paths to the nodes (`ports`, this client's own)
 // and, under Sentinel, where to ask for the master (`discovery`, as sentinel_discovery gives).
 std::unique_ptr<ExternalLock> make_external(const Scenario& s, const RunSpec& run, const std::vector<int>& ports,
-                                            int client, const fs::path& project_dir, const nlohmann::json& discovery,
-                                            const fs::path& stderr_path = {}) {
+                                            int client, const fs::path& project_dir,
+                                            const std::optional<SentinelPorts>& discovery, const fs::path& stderr_path = {}) {
     std::string nodes;
     for (int p : ports) nodes += (nodes.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(p);
     const long long ttl_ms = run.params.integer("ttl_ms");
@@ -36,13 +37,11 @@ std::unique_ptr<ExternalLock> make_external(const Scenario& s, const RunSpec& ru
                    {"LOCKBENCH_OP_TIMEOUT_MS", std::to_string(10 * s.command_timeout_ms)},
                    {"LOCKBENCH_CONNECT_TIMEOUT_MS", std::to_string(s.connect_timeout_ms)}},
                   std::chrono::milliseconds(10 * s.command_timeout_ms), stderr_path};
-    if (discovery.is_object()) {
+    if (discovery) {
         std::string sentinels;
-        for (const auto& p : discovery.at("sentinels"))
-            sentinels += (sentinels.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(p.get<int>());
+        for (int p : discovery->sentinels) sentinels += (sentinels.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(p);
         nlohmann::json moved = nlohmann::json::object();
-        for (const auto& [addr, port] : discovery.at("address_map").items())
-            moved[addr] = "127.0.0.1:" + std::to_string(port.get<int>());
+        for (const auto& [addr, port] : discovery->address_map) moved[addr] = "127.0.0.1:" + std::to_string(port);
         a.env["LOCKBENCH_SENTINELS"] = sentinels;
         a.env["LOCKBENCH_MASTER_NAME"] = kMasterName;
         a.env["LOCKBENCH_ADDRESS_MAP"] = moved.dump();
@@ -50,17 +49,10 @@ std::unique_ptr<ExternalLock> make_external(const Scenario& s, const RunSpec& ru
     return std::make_unique<ExternalLock>(std::move(a), s.lock_key, ttl_ms);
 }
 
-// What a client spec says Sentinel will name (see sentinel_discovery); null without Sentinel.
-nlohmann::json discovery_of(const nlohmann::json& spec) {
-    if (!spec.contains("sentinels")) return {};
-    return {{"sentinels", spec.at("sentinels")}, {"address_map", spec.at("address_map")}};
-}
-
 // `lockbench client` for preflight_adapter: starts the adapter, waits for it to be ready, ends it.
-int preflight_main(const Scenario& s, const RunSpec& run, const nlohmann::json& spec) {
+int preflight_main(const Scenario& s, const RunSpec& run, const ClientSpec& spec) {
     try {
-        make_external(s, run, spec.at("lock_ports").get<std::vector<int>>(), -1, spec.value("project_dir", std::string()),
-                      discovery_of(spec), spec.at("adapter_stderr").get<std::string>());
+        make_external(s, run, spec.lock_ports, -1, spec.project_dir, spec.discovery, spec.adapter_stderr);
     } catch (const AdapterError& e) {
         std::cerr << e.what() << "\n";
         return kAdapterFailed;
@@ -70,43 +62,50 @@ int preflight_main(const Scenario& s, const RunSpec& run, const nlohmann::json& 
 
 }  // namespace
 
+namespace {
+
+// The client's lock node environment: its paths to the nodes, and under Sentinel where to ask
+// for the master; every point it reaches goes into its history and, if armed, to the nemesis.
+LiveEnvConfig lock_env_config(const Scenario& s, const ClientSpec& spec, Recorder& rec, std::optional<PointGate>& gate) {
+    LiveEnvConfig config{{}, std::chrono::milliseconds(s.connect_timeout_ms), spec.seed, [&rec, &gate](Point p) {
+                             rec.line("point", "reached").str("name", point_name(p)).commit();
+                             if (gate) gate->reached(p);
+                         }};
+    for (int port : spec.lock_ports) config.nodes.push_back({"127.0.0.1", port});
+    if (spec.discovery) {
+        SentinelDiscovery d;
+        for (int p : spec.discovery->sentinels) d.sentinels.push_back({"127.0.0.1", p});
+        d.master_name = kMasterName;
+        for (const auto& [addr, port] : spec.discovery->address_map) d.address_map[addr] = {"127.0.0.1", port};
+        config.discovery[0] = std::move(d);
+    }
+    return config;
+}
+
+}  // namespace
+
 int client_main(const fs::path& spec_file) {
     std::ifstream in(spec_file);
-    const nlohmann::json spec = nlohmann::json::parse(in);
-    const Scenario s = parse_scenario(spec.at("scenario"), spec.at("scenario_path"));
-    const auto run = std::ranges::find(s.runs, spec.at("run").get<std::string>(), &RunSpec::name);
-    if (run == s.runs.end()) throw std::runtime_error("client: no run named " + spec.at("run").dump());
-    if (spec.value("preflight", false)) return preflight_main(s, *run, spec);
-    const int client = spec.at("client").get<int>();
-    const std::uint64_t seed = spec.at("seed").get<std::uint64_t>();
+    const ClientSpec spec = client_spec_from_json(nlohmann::json::parse(in));
+    const Scenario s = parse_scenario(spec.scenario, spec.scenario_path);
+    const auto run = std::ranges::find(s.runs, spec.run, &RunSpec::name);
+    if (run == s.runs.end()) throw std::runtime_error("client: no run named " + nlohmann::json(spec.run).dump());
+    if (spec.preflight) return preflight_main(s, *run, spec);
 
-    Recorder rec(spec.at("history").get<std::string>(), client);
+    Recorder rec(spec.history, spec.client);
     std::optional<PointGate> gate;
-    if (spec.contains("control_socket") && !spec.at("armed").empty())
-        gate.emplace(spec.at("control_socket").get<std::string>(), client,
-                     spec.at("armed").get<std::vector<std::string>>());
-    LiveEnvConfig lock_config{{}, std::chrono::milliseconds(s.connect_timeout_ms), seed, [&rec, &gate](Point p) {
-                                  rec.line("point", "reached").str("name", point_name(p)).commit();
-                                  if (gate) gate->reached(p);
-                              }};
-    for (const auto& port : spec.at("lock_ports")) lock_config.nodes.push_back({"127.0.0.1", port.get<int>()});
-    if (spec.contains("sentinels")) {
-        SentinelDiscovery d;
-        for (const auto& p : spec.at("sentinels")) d.sentinels.push_back({"127.0.0.1", p.get<int>()});
-        d.master_name = kMasterName;
-        for (const auto& [addr, port] : spec.at("address_map").items()) d.address_map[addr] = {"127.0.0.1", port.get<int>()};
-        lock_config.discovery[0] = std::move(d);
-    }
-    LiveEnv lock_env(std::move(lock_config));
-    LiveEnv store_env({{{"127.0.0.1", spec.at("store_port").get<int>()}},
-                       std::chrono::milliseconds(s.connect_timeout_ms), derive_seed(seed, 7), {}});
+    if (!spec.armed.empty()) gate.emplace(spec.control_socket, spec.client, spec.armed);
+    LiveEnv lock_env(lock_env_config(s, spec, rec, gate));
+    LiveEnv store_env({{{"127.0.0.1", spec.store_port}}, std::chrono::milliseconds(s.connect_timeout_ms),
+                       derive_seed(spec.seed, 7), {}});
     // The worker starts at the run's common instant, told once this client's lock exists.
-    const fs::path barrier = spec.at("start_barrier").get<std::string>();
-    const auto start = [&] { return worker_spec(s, *run, client, seed, Instant{Duration{await_start(barrier, client)}}); };
+    const fs::path barrier = spec.start_barrier;
+    const auto start = [&] {
+        return worker_spec(s, *run, spec.client, spec.seed, Instant{Duration{await_start(barrier, spec.client)}});
+    };
     if (!run->command.empty()) {
         try {
-            const auto lock = make_external(s, *run, spec.at("lock_ports").get<std::vector<int>>(), client,
-                                            spec.value("project_dir", std::string()), discovery_of(spec));
+            const auto lock = make_external(s, *run, spec.lock_ports, spec.client, spec.project_dir, spec.discovery);
             run_worker(lock_env, store_env, *lock, rec, start());
         } catch (const AdapterError& e) {
             rec.line("adapter", "fail").str("detail", e.what()).commit();
@@ -115,7 +114,7 @@ int client_main(const fs::path& spec_file) {
         }
         return 0;
     }
-    const auto lock = make_client_lock(s, *run, client);
+    const auto lock = make_client_lock(s, *run, spec.client);
     run_worker(lock_env, store_env, *lock, rec, start());
     return 0;
 }

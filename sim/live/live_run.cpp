@@ -14,6 +14,7 @@
 #include "faults/process.h"
 #include "sim/engine/workload.h"
 #include "sim/live/client_main.h"
+#include "sim/live/client_spec.h"
 #include "sim/live/live_env.h"
 #include "sim/live/nemesis.h"
 #include "sim/live/redis_node.h"
@@ -98,12 +99,12 @@ Nodes start_nodes(const RunSpec& run, std::optional<int> base_port, const fs::pa
 
 // What Sentinel tells a client of topology "sentinel": the Sentinels' ports, and this client's
 // own way to each server they may name ("127.0.0.1:PORT" → its port).
-nlohmann::json sentinel_discovery(const Nodes& nodes, int lock0_port) {
-    nlohmann::json sentinels = nlohmann::json::array();
-    for (const auto& e : nodes.sentinels->endpoints()) sentinels.push_back(e.port);
-    return {{"sentinels", sentinels},
-            {"address_map", {{"127.0.0.1:" + std::to_string(nodes.repl_port), lock0_port},
-                             {"127.0.0.1:" + std::to_string(nodes.replica->port()), nodes.replica->port()}}}};
+SentinelPorts sentinel_discovery(const Nodes& nodes, int lock0_port) {
+    SentinelPorts d;
+    for (const auto& e : nodes.sentinels->endpoints()) d.sentinels.push_back(e.port);
+    d.address_map = {{"127.0.0.1:" + std::to_string(nodes.repl_port), lock0_port},
+                     {"127.0.0.1:" + std::to_string(nodes.replica->port()), nodes.replica->port()}};
+    return d;
 }
 
 // Before any client starts: the adapter starts and says it is ready, or the run fails in
@@ -113,14 +114,17 @@ nlohmann::json sentinel_discovery(const Nodes& nodes, int lock0_port) {
 // which is then that child's child, in its group.
 void preflight_adapter(const Scenario& s, const RunSpec& run, const Nodes& nodes, const LiveRunOptions& opts,
                        const fs::path& tmp) {
-    std::vector<int> ports;
-    for (const auto& n : nodes.lock) ports.push_back(n.port());
-    nlohmann::json spec = {{"preflight", true}, {"scenario", s.source}, {"scenario_path", s.path}, {"run", run.name},
-                           {"lock_ports", ports}, {"project_dir", opts.project_dir.string()},
-                           {"adapter_stderr", (tmp / (run.name + ".adapter-preflight.log")).string()}};
-    if (nodes.sentinels) spec.update(sentinel_discovery(nodes, ports.at(0)));
+    ClientSpec spec;
+    spec.preflight = true;
+    spec.scenario = s.source;
+    spec.scenario_path = s.path;
+    spec.run = run.name;
+    for (const auto& n : nodes.lock) spec.lock_ports.push_back(n.port());
+    spec.project_dir = opts.project_dir.string();
+    spec.adapter_stderr = (tmp / (run.name + ".adapter-preflight.log")).string();
+    if (nodes.sentinels) spec.discovery = sentinel_discovery(nodes, spec.lock_ports.at(0));
     const fs::path spec_file = tmp / (run.name + ".preflight.json");
-    std::ofstream(spec_file) << spec.dump();
+    std::ofstream(spec_file) << to_json(spec).dump();
     const fs::path log = tmp / (run.name + ".preflight.log");
     ChildProcess check = ChildProcess::spawn({{opts.self_exe, "client", spec_file.string()}, log.string(), log.string()});
     // The adapter has max(its operation timeout, 10 s) to say it is ready (external.cpp);
@@ -161,23 +165,24 @@ void add_proxies(ProxyHub& hub, const Nodes& nodes, int clients) {
     }
 }
 
-nlohmann::json client_spec(const Scenario& s, const RunSpec& run, const Nodes& nodes, int client,
-                           const Launch& launch, const fs::path& run_dir) {
-    nlohmann::json ports = nlohmann::json::array();
+ClientSpec client_spec(const Scenario& s, const RunSpec& run, const Nodes& nodes, int client, const Launch& launch,
+                       const fs::path& run_dir) {
+    ClientSpec spec;
+    spec.scenario = s.source;
+    spec.scenario_path = s.path;
+    spec.run = run.name;
+    spec.client = client;
+    spec.seed = client_seed(launch.seed, client);
     for (size_t i = 0; i < nodes.lock.size(); ++i)
-        ports.push_back(port_for(launch, client, "n" + std::to_string(i), nodes.lock[i].port()));
-    nlohmann::json spec = {{"scenario", s.source}, {"scenario_path", s.path}, {"run", run.name}, {"client", client},
-            {"seed", client_seed(launch.seed, client)}, {"lock_ports", ports},
-            {"store_port", port_for(launch, client, "store", nodes.store->port())}, {"start_barrier", launch.start_barrier.string()},
-            {"control_socket", launch.nemesis->socket_path().string()}, {"armed", launch.nemesis->armed_points()},
-            {"history", (run_dir / "history" / ("client-" + std::to_string(client) + ".jsonl")).string()},
-            {"project_dir", launch.project_dir.string()}};
-    if (nodes.sentinels) {
-        // What the Sentinels will name, and this client's own way to each.
-        const nlohmann::json d = sentinel_discovery(nodes, ports[0]);
-        spec["sentinels"] = d.at("sentinels");
-        spec["address_map"] = d.at("address_map");
-    }
+        spec.lock_ports.push_back(port_for(launch, client, "n" + std::to_string(i), nodes.lock[i].port()));
+    spec.store_port = port_for(launch, client, "store", nodes.store->port());
+    spec.start_barrier = launch.start_barrier.string();
+    spec.control_socket = launch.nemesis->socket_path().string();
+    spec.armed = launch.nemesis->armed_points();
+    spec.history = (run_dir / "history" / ("client-" + std::to_string(client) + ".jsonl")).string();
+    spec.project_dir = launch.project_dir.string();
+    // What the Sentinels will name, and this client's own way to each.
+    if (nodes.sentinels) spec.discovery = sentinel_discovery(nodes, spec.lock_ports.at(0));
     return spec;
 }
 
@@ -187,7 +192,7 @@ std::vector<ChildProcess> spawn_clients(const Scenario& s, const RunSpec& run, c
     std::vector<ChildProcess> children;
     for (int c = 0; c < s.workload.clients; ++c) {
         const fs::path spec = tmp / (run.name + ".client-" + std::to_string(c) + ".json");
-        std::ofstream(spec) << client_spec(s, run, nodes, c, launch, run_dir).dump();
+        std::ofstream(spec) << to_json(client_spec(s, run, nodes, c, launch, run_dir)).dump();
         const std::string log = (tmp / (run.name + ".client-" + std::to_string(c) + ".log")).string();
         children.push_back(ChildProcess::spawn({{self_exe, "client", spec.string()}, log, log, clock_env(*launch.clocks, c)}));
     }
@@ -196,9 +201,9 @@ std::vector<ChildProcess> spawn_clients(const Scenario& s, const RunSpec& run, c
 
 // Waits for every client. A client whose adapter failed is recorded, {client, error}, and
 // the run goes on without it; any other failure fails the run.
-nlohmann::json wait_for_clients(std::vector<ChildProcess>& children, const Scenario& s, const RunSpec& run,
-                                const fs::path& tmp, const Nemesis& nemesis) {
-    nlohmann::json failed = nlohmann::json::array();
+std::vector<ClientFailure> wait_for_clients(std::vector<ChildProcess>& children, const Scenario& s, const RunSpec& run,
+                                            const fs::path& tmp, const Nemesis& nemesis) {
+    std::vector<ClientFailure> failed;
     const auto limit = std::chrono::milliseconds(s.workload.duration_ms + 30000);
     const auto deadline = std::chrono::steady_clock::now() + limit;
     for (size_t c = 0; c < children.size(); ++c) {
@@ -212,7 +217,7 @@ nlohmann::json wait_for_clients(std::vector<ChildProcess>& children, const Scena
         if (WIFEXITED(*status) && WEXITSTATUS(*status) == kAdapterFailed && !run.command.empty()) {
             const std::string last = last_line_of(log);
             std::cerr << "lockbench: run " << run.name << ": client " << c << ": " << last << "\n";
-            failed.push_back({{"client", c}, {"error", last}});
+            failed.push_back({static_cast<int>(c), last});
             continue;
         }
         if (!killed_on_purpose && (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0))
@@ -273,10 +278,10 @@ RunOutcome run_live(const Scenario& s, const RunSpec& run, std::uint64_t seed, c
     const long long start_at_ns = monotonic_ns() + (20 + 2LL * s.workload.clients) * 1000000LL;
     nemesis.start(pids, start_at_ns);
     barrier.release(start_at_ns);
-    const nlohmann::json failed_clients = wait_for_clients(clients, s, run, tmp, nemesis);
+    std::vector<ClientFailure> failed_clients = wait_for_clients(clients, s, run, tmp, nemesis);
     nemesis.stop();
     RunOutcome out;
-    out.clients_failed = failed_clients;
+    out.clients_failed = std::move(failed_clients);
     out.faults = nemesis.report();
     out.faults_injected = nemesis.injected();
     out.final_counter = export_store(*nodes.store, run_dir);

@@ -1,0 +1,90 @@
+#include "analysis/metrics.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "analysis/checker.h"
+
+namespace lockbench {
+namespace {
+
+using G = MetricGroup;
+using U = MetricUnit;
+using A = Aggregation;
+
+double as_double(long long v) { return static_cast<double>(v); }
+
+// The table. Its order is the tables' column order and the order an unknown metric's error
+// lists the expectable ones in; README's "Reading the results" defines each figure.
+const std::vector<Metric> kMetrics = {
+    {"acquire_attempts", G::ops, U::count, true, A::none, "", std::nullopt, std::nullopt,
+     [](const CheckResult& r) { return as_double(r.ops.acquire_attempts); }},
+    {"acquired", G::ops, U::count, true, A::none, "", Column{"acquired", 8}, std::nullopt,
+     [](const CheckResult& r) { return as_double(r.ops.acquired); }},
+    {"released", G::ops, U::count, true, A::none, "", std::nullopt, std::nullopt,
+     [](const CheckResult& r) { return as_double(r.ops.released); }},
+    {"sections_completed", G::ops, U::count, true, A::mean, "", Column{"sections", 8}, std::nullopt,
+     [](const CheckResult& r) { return as_double(r.ops.sections_completed); }},
+    {"acquire_success_rate", G::ops, U::ratio, false, A::none, "", std::nullopt, std::nullopt,
+     [](const CheckResult& r) {
+         return r.ops.acquire_attempts ? as_double(r.ops.acquired) / as_double(r.ops.acquire_attempts) : 0.0;
+     }},
+    // The headline: a cell's aggregate calls it "violations" and adds how many repetitions had one.
+    {"mutual_exclusion_violations", G::safety, U::count, true, A::spread_rate, "violations", Column{"viol", 6},
+     Column{"viol/rep", 9, 1}, [](const CheckResult& r) { return as_double(r.safety.mutual_exclusion_violations); }},
+    {"fenced_overlaps", G::safety, U::count, true, A::spread, "", std::nullopt, std::nullopt,
+     [](const CheckResult& r) { return as_double(r.safety.fenced_overlaps); }},
+    {"lost_updates", G::safety, U::count, true, A::spread, "", Column{"lost", 6}, Column{"lost/rep", 9, 1},
+     [](const CheckResult& r) { return as_double(r.safety.lost_updates); }},
+    {"stale_writes_accepted", G::safety, U::count, true, A::spread, "", Column{"stale", 5}, std::nullopt,
+     [](const CheckResult& r) { return as_double(r.safety.stale_writes_accepted); }},
+    {"stale_writes_rejected", G::safety, U::count, true, A::spread, "", Column{"rejected", 9}, std::nullopt,
+     [](const CheckResult& r) { return as_double(r.safety.stale_writes_rejected); }},
+    {"foreign_releases", G::safety, U::count, true, A::spread, "", Column{"foreign", 7}, std::nullopt,
+     [](const CheckResult& r) { return as_double(r.safety.foreign_releases); }},
+    {"unavailable_ms", G::availability, U::ms, true, A::mean_max, "", Column{"unavail", 9, 0, "ms"},
+     Column{"unavail", 9, 0, "ms"}, [](const CheckResult& r) { return r.availability.unavailable_ms; }},
+    {"longest_unavailable_ms", G::availability, U::ms, true, A::none, "", std::nullopt, std::nullopt,
+     [](const CheckResult& r) { return r.availability.longest_unavailable_ms; }},
+    // Counted by the fault injector, not the checker: the run's record (run.json) gives it.
+    {"faults_injected", G::ops, U::count, true, A::per_rep, "", std::nullopt, std::nullopt, nullptr},
+};
+
+std::string right_aligned(const std::string& text, int width) {
+    return text.size() >= static_cast<size_t>(std::max(width, 0)) ? text : std::string(width - text.size(), ' ') + text;
+}
+
+}  // namespace
+
+std::string_view group_name(MetricGroup g) {
+    switch (g) {
+        case MetricGroup::ops: return "ops";
+        case MetricGroup::safety: return "safety";
+        case MetricGroup::availability: return "availability";
+    }
+    return "";
+}
+
+const std::vector<Metric>& metrics() { return kMetrics; }
+
+const Metric* find_metric(std::string_view name) {
+    const auto it = std::ranges::find(kMetrics, name, &Metric::name);
+    return it == kMetrics.end() ? nullptr : &*it;
+}
+
+std::string expectable_metric_list() {
+    std::string list;
+    for (const Metric& m : kMetrics)
+        if (m.expectable) list += (list.empty() ? "" : ", ") + std::string(m.name);
+    return list;
+}
+
+std::string table_cell(const Column& c, double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", c.decimals, v);
+    return right_aligned(buf, c.width - static_cast<int>(c.unit.size())) + std::string(c.unit);
+}
+
+std::string table_header(const Column& c) { return right_aligned(std::string(c.header), c.width); }
+
+}  // namespace lockbench

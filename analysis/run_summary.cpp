@@ -1,0 +1,106 @@
+#include "analysis/run_summary.h"
+
+#include "analysis/metrics.h"
+
+namespace lockbench {
+namespace {
+
+using Json = nlohmann::json;
+
+Json metric_json(const Metric& m, double v) {
+    if (m.is_count()) return static_cast<long long>(v);
+    return v;
+}
+
+}  // namespace
+
+Json to_json(const std::vector<ClientFailure>& failures) {
+    Json out = Json::array();
+    for (const ClientFailure& f : failures) out.push_back({{"client", f.client}, {"error", f.error}});
+    return out;
+}
+
+std::vector<ClientFailure> client_failures_from_json(const Json& j) {
+    std::vector<ClientFailure> out;
+    for (const Json& f : j) out.push_back({f.at("client").get<int>(), f.at("error").get<std::string>()});
+    return out;
+}
+
+Json to_json(const std::vector<ExpectationCheck>& checks) {
+    Json out = Json::array();
+    for (const ExpectationCheck& c : checks) out.push_back({{"expect", c.expect}, {"value", c.value}, {"held", c.held}});
+    return out;
+}
+
+double RunFigures::metric(std::string_view name) const {
+    const auto it = metrics.find(name);
+    return it == metrics.end() ? 0 : it->second;
+}
+
+Json to_json(const RunFigures& f) {
+    Json j = {{"ops", Json::object()}, {"safety", Json::object()}, {"availability", Json::object()}};
+    for (const Metric& m : metrics())
+        if (const auto it = f.metrics.find(m.name); it != f.metrics.end())
+            j[std::string(group_name(m.group))][std::string(m.name)] = metric_json(m, it->second);
+    j["availability"]["windows_ms"] = f.windows_ms;
+    j["latency_ms"] = {{"acquire", to_json(f.acquire_ms)}, {"acquire_wait", to_json(f.acquire_wait_ms)},
+                       {"release", to_json(f.release_ms)}};
+    j["duration_s"] = f.duration_s;
+    j["sections_per_s"] = f.sections_per_s;
+    j["witnesses"] = f.witnesses;
+    return j;
+}
+
+namespace {
+
+RunFigures figures_from_json(const Json& j) {
+    RunFigures f;
+    for (const Metric& m : metrics()) {
+        const Json& group = j.at(std::string(group_name(m.group)));
+        if (group.contains(std::string(m.name))) f.metrics[std::string(m.name)] = group.at(std::string(m.name)).get<double>();
+    }
+    f.windows_ms = j.at("availability").value("windows_ms", Json::array());
+    const Json& latency = j.at("latency_ms");
+    f.acquire_ms = percentiles_from_json(latency.at("acquire"));
+    f.acquire_wait_ms = percentiles_from_json(latency.at("acquire_wait"));
+    f.release_ms = percentiles_from_json(latency.at("release"));
+    f.duration_s = j.at("duration_s").get<double>();
+    f.sections_per_s = j.at("sections_per_s").get<double>();
+    f.witnesses = j.value("witnesses", Json::array());
+    return f;
+}
+
+}  // namespace
+
+Json to_json(const RunSummary& s) {
+    Json run = {{"name", s.name}, {"algorithm", s.algorithm}, {"params", s.params}, {"nodes", s.nodes},
+                {"clients", s.clients}, {"seed", s.seed}, {"run_dir", s.run_dir}};
+    if (!s.command.empty()) run["command"] = s.command;  // an external library's adapter
+    run.update(to_json(s.figures));
+    run["clients_failed"] = to_json(s.clients_failed);
+    run["faults"] = s.faults;
+    run["expectations"] = to_json(s.expectations);
+    run["expectations_held"] = s.expectations_held;
+    return run;
+}
+
+RunSummary run_summary_from_json(const Json& j) {
+    RunSummary s;
+    s.name = j.at("name").get<std::string>();
+    s.algorithm = j.at("algorithm").get<std::string>();
+    s.params = j.at("params");
+    s.nodes = j.at("nodes").get<int>();
+    s.clients = j.at("clients").get<int>();
+    s.seed = j.at("seed").get<std::uint64_t>();
+    s.run_dir = j.at("run_dir").get<std::string>();
+    s.command = j.value("command", std::vector<std::string>{});
+    s.figures = figures_from_json(j);
+    s.clients_failed = client_failures_from_json(j.value("clients_failed", Json::array()));
+    s.faults = j.value("faults", Json::array());
+    for (const Json& c : j.at("expectations"))
+        s.expectations.push_back({c.at("expect").get<std::string>(), c.at("value").get<double>(), c.at("held").get<bool>()});
+    s.expectations_held = j.at("expectations_held").get<bool>();
+    return s;
+}
+
+}  // namespace lockbench

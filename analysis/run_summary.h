@@ -1,0 +1,76 @@
+// One run's entry in summary.json, as a struct: who ran (from the run's record), what the
+// checker found, and what the expectations made of it. Converted to and from JSON here and
+// nowhere else; every reader (the tables, a cell's repetitions, recheck, explore) uses the
+// fields.
+//
+//   run.json ─┐
+//   checker ──┴──► RunSummary ──► to_json ──► summary.json ──► run_summary_from_json ──► readers
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/stats.h"
+
+namespace lockbench {
+
+// A client whose external library's adapter broke the protocol: the run went on without it.
+struct ClientFailure {
+    int client = 0;
+    std::string error;   // the adapter's one-line reason
+};
+nlohmann::json to_json(const std::vector<ClientFailure>& failures);
+std::vector<ClientFailure> client_failures_from_json(const nlohmann::json& j);
+
+// What the checker found in one run: the figures of summary.json.
+struct RunFigures {
+    std::map<std::string, double, std::less<>> metrics;   // by the metric table's names (metrics.h)
+    nlohmann::json windows_ms = nlohmann::json::array();   // the unavailable windows, [from, to] ms
+    Percentiles acquire_ms, acquire_wait_ms, release_ms;
+    double duration_s = 0;
+    double sections_per_s = 0;
+    nlohmann::json witnesses = nlohmann::json::array();    // as the checker writes them (checker.cpp)
+
+    // The metric's value; 0 when the figures do not hold it.
+    double metric(std::string_view name) const;
+};
+
+// One expectation of the run: its text ("lost_updates == 0"), the measured value, the verdict.
+struct ExpectationCheck {
+    std::string expect;
+    double value = 0;
+    bool held = false;
+};
+nlohmann::json to_json(const std::vector<ExpectationCheck>& checks);
+
+struct RunSummary {
+    std::string name;
+    std::string algorithm;
+    nlohmann::json params = nlohmann::json::object();   // as the algorithm's parameters write them
+    int nodes = 0;
+    int clients = 0;
+    std::uint64_t seed = 0;
+    std::string run_dir;                 // "runs/<name>", under the results folder
+    std::vector<std::string> command;    // an external library's adapter; empty otherwise
+    RunFigures figures;
+    std::vector<ClientFailure> clients_failed;
+    nlohmann::json faults = nlohmann::json::array();   // per fault: label, fired, clients
+    std::vector<ExpectationCheck> expectations;
+    bool expectations_held = false;
+
+    double metric(std::string_view name) const { return figures.metric(name); }
+};
+
+// The figures as summary.json holds them: ops, safety, availability, latency_ms, duration_s,
+// sections_per_s, witnesses.
+nlohmann::json to_json(const RunFigures& f);
+nlohmann::json to_json(const RunSummary& s);
+// Throws nlohmann::json's exception naming the first field missing or of the wrong type.
+RunSummary run_summary_from_json(const nlohmann::json& j);
+
+}  // namespace lockbench

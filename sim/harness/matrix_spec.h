@@ -1,0 +1,95 @@
+// What a results tree is asked to hold (lockbench-results.json's "spec"): the kind, the
+// repetitions, the scenarios (as read, or as a sweep step changed them) and the numbered
+// cells. A struct, converted to and from JSON here and nowhere else; its id is a hash of
+// that JSON without file paths, so the same spec by another path resumes the same tree.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace lockbench {
+
+// "faults.0.duration_ms=100..700": a numeric field of a scenario file and its range.
+struct SweepParam {
+    std::string path;           // dotted; array indices as numbers; * for every element
+    double from = 0, to = 0;
+};
+SweepParam parse_sweep_param(const std::string& text);
+
+struct Shard {
+    int index = 0, count = 1;
+};
+Shard parse_shard(const std::string& text);  // "I/N"
+
+// One cell: one run of one scenario (of one sweep step), run `repeat` times.
+struct MatrixCell {
+    std::size_t index = 0;           // `--shard I/N` runs the cells whose index is I modulo N
+    std::string id;                  // "<scenario>/<run>", or "step-<i>/<run>" in a sweep
+    std::string dir;                 // "cells/<id>", under the tree
+    std::size_t scenario_index = 0;  // into MatrixSpec::scenarios
+    std::string scenario;
+    std::string run;
+    std::string algorithm;
+    std::string variant;             // the run's name without its durations: its row in a report
+    nlohmann::json params = nlohmann::json::object();
+    int nodes = 0;
+    std::optional<int> step;         // a sweep's step, and the value it set (`value`)
+    nlohmann::json value;
+};
+
+// The cell as the spec and its cell.json hold it.
+nlohmann::json to_json(const MatrixCell& c);
+
+// A scenario of the spec: its file, and its source as the cells run it.
+struct SpecScenario {
+    std::string file;
+    nlohmann::json source;
+};
+
+// A sweep: which field of which scenario it varied, and the value of each step.
+struct SweepSpec {
+    std::string scenario;
+    std::string file;
+    std::string path;
+    double from = 0, to = 0;
+    int steps = 0;
+    nlohmann::json values = nlohmann::json::array();
+};
+
+struct MatrixSpec {
+    std::string kind;                // "matrix" or "sweep"
+    int repeat = 1;
+    std::vector<std::string> algorithms;   // --algorithm, as given
+    std::vector<SpecScenario> scenarios;
+    std::vector<MatrixCell> cells;
+    std::optional<SweepSpec> sweep;
+    bool simulated = false;          // "backend": "sim"
+    std::string id;                  // spec_id(): not part of the JSON
+
+    std::size_t cell_count() const { return cells.size(); }
+    // The cell's scenario as the spec holds it.
+    const SpecScenario& scenario_of(const MatrixCell& c) const { return scenarios.at(c.scenario_index); }
+};
+
+nlohmann::json to_json(const SweepSpec& s);
+nlohmann::json to_json(const MatrixSpec& spec);   // without the id, which the header holds beside it
+// A spec as to_json wrote it, with the id its header gives; throws nlohmann::json's exception
+// naming the first missing field.
+MatrixSpec matrix_spec_from_json(const nlohmann::json& spec, const std::string& id);
+// The id of a spec: a hash of its JSON with the file paths left out.
+std::string spec_id(const MatrixSpec& spec);
+
+MatrixSpec matrix_spec(const std::vector<std::filesystem::path>& files, const std::vector<std::string>& algorithms,
+                       int repeat);
+MatrixSpec sweep_spec(const std::filesystem::path& file, const SweepParam& param, int steps,
+                      const std::vector<std::string>& algorithms, int repeat);
+// The same tree run in the simulator (`--backend sim`): part of the spec, so that a live and
+// a simulated tree never mix; external runs, which cannot be simulated, are left out.
+MatrixSpec simulated(MatrixSpec spec);
+
+}  // namespace lockbench

@@ -1,0 +1,168 @@
+#include "sim/harness/matrix_tree.h"
+
+#include <fstream>
+#include <set>
+
+#include "analysis/aggregate.h"
+#include "analysis/checker.h"
+#include "analysis/history_io.h"
+#include "sim/harness/matrix.h"
+#include "sim/harness/results_folder.h"
+
+namespace fs = std::filesystem;
+
+namespace lockbench {
+
+using Json = nlohmann::json;
+
+fs::path header_path(const fs::path& dir) { return dir / "lockbench-results.json"; }
+
+bool rep_done(const fs::path& rep_dir) { return fs::is_regular_file(rep_dir / "summary.json"); }
+
+fs::path rep_dir(const fs::path& out, const MatrixCell& cell, int rep) {
+    return out / cell.dir / ("rep-" + std::to_string(rep));
+}
+
+int reps_done(const fs::path& out, const MatrixCell& cell, int repeat) {
+    int n = 0;
+    for (int k = 0; k < repeat; ++k) n += rep_done(rep_dir(out, cell, k)) ? 1 : 0;
+    return n;
+}
+
+nlohmann::json read_json_file(const std::filesystem::path& file) {
+    std::ifstream in(file);
+    if (!in) throw std::runtime_error(file.string() + ": cannot read");
+    nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_discarded()) throw std::runtime_error(file.string() + ": not valid JSON");
+    return j;
+}
+
+Json read_results_header(const fs::path& dir) {
+    if (!fs::is_directory(dir)) throw std::runtime_error(dir.string() + ": no such folder");
+    if (!fs::is_regular_file(header_path(dir)))
+        throw std::runtime_error(dir.string() + ": not a lockbench results tree (no lockbench-results.json; " +
+                                 "`lockbench matrix` or `lockbench sweep` makes one)");
+    const Json h = read_json_file(header_path(dir));
+    if (!h.is_object() || h.value("format", std::string()) != kResultsFormat)
+        throw std::runtime_error(header_path(dir).string() + ": not a lockbench results header");
+    if (h.value("version", 0) != kResultsVersion)
+        throw std::runtime_error(header_path(dir).string() + ": results format version " + h.value("version", Json()).dump() +
+                                 "; this lockbench continues only version " + std::to_string(kResultsVersion) +
+                                 " (run the same command into a new folder to make it afresh, or bring it to version " +
+                                 std::to_string(kResultsVersion) + " with `lockbench check " + dir.string() + " --write`)");
+    if (!h.contains("spec") || !h.contains("spec_id") || !h.at("spec").contains("cells"))
+        throw std::runtime_error(header_path(dir).string() + ": incomplete results header (no spec)");
+    return h;
+}
+
+void prepare_out(const fs::path& out, const MatrixSpec& spec) {
+    if (fs::exists(header_path(out))) {
+        const Json header = read_results_header(out);
+        if (header.at("spec_id") != spec.id)
+            throw std::runtime_error(out.string() + ": holds results of another " + header.value("kind", std::string("spec")) +
+                                     " (spec " + header.at("spec_id").get<std::string>() + ", this one is " + spec.id +
+                                     "); choose another --out, or remove it");
+        return;
+    }
+    if (fs::exists(out) && (!fs::is_directory(out) || !empty_but_for_lock(out)))
+        throw std::runtime_error(out.string() + ": exists and is not a lockbench results tree; choose another --out");
+    fs::create_directories(out);
+    const Json header = {{"format", kResultsFormat}, {"version", kResultsVersion},
+                         {"kind", spec.kind}, {"spec_id", spec.id}, {"spec", to_json(spec)}};
+    write_atomically(header_path(out), header.dump(2) + "\n");
+}
+
+namespace {
+
+// A cell's entry before its repetitions: the cell as the spec holds it, but for its scenario's index.
+Json bare_entry(const MatrixCell& cell) {
+    Json entry = to_json(cell);
+    entry.erase("scenario_index");
+    return entry;
+}
+
+// The one run of a repetition's summary.json.
+RunSummary rep_run(const fs::path& dir) {
+    const Json summary = read_json_file(dir / "summary.json");
+    if (!summary.contains("runs") || summary.at("runs").size() != 1)
+        throw std::runtime_error((dir / "summary.json").string() + ": not a one-run lockbench summary");
+    return run_summary_from_json(summary.at("runs").at(0));
+}
+
+}  // namespace
+
+Json refresh_cell(const fs::path& out, const MatrixCell& cell, int repeat) {
+    Json entry = bare_entry(cell);
+    Json reps = Json::array();
+    std::vector<double> acquire_ms;
+    for (int k = 0; k < repeat; ++k) {
+        const fs::path dir = rep_dir(out, cell, k);
+        if (!rep_done(dir)) continue;
+        Json figures = rep_figures(rep_run(dir));
+        figures["rep"] = k;
+        figures["dir"] = fs::relative(dir, out).string();
+        reps.push_back(std::move(figures));
+        const RunHistory h = load_run_history(dir / "runs" / cell.run);
+        const CheckResult r = check(h, {.max_witnesses = 0});
+        acquire_ms.insert(acquire_ms.end(), r.acquire_samples_ms.begin(), r.acquire_samples_ms.end());
+    }
+    entry["repeat"] = repeat;
+    entry["reps_done"] = reps.size();
+    entry["complete"] = static_cast<int>(reps.size()) == repeat;
+    entry["aggregate"] = aggregate_reps(reps, acquire_ms);
+    entry["reps"] = std::move(reps);
+    write_atomically(out / cell.dir / "cell.json", entry.dump(2) + "\n");
+    return entry;
+}
+
+namespace {
+
+Json cell_entry(const fs::path& out, const MatrixCell& cell, int repeat) {
+    const fs::path file = out / cell.dir / "cell.json";
+    const int done = reps_done(out, cell, repeat);
+    if (fs::is_regular_file(file)) {
+        Json entry = read_json_file(file);
+        if (entry.value("reps_done", -1) == done) return entry;
+    }
+    if (done > 0) return refresh_cell(out, cell, repeat);
+    Json entry = bare_entry(cell);
+    std::vector<double> none;
+    entry.update({{"repeat", repeat}, {"reps_done", 0}, {"complete", false}, {"reps", Json::array()},
+                  {"aggregate", aggregate_reps(Json::array(), none)}});
+    return entry;
+}
+
+Json scenarios_overview(const MatrixSpec& spec) {
+    Json out = Json::array();
+    std::set<std::string> seen;
+    for (const SpecScenario& s : spec.scenarios) {
+        const Json& src = s.source;
+        if (!seen.insert(src.value("name", std::string())).second) continue;
+        out.push_back({{"name", src.value("name", std::string())}, {"description", src.value("description", std::string())},
+                       {"faults", src.value("faults", Json::array())}});
+    }
+    return out;
+}
+
+}  // namespace
+
+Json write_summary(const fs::path& out, const MatrixSpec& spec, std::optional<Shard> shard, std::optional<BudgetStop> stop) {
+    Json cells = Json::array(), incomplete = Json::array();
+    for (const MatrixCell& cell : spec.cells) {
+        cells.push_back(cell_entry(out, cell, spec.repeat));
+        // A cell the time budget left at its rounds is as planned, not missing anything.
+        const bool budgeted = stop && cells.back().at("reps_done").get<int>() >= stop->repetitions_per_cell;
+        if (!cells.back().at("complete").get<bool>() && !budgeted) incomplete.push_back(cell.id);
+    }
+    Json summary = {{"format", kResultsFormat}, {"version", kResultsVersion}, {"kind", spec.kind},
+                    {"spec_id", spec.id}, {"repeat", spec.repeat}, {"scenarios", scenarios_overview(spec)},
+                    {"cells", cells}, {"incomplete_cells", incomplete}};
+    if (shard) summary["shard"] = {{"index", shard->index}, {"count", shard->count}};
+    if (spec.sweep) summary["sweep"] = to_json(*spec.sweep);
+    // Cells short of `repeat` because the time budget ran out, not because the work broke off.
+    if (stop) summary["budget"] = {{"seconds", stop->seconds}, {"repetitions_per_cell", stop->repetitions_per_cell}};
+    write_atomically(out / "summary.json", summary.dump(2) + "\n");
+    return summary;
+}
+
+}  // namespace lockbench

@@ -1,0 +1,48 @@
+// What a live run tells each `lockbench client` process (client_main.h): the file it writes
+// for each client, as a struct, converted to and from JSON here and nowhere else.
+//
+//   live_run.cpp ──► ClientSpec ──► to_json ──► TMP/<run>.client-N.json ──► client_spec_from_json ──► client_main
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace lockbench {
+
+// Topology "sentinel": where to ask for the master, and this client's own way to each
+// server Sentinel may name.
+struct SentinelPorts {
+    std::vector<int> sentinels;
+    std::map<std::string, int> address_map;   // "127.0.0.1:PORT" as Sentinel names it → the port to dial
+};
+
+struct ClientSpec {
+    // Only start the external library's adapter, see that it says it is ready, and end it:
+    // a preflight spec holds the scenario, the run, the ports, project_dir and adapter_stderr.
+    bool preflight = false;
+    nlohmann::json scenario;              // the scenario's source, parsed again by the client
+    std::string scenario_path;
+    std::string run;                      // the run's name in the scenario
+    int client = 0;
+    std::uint64_t seed = 0;               // the client's own (client_seed)
+    std::vector<int> lock_ports;          // this client's path to each lock node (its proxy, or the node)
+    int store_port = 0;
+    std::string start_barrier;            // StartBarrier's prefix
+    std::string control_socket;           // the nemesis's, for the points it armed
+    std::vector<std::string> armed;
+    std::string history;                  // where the client writes its history
+    std::string project_dir;              // where an adapter's command runs
+    std::string adapter_stderr;           // preflight: where the adapter's stderr goes
+    std::optional<SentinelPorts> discovery;
+};
+
+nlohmann::json to_json(const ClientSpec& spec);
+// Throws nlohmann::json's exception naming the first missing field.
+ClientSpec client_spec_from_json(const nlohmann::json& j);
+
+}  // namespace lockbench

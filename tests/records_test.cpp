@@ -1,0 +1,205 @@
+// The typed records at the file boundaries and the metric table: each record survives its
+// trip through JSON unchanged, and the metric table reads the checker's figures it names.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/checker.h"
+#include "analysis/metrics.h"
+#include "analysis/run_summary.h"
+#include "sim/engine/run_record.h"
+#include "sim/engine/scenario.h"
+#include "sim/harness/matrix_spec.h"
+#include "sim/live/client_spec.h"
+
+using Json = nlohmann::json;
+using namespace lockbench;
+
+namespace {
+
+const std::string kTinyPause = LOCKBENCH_SOURCE_DIR "/tests/data/tiny-pause.json";
+
+// A CheckResult whose every figure differs from every other, so a row that reads the wrong
+// field shows.
+CheckResult distinct_figures() {
+    CheckResult r;
+    r.ops = {10, 4, 3, 2};
+    r.safety = {11, 12, 13, 14, 15, 16};
+    r.availability.unavailable_ms = 17.5;
+    r.availability.longest_unavailable_ms = 18.5;
+    return r;
+}
+
+TEST(MetricTable, EachRowReadsItsOwnFigure) {
+    const std::map<std::string, double> expected = {
+        {"acquire_attempts", 10}, {"acquired", 4}, {"released", 3}, {"sections_completed", 2},
+        {"acquire_success_rate", 0.4}, {"mutual_exclusion_violations", 11}, {"fenced_overlaps", 12},
+        {"lost_updates", 13}, {"stale_writes_accepted", 14}, {"stale_writes_rejected", 15},
+        {"foreign_releases", 16}, {"unavailable_ms", 17.5}, {"longest_unavailable_ms", 18.5}};
+    const CheckResult r = distinct_figures();
+    for (const Metric& m : metrics()) {
+        if (!m.of) continue;
+        ASSERT_TRUE(expected.contains(std::string(m.name))) << m.name;
+        EXPECT_DOUBLE_EQ(m.of(r), expected.at(std::string(m.name))) << m.name;
+    }
+    for (const auto& [name, _] : expected) EXPECT_NE(find_metric(name), nullptr) << name;
+    EXPECT_EQ(find_metric("faults_injected")->of, nullptr);  // the run's record gives it
+    EXPECT_EQ(find_metric("no_such_metric"), nullptr);
+}
+
+TEST(MetricTable, SummaryGroupsAndTypesFollowTheTable) {
+    const Json j = to_json(distinct_figures(), RunHistory{});
+    EXPECT_TRUE(j.at("safety").at("foreign_releases").is_number_integer());
+    EXPECT_TRUE(j.at("availability").at("unavailable_ms").is_number_float());
+    EXPECT_TRUE(j.at("ops").at("acquire_success_rate").is_number_float());
+    size_t figures = 0;
+    for (const char* group : {"ops", "safety", "availability"})
+        for (const auto& [name, _] : j.at(group).items()) {
+            if (name == "windows_ms") continue;
+            const Metric* m = find_metric(name);
+            ASSERT_NE(m, nullptr) << name;
+            EXPECT_EQ(group_name(m->group), group) << name;
+            ++figures;
+        }
+    EXPECT_EQ(figures, metrics().size() - 1);  // every row but faults_injected, which run_summary adds
+}
+
+TEST(MetricTable, AnUnknownExpectationListsTheExpectableMetrics) {
+    Json s = Json::parse(R"({"name": "case", "runs": [{"algorithm": "setnx", "expect": {"bogus": "== 0"}}]})");
+    try {
+        parse_scenario(s, "case.json");
+        FAIL() << "an unknown metric was accepted";
+    } catch (const ScenarioError& e) {
+        EXPECT_EQ(std::string(e.what()),
+                  "case.json: runs[0].expect.bogus: unknown metric (known: acquire_attempts, acquired, released, "
+                  "sections_completed, mutual_exclusion_violations, fenced_overlaps, lost_updates, "
+                  "stale_writes_accepted, stale_writes_rejected, foreign_releases, unavailable_ms, "
+                  "longest_unavailable_ms, faults_injected)");
+    }
+    s["runs"][0]["expect"] = {{"acquire_success_rate", "> 0"}};  // a figure, but not one to expect
+    EXPECT_THROW(parse_scenario(s, "case.json"), ScenarioError);
+}
+
+TEST(MetricTable, CellsAreFormattedToTheirColumn) {
+    EXPECT_EQ(table_cell({"unavail", 9, 0, "ms"}, 12.4), "     12ms");
+    EXPECT_EQ(table_cell({"viol/rep", 9, 1}, 2.25), "      2.2");
+    EXPECT_EQ(table_header({"viol", 6}), "  viol");
+}
+
+RunRecord full_record() {
+    const Scenario s = load_scenario(kTinyPause);
+    RunRecord r;
+    r.name = "token-lua";
+    r.algorithm = "token-lua";
+    r.params = {{"ttl_ms", 100}};
+    r.nodes = 1;
+    r.clients = 3;
+    r.seed = 18446744073709551615ull;  // the largest seed
+    r.scenario = s.name;
+    r.lock_key = s.lock_key;
+    r.expect = s.runs.at(0).expect;
+    r.workload = s.source.at("workload");
+    r.command_timeout_ms = 200;
+    r.connect_timeout_ms = 300;
+    r.command = {"python3", "adapter.py"};
+    r.clients_failed = {{2, "the adapter said nothing"}};
+    r.sim_events = 1234;
+    r.faults = Json::array({{{"label", "pause"}, {"fired", 1}, {"clients", {0}}}});
+    r.faults_injected = 1;
+    r.final_counter = 27;
+    return r;
+}
+
+TEST(Records, RunRecordRoundTrips) {
+    const Json j = to_json(full_record());
+    EXPECT_EQ(to_json(run_record_from_json(j)), j);
+    EXPECT_EQ(j.at("backend"), "sim");
+    EXPECT_EQ(j.at("expect").at(0).at("metric"), "faults_injected");
+    // A live run with no external library: no command, no failed clients, no simulator.
+    RunRecord live = full_record();
+    live.command.clear();
+    live.clients_failed.clear();
+    live.sim_events.reset();
+    const Json lj = to_json(live);
+    for (const char* absent : {"command", "clients_failed", "backend", "sim_events"}) EXPECT_FALSE(lj.contains(absent)) << absent;
+    EXPECT_EQ(to_json(run_record_from_json(lj)), lj);
+    Json nameless = lj;
+    nameless.erase("name");
+    EXPECT_THROW(run_record_from_json(nameless), Json::exception);
+}
+
+TEST(Records, RunSummaryRoundTrips) {
+    RunSummary s;
+    s.name = "r";
+    s.algorithm = "setnx";
+    s.nodes = 1;
+    s.clients = 2;
+    s.seed = 7;
+    s.run_dir = "runs/r";
+    s.figures = run_figures(distinct_figures(), RunHistory{});
+    s.figures.metrics["faults_injected"] = 2;
+    s.clients_failed = {{1, "broke"}};
+    s.expectations = {{"lost_updates == 0", 13, false}};
+    const Json j = to_json(s);
+    EXPECT_EQ(j.at("ops").at("faults_injected"), 2);
+    EXPECT_EQ(j.at("safety").at("lost_updates"), 13);
+    EXPECT_EQ(to_json(run_summary_from_json(j)), j);
+    EXPECT_EQ(run_summary_from_json(j).metric("foreign_releases"), 16);
+    Json no_groups = j;
+    no_groups.erase("safety");
+    EXPECT_THROW(run_summary_from_json(no_groups), Json::exception);
+}
+
+TEST(Records, ClientSpecRoundTrips) {
+    ClientSpec c;
+    c.scenario = {{"name", "x"}};
+    c.scenario_path = "x.json";
+    c.run = "setnx";
+    c.client = 3;
+    c.seed = 99;
+    c.lock_ports = {7001, 7002};
+    c.store_port = 7100;
+    c.start_barrier = "/tmp/b";
+    c.control_socket = "/tmp/s";
+    c.armed = {"before_write"};
+    c.history = "/tmp/h.jsonl";
+    c.project_dir = "/p";
+    c.discovery = SentinelPorts{{26379}, {{"127.0.0.1:7009", 7001}}};
+    const Json j = to_json(c);
+    EXPECT_EQ(to_json(client_spec_from_json(j)), j);
+    EXPECT_EQ(j.at("address_map").at("127.0.0.1:7009"), 7001);
+    ClientSpec pre;
+    pre.preflight = true;
+    pre.scenario = c.scenario;
+    pre.scenario_path = c.scenario_path;
+    pre.run = c.run;
+    pre.lock_ports = c.lock_ports;
+    pre.adapter_stderr = "/tmp/a.log";
+    const Json pj = to_json(pre);
+    EXPECT_FALSE(pj.contains("client"));  // a preflight starts the adapter only
+    EXPECT_EQ(to_json(client_spec_from_json(pj)), pj);
+}
+
+TEST(Records, MatrixSpecRoundTripsWithItsId) {
+    const MatrixSpec m = matrix_spec({kTinyPause}, {}, 2);
+    ASSERT_EQ(m.cell_count(), 2u);
+    const MatrixSpec back = matrix_spec_from_json(to_json(m), m.id);
+    EXPECT_EQ(to_json(back), to_json(m));
+    EXPECT_EQ(spec_id(back), m.id);
+    const MatrixSpec sim = simulated(m);
+    EXPECT_NE(sim.id, m.id);  // a simulated tree never mixes with a live one
+    EXPECT_EQ(to_json(sim).at("backend"), "sim");
+    EXPECT_EQ(to_json(matrix_spec_from_json(to_json(sim), sim.id)), to_json(sim));
+
+    const MatrixSpec sweep = sweep_spec(kTinyPause, parse_sweep_param("faults.0.duration_ms=100..300"), 3, {}, 1);
+    ASSERT_TRUE(sweep.sweep.has_value());
+    EXPECT_EQ(sweep.sweep->values, Json::parse("[100, 200, 300]"));
+    EXPECT_EQ(sweep.cells.at(2).step, 1);
+    const MatrixSpec sweep_back = matrix_spec_from_json(to_json(sweep), sweep.id);
+    EXPECT_EQ(to_json(sweep_back), to_json(sweep));
+    EXPECT_EQ(spec_id(sweep_back), sweep.id);
+}
+
+}  // namespace

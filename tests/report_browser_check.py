@@ -82,10 +82,9 @@ def run_chromium(chrome, args, timeout=120):
                               stderr=subprocess.PIPE, timeout=timeout, text=True)
 
 
-def main(argv):
-    args = argv[1:]
-    shot = None
-    height = None
+def parse_args(args):
+    """(report, screenshot, height), or an exit code: 0 after --help, 2 on a bad command line."""
+    shot = height = None
     pos = []
     i = 0
     while i < len(args):
@@ -93,12 +92,11 @@ def main(argv):
         if a in ("-h", "--help"):
             print(__doc__.strip())
             return 0
-        if a == "--screenshot" and i + 1 < len(args):
-            shot = args[i + 1]
-            i += 2
-            continue
-        if a == "--height" and i + 1 < len(args):
-            height = int(args[i + 1])
+        if a in ("--screenshot", "--height") and i + 1 < len(args):
+            if a == "--screenshot":
+                shot = args[i + 1]
+            else:
+                height = int(args[i + 1])
             i += 2
             continue
         pos.append(a)
@@ -107,7 +105,86 @@ def main(argv):
         print("report_browser_check: usage: report_browser_check.py REPORT_HTML [--screenshot PATH] [--height PX]",
               file=sys.stderr)
         return 2
-    report = os.path.abspath(pos[0])
+    return os.path.abspath(pos[0]), shot, height
+
+
+def with_check(report):
+    """A copy of the report with the check script, beside it (so that relative paths, if any,
+    resolve the same way) or, in a read-only folder, in the temp folder: the report is
+    self-contained."""
+    with open(report, encoding="utf-8") as f:
+        page = f.read()
+    idx = page.lower().rfind("</body>")
+    checked = page[:idx] + CHECK_JS + page[idx:] if idx >= 0 else page + CHECK_JS
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".report-check.", suffix=".html", dir=os.path.dirname(report))
+    except OSError:
+        fd, tmp = tempfile.mkstemp(prefix="report-check.", suffix=".html")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(checked)
+    return tmp
+
+
+def problems_of(v):
+    """What the page's verdict says is wrong, one phrase each."""
+    problems = []
+    if not v.get("opened"):
+        problems.append("did not open")
+    if v.get("images", 0) == 0:
+        problems.append("no images")
+    if v.get("images_bad"):
+        problems.append(f"{len(v['images_bad'])} image(s) did not load: {', '.join(v['images_bad'][:5])}")
+    if v.get("overflow"):
+        problems.append(f"horizontal overflow: scrollWidth {v['scroll_width']} > {v['inner_width']}")
+    if v.get("too_wide_count"):
+        problems.append(f"{v['too_wide_count']} element(s) past the right edge: {'; '.join(v['too_wide'][:5])}")
+    return problems
+
+
+def screenshot(chrome, url, shot, height, v):
+    """A problem phrase, or None when the screenshot was taken."""
+    h = height or min(max(int(v.get("page_height", 2000)), 600), 16000)
+    try:
+        rs = run_chromium(chrome, [f"--window-size={WIDTH},{h}", "--virtual-time-budget=10000",
+                                   f"--screenshot={os.path.abspath(shot)}", url])
+        if rs.returncode != 0 or not os.path.exists(shot):
+            return f"screenshot failed (chromium exit {rs.returncode})"
+    except subprocess.TimeoutExpired:
+        return "screenshot timed out"
+    return None
+
+
+def check_page(chrome, report, url, shot, height):
+    """Opens the page in chromium and prints OK or FAIL; returns the exit code."""
+    try:
+        r = run_chromium(chrome, [f"--window-size={WIDTH},2000", "--virtual-time-budget=10000", "--dump-dom", url])
+    except subprocess.TimeoutExpired:
+        print(f"FAIL {report}: chromium did not finish within 120 s", file=sys.stderr)
+        return 2
+    m = re.search(r"LBCHECK(\{.*?\})LBCHECK", r.stdout, re.S)
+    if not m:
+        err = (r.stderr or "").strip().splitlines()
+        print(f"FAIL {report}: no verdict from the page (chromium exit {r.returncode}"
+              + (f": {err[-1]}" if err else "") + ")")
+        return 2
+    v = json.loads(m.group(1).replace("&quot;", '"').replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">"))
+    problems = problems_of(v)
+    if shot:
+        problems += [p for p in [screenshot(chrome, url, shot, height, v)] if p]
+    if problems:
+        print(f"FAIL {report}: " + "; ".join(problems))
+        return 1
+    summary = (f"{v.get('images', 0)} images loaded, page {v.get('scroll_width')}x{v.get('page_height')} px "
+               f"at a {v.get('inner_width')}-px window")
+    print(f"OK {report}: {summary}" + (f"; screenshot {shot}" if shot else ""))
+    return 0
+
+
+def main(argv):
+    parsed = parse_args(argv[1:])
+    if isinstance(parsed, int):
+        return parsed
+    report, shot, height = parsed
     if not os.path.isfile(report):
         print(f"report_browser_check: {report}: no such file", file=sys.stderr)
         return 2
@@ -115,58 +192,9 @@ def main(argv):
     if not chrome:
         print("report_browser_check: no chromium on PATH (Debian: apt-get install chromium)", file=sys.stderr)
         return 2
-    with open(report, encoding="utf-8") as f:
-        page = f.read()
-    idx = page.lower().rfind("</body>")
-    checked = page[:idx] + CHECK_JS + page[idx:] if idx >= 0 else page + CHECK_JS
-    # beside the report, so that relative paths (if any) resolve the same way
+    tmp = with_check(report)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".report-check.", suffix=".html", dir=os.path.dirname(report))
-    except OSError:  # a read-only results folder: the report is self-contained, any folder will do
-        fd, tmp = tempfile.mkstemp(prefix="report-check.", suffix=".html")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(checked)
-        url = "file://" + tmp
-        try:
-            r = run_chromium(chrome, [f"--window-size={WIDTH},2000", "--virtual-time-budget=10000", "--dump-dom", url])
-        except subprocess.TimeoutExpired:
-            print(f"FAIL {report}: chromium did not finish within 120 s", file=sys.stderr)
-            return 2
-        m = re.search(r"LBCHECK(\{.*?\})LBCHECK", r.stdout, re.S)
-        if not m:
-            err = (r.stderr or "").strip().splitlines()
-            print(f"FAIL {report}: no verdict from the page (chromium exit {r.returncode}"
-                  + (f": {err[-1]}" if err else "") + ")")
-            return 2
-        v = json.loads(m.group(1).replace("&quot;", '"').replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">"))
-        problems = []
-        if not v.get("opened"):
-            problems.append("did not open")
-        if v.get("images", 0) == 0:
-            problems.append("no images")
-        if v.get("images_bad"):
-            problems.append(f"{len(v['images_bad'])} image(s) did not load: {', '.join(v['images_bad'][:5])}")
-        if v.get("overflow"):
-            problems.append(f"horizontal overflow: scrollWidth {v['scroll_width']} > {v['inner_width']}")
-        if v.get("too_wide_count"):
-            problems.append(f"{v['too_wide_count']} element(s) past the right edge: {'; '.join(v['too_wide'][:5])}")
-        if shot:
-            h = height or min(max(int(v.get("page_height", 2000)), 600), 16000)
-            try:
-                rs = run_chromium(chrome, [f"--window-size={WIDTH},{h}", "--virtual-time-budget=10000",
-                                           f"--screenshot={os.path.abspath(shot)}", url])
-                if rs.returncode != 0 or not os.path.exists(shot):
-                    problems.append(f"screenshot failed (chromium exit {rs.returncode})")
-            except subprocess.TimeoutExpired:
-                problems.append("screenshot timed out")
-        summary = (f"{v.get('images', 0)} images loaded, page {v.get('scroll_width')}x{v.get('page_height')} px "
-                   f"at a {v.get('inner_width')}-px window")
-        if problems:
-            print(f"FAIL {report}: " + "; ".join(problems))
-            return 1
-        print(f"OK {report}: {summary}" + (f"; screenshot {shot}" if shot else ""))
-        return 0
+        return check_page(chrome, report, "file://" + tmp, shot, height)
     finally:
         try:
             os.unlink(tmp)

@@ -287,7 +287,7 @@ Subcommand add_run(CLI::App& app) {
     CLI::App* run = app.add_subcommand("run", "run every algorithm a scenario names and check the results");
     run->add_option("scenario", a->scenario, "scenario file (JSON)")->required();
     run->add_option("--out", a->out, "results folder (default: results/<scenario name>)");
-    run->add_option("--seed", a->seed, "seed (default: the scenario's)");
+    run->add_option("--seed", a->seed, "seed (default: the scenario's)")->check(CLI::NonNegativeNumber);
     run->add_option("--algorithm", a->only, "only runs of this algorithm or run name (repeatable)");
     run->add_option("--backend", a->backend, "live: real redis-servers and processes; sim: the deterministic simulator")
         ->check(CLI::IsMember({"live", "sim"}));
@@ -342,9 +342,9 @@ Subcommand add_explore(CLI::App& app) {
     explore->add_option("scenario", a->scenario, "scenario file (JSON)")->required();
     explore->add_option("--algorithm", a->only, "only runs of this algorithm or run name (repeatable)");
     explore->add_option("--schedules", a->schedules, "schedules to draw per run (default 1000)")->check(CLI::PositiveNumber);
-    explore->add_option("--seed", a->seed, "the search's seed (default 1)");
+    explore->add_option("--seed", a->seed, "the search's seed (default 1)")->check(CLI::NonNegativeNumber);
     explore->add_option("--out", a->out, "where explore.json and the witnesses go (default: results/explore-<scenario>)");
-    explore->add_option("--replay", a->replay_seed, "run the one schedule with this seed (from explore.json) into --out");
+    explore->add_option("--replay", a->replay_seed, "run the one schedule with this seed (from explore.json) into --out")->check(CLI::NonNegativeNumber);
     explore->add_flag("--first", a->first_only, "per run, stop at the first violating schedule");
     return {explore, [a] { return cmd_explore(*a); }};
 }
@@ -389,7 +389,16 @@ int main(int argc, char** argv) {
     const std::vector<Subcommand> commands{add_run(app),     add_check(app), add_matrix(app), add_sweep(app),
                                            add_explore(app), add_merge(app), add_report(app), add_list(app)};
     const Subcommand client = add_client(app);
-    CLI11_PARSE(app, argc, argv);
+    // A bad command line is bad input like a bad scenario: one line naming the option, exit 2
+    // (CLI11's own codes are 104 to 109, and its message takes two lines).
+    app.failure_message([](const CLI::App*, const CLI::Error& e) {
+        return "lockbench: " + std::string(e.what()) + " (see lockbench --help)\n";
+    });
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e) == 0 ? 0 : 2;  // --help is a ParseError too, with 0
+    }
     try {
         // A worker runs in a process group of its own, which the run that started it kills on
         // Ctrl-C and the like: it needs no handler of its own.

@@ -192,6 +192,28 @@ TEST_F(CliTest, CheckOnMissingFolder) {
     EXPECT_NE(r.err.find("no-such-folder"), std::string::npos) << r.describe();
 }
 
+// A bad command line is bad input like a bad scenario: one line, exit 2, nothing written.
+TEST_F(CliTest, ABadCommandLineIsOneLineAndExit2) {
+    const fs::path file = write_file("tiny.json", tiny_token_lua);
+    const fs::path out = dir() / "out";
+    expect_one_line_error(run({"run", file.string(), "--out", out.string(), "--no-such-option"}), "--no-such-option");
+    expect_one_line_error(run({"run"}), "scenario");
+    expect_one_line_error(run({"matrix", "--repeat", "many"}), "--repeat");
+    EXPECT_FALSE(fs::exists(out));
+    EXPECT_EQ(run({"run", "--help"}).exit_code(), 0);
+}
+
+// A seed is a non-negative number: "-3" was taken as 18446744073709551613.
+TEST_F(CliTest, ANegativeSeedIsRefused) {
+    const fs::path file = write_file("tiny.json", tiny_token_lua);
+    const fs::path out = dir() / "out";
+    expect_one_line_error(run({"run", file.string(), "--out", out.string(), "--backend", "sim", "--seed", "-3"}),
+                          "--seed");
+    expect_one_line_error(run({"explore", file.string(), "--out", out.string(), "--seed", "-1"}), "--seed");
+    expect_one_line_error(run({"explore", file.string(), "--out", out.string(), "--replay", "-1"}), "--replay");
+    EXPECT_FALSE(fs::exists(out));
+}
+
 TEST_F(CliTest, CheckSaysWhichFiguresDifferFromSummaryJson) {
     const fs::path file = write_file("tiny.json", tiny_token_lua);
     const fs::path out = dir() / "out";

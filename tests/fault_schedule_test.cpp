@@ -227,6 +227,22 @@ TEST(FaultSchedule, HealingEndsWhatIsStillInForce) {
     EXPECT_TRUE(r.world.calls.empty());
 }
 
+// A gate whose clients are let go one by one, stagger apart, and the run ends in between:
+// the client still waiting for its turn is let go too, and its fault's end is logged like
+// every other end, so the fault log shows no window left open.
+TEST(FaultSchedule, HealingLogsTheEndOfAStaggeredReleaseStillPending) {
+    FaultSpec gate = at_point(FaultSpec::Kind::gate, Point::after_seen_expired);
+    gate.count = 2;
+    gate.stagger_ms = 20;
+    ScheduleRun r({gate});
+    r.schedule.reach(1, Point::after_seen_expired, 5 * kMs);
+    r.schedule.reach(0, Point::after_seen_expired, 8 * kMs);
+    r.schedule.run_due(8 * kMs);  // client 1 goes at once, client 0 would at 28 ms
+    r.schedule.heal(10 * kMs);
+    EXPECT_EQ(r.world.calls, (Strings{"hold 1", "hold 0", "let_go 1", "let_go 0"}));
+    EXPECT_EQ(r.log, (Strings{"start gate c1 @5", "start gate c0 @8", "end gate c1 @8", "end gate c0 @10"}));
+}
+
 TEST(FaultSchedule, CountsWhatFiredOnWhichClients) {
     FaultSpec clock = at_point(FaultSpec::Kind::clock, Point::after_acquire);
     clock.node = 2;

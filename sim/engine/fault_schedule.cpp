@@ -201,14 +201,13 @@ void FaultSchedule::client_gone(int gone, long long now_ns) {
 }
 
 // Pending ends first, in the order they were set; then held gates and links set for good.
-// A gate's pending release lets its client go without a line, and a node that is down
-// stays down: the run is over.
+// A node that is down stays down: the run is over.
 void FaultSchedule::heal(long long now_ns) {
     for (Timer& t : timers_) {
         if (!t.pending) continue;
         t.pending = false;
         if (t.what == Timer::What::resume) end_pause(t.fault, t.client, now_ns);
-        if (t.what == Timer::What::release) world_.let_go(t.client);
+        if (t.what == Timer::What::release) release(t.fault, t.client, now_ns);
         if (t.what == Timer::What::heal_links) run(Timer(t), now_ns);
     }
     for (std::size_t i = 0; i < specs_.size(); ++i) {

@@ -1,5 +1,7 @@
 #include "sim/engine/fault_schedule.h"
 
+#include "sim/engine/recorder.h"  // json_escape
+
 #include <algorithm>
 
 namespace lockbench {
@@ -20,7 +22,7 @@ bool open_link(const FaultSpec& f) {
 
 std::string fault_log_line(long long t_ns, const char* type, const FaultSpec& fault, int client) {
     return "{\"t_ns\":" + std::to_string(t_ns) + ",\"op\":\"fault\",\"type\":\"" + type + "\",\"fault\":\"" +
-           fault_kind_name(fault.kind) + "\",\"label\":\"" + fault.label() + "\",\"client\":" +
+           fault_kind_name(fault.kind) + "\",\"label\":" + json_escape(fault.label()) + ",\"client\":" +
            std::to_string(client) + "}\n";
 }
 

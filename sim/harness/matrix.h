@@ -40,9 +40,6 @@ inline constexpr const char* kResultsFormat = "lockbench-results";
 // --write` brings an older tree to version 3.
 inline constexpr int kResultsVersion = 3;
 
-// A JSON file; throws one line naming it if it cannot be read or parsed.
-nlohmann::json read_json_file(const std::filesystem::path& file);
-
 struct MatrixOptions {
     std::filesystem::path out;
     Shard shard;

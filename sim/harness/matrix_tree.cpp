@@ -29,14 +29,6 @@ int reps_done(const fs::path& out, const MatrixCell& cell, int repeat) {
     return n;
 }
 
-nlohmann::json read_json_file(const std::filesystem::path& file) {
-    std::ifstream in(file);
-    if (!in) throw std::runtime_error(file.string() + ": cannot read");
-    nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-    if (j.is_discarded()) throw std::runtime_error(file.string() + ": not valid JSON");
-    return j;
-}
-
 Json read_results_header(const fs::path& dir) {
     if (!fs::is_directory(dir)) throw std::runtime_error(dir.string() + ": no such folder");
     if (!fs::is_regular_file(header_path(dir)))

@@ -222,4 +222,12 @@ void write_atomically(const fs::path& path, const std::string& text) {
     fs::rename(tmp, path);
 }
 
+nlohmann::json read_json_file(const std::filesystem::path& file) {
+    std::ifstream in(file);
+    if (!in) throw std::runtime_error(file.string() + ": cannot read");
+    nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_discarded()) throw std::runtime_error(file.string() + ": not valid JSON");
+    return j;
+}
+
 }  // namespace lockbench

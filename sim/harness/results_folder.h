@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace lockbench {
 
 // The lock file's name inside a results folder.
@@ -73,5 +75,8 @@ void test_exit_point(const char* step);
 // Writes `text` to `path` through a temporary file (a name no other writer uses) and a
 // rename: readers see the old file or the whole new one, never half of it.
 void write_atomically(const std::filesystem::path& path, const std::string& text);
+
+// A JSON file; throws one line naming it if it cannot be read or parsed.
+nlohmann::json read_json_file(const std::filesystem::path& file);
 
 }  // namespace lockbench

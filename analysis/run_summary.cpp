@@ -72,10 +72,31 @@ RunFigures figures_from_json(const Json& j) {
 
 }  // namespace
 
+void add_identity(Json& j, const RunIdentity& id) {
+    j["name"] = id.name;
+    j["algorithm"] = id.algorithm;
+    j["params"] = id.params;
+    j["nodes"] = id.nodes;
+    j["clients"] = id.clients;
+    j["seed"] = id.seed;
+    if (!id.command.empty()) j["command"] = id.command;  // an external library's adapter
+}
+
+RunIdentity run_identity_from_json(const Json& j) {
+    RunIdentity id;
+    id.name = j.at("name").get<std::string>();
+    id.algorithm = j.at("algorithm").get<std::string>();
+    id.params = j.at("params");
+    id.nodes = j.at("nodes").get<int>();
+    id.clients = j.at("clients").get<int>();
+    id.seed = j.at("seed").get<std::uint64_t>();
+    id.command = j.value("command", std::vector<std::string>{});
+    return id;
+}
+
 Json to_json(const RunSummary& s) {
-    Json run = {{"name", s.name}, {"algorithm", s.algorithm}, {"params", s.params}, {"nodes", s.nodes},
-                {"clients", s.clients}, {"seed", s.seed}, {"run_dir", s.run_dir}};
-    if (!s.command.empty()) run["command"] = s.command;  // an external library's adapter
+    Json run = {{"run_dir", s.run_dir}};
+    add_identity(run, s);
     run.update(to_json(s.figures));
     run["clients_failed"] = to_json(s.clients_failed);
     run["faults"] = s.faults;
@@ -86,14 +107,8 @@ Json to_json(const RunSummary& s) {
 
 RunSummary run_summary_from_json(const Json& j) {
     RunSummary s;
-    s.name = j.at("name").get<std::string>();
-    s.algorithm = j.at("algorithm").get<std::string>();
-    s.params = j.at("params");
-    s.nodes = j.at("nodes").get<int>();
-    s.clients = j.at("clients").get<int>();
-    s.seed = j.at("seed").get<std::uint64_t>();
+    static_cast<RunIdentity&>(s) = run_identity_from_json(j);
     s.run_dir = j.at("run_dir").get<std::string>();
-    s.command = j.value("command", std::vector<std::string>{});
     s.figures = figures_from_json(j);
     s.clients_failed = client_failures_from_json(j.value("clients_failed", Json::array()));
     s.faults = j.value("faults", Json::array());

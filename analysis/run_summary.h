@@ -48,15 +48,23 @@ struct ExpectationCheck {
 };
 nlohmann::json to_json(const std::vector<ExpectationCheck>& checks);
 
-struct RunSummary {
+// What names a run, the same in its record (run.json) and its summary entry.
+struct RunIdentity {
     std::string name;
     std::string algorithm;
     nlohmann::json params = nlohmann::json::object();   // as the algorithm's parameters write them
     int nodes = 0;
     int clients = 0;
     std::uint64_t seed = 0;
-    std::string run_dir;                 // "runs/<name>", under the results folder
     std::vector<std::string> command;    // an external library's adapter; empty otherwise
+};
+// Writes the identity's fields into `j` (command only when there is one).
+void add_identity(nlohmann::json& j, const RunIdentity& id);
+// Throws nlohmann::json's exception naming the first of name..seed missing.
+RunIdentity run_identity_from_json(const nlohmann::json& j);
+
+struct RunSummary : RunIdentity {
+    std::string run_dir;                 // "runs/<name>", under the results folder
     RunFigures figures;
     std::vector<ClientFailure> clients_failed;
     nlohmann::json faults = nlohmann::json::array();   // per fault: label, fired, clients

@@ -7,11 +7,9 @@ using Json = nlohmann::json;
 Json to_json(const RunRecord& r) {
     Json expect = Json::array();
     for (const auto& e : r.expect) expect.push_back({{"metric", e.metric}, {"op", e.op}, {"value", e.value}});
-    Json j = {{"name", r.name}, {"algorithm", r.algorithm}, {"params", r.params}, {"nodes", r.nodes},
-              {"clients", r.clients}, {"seed", r.seed}, {"scenario", r.scenario}, {"lock_key", r.lock_key},
-              {"expect", expect}, {"workload", r.workload}, {"command_timeout_ms", r.command_timeout_ms},
-              {"connect_timeout_ms", r.connect_timeout_ms}};
-    if (!r.command.empty()) j["command"] = r.command;  // an external library's adapter
+    Json j = {{"scenario", r.scenario}, {"lock_key", r.lock_key}, {"expect", expect}, {"workload", r.workload},
+              {"command_timeout_ms", r.command_timeout_ms}, {"connect_timeout_ms", r.connect_timeout_ms}};
+    add_identity(j, r);
     if (!r.clients_failed.empty()) j["clients_failed"] = to_json(r.clients_failed);
     if (r.sim_events) {
         j["backend"] = "sim";
@@ -25,12 +23,7 @@ Json to_json(const RunRecord& r) {
 
 RunRecord run_record_from_json(const Json& j) {
     RunRecord r;
-    r.name = j.at("name").get<std::string>();
-    r.algorithm = j.at("algorithm").get<std::string>();
-    r.params = j.at("params");
-    r.nodes = j.at("nodes").get<int>();
-    r.clients = j.at("clients").get<int>();
-    r.seed = j.at("seed").get<std::uint64_t>();
+    static_cast<RunIdentity&>(r) = run_identity_from_json(j);
     r.scenario = j.value("scenario", std::string());
     r.lock_key = j.value("lock_key", std::string());
     for (const Json& e : j.value("expect", Json::array()))
@@ -38,7 +31,6 @@ RunRecord run_record_from_json(const Json& j) {
     r.workload = j.value("workload", Json::object());
     r.command_timeout_ms = j.value("command_timeout_ms", 0LL);
     r.connect_timeout_ms = j.value("connect_timeout_ms", 0LL);
-    r.command = j.value("command", std::vector<std::string>{});
     r.clients_failed = client_failures_from_json(j.value("clients_failed", Json::array()));
     if (j.contains("sim_events")) r.sim_events = j.at("sim_events").get<std::size_t>();
     r.faults = j.value("faults", Json::array());

@@ -18,20 +18,13 @@
 
 namespace lockbench {
 
-struct RunRecord {
-    std::string name;
-    std::string algorithm;
-    nlohmann::json params = nlohmann::json::object();   // as the algorithm's parameters write them
-    int nodes = 0;
-    int clients = 0;
-    std::uint64_t seed = 0;
+struct RunRecord : RunIdentity {
     std::string scenario;
     std::string lock_key;
     std::vector<Expectation> expect;
     nlohmann::json workload = nlohmann::json::object();  // the scenario's "workload", as written
     long long command_timeout_ms = 0;
     long long connect_timeout_ms = 0;
-    std::vector<std::string> command;          // an external library's adapter; empty otherwise
     std::vector<ClientFailure> clients_failed;
     std::optional<std::size_t> sim_events;     // the simulator's: events it ran ("backend": "sim")
     nlohmann::json faults = nlohmann::json::array();     // per fault: label, fired, clients

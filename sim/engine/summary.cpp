@@ -61,14 +61,8 @@ std::vector<std::string> figure_differences(const nlohmann::json& stored, const 
 
 RunSummary run_summary(const RunRecord& record, const CheckResult& result, const RunHistory& h) {
     RunSummary run;
-    run.name = record.name;
-    run.algorithm = record.algorithm;
-    run.params = record.params;
-    run.nodes = record.nodes;
-    run.clients = record.clients;
-    run.seed = record.seed;
+    static_cast<RunIdentity&>(run) = record;
     run.run_dir = "runs/" + record.name;
-    run.command = record.command;
     run.figures = run_figures(result, h);
     run.figures.metrics["faults_injected"] = static_cast<double>(record.faults_injected);
     run.clients_failed = record.clients_failed;

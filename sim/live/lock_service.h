@@ -1,0 +1,74 @@
+// The servers a run's clients lock on: Redis nodes (the default), a ZooKeeper ensemble, or
+// etcd members. lockbench starts them itself, on 127.0.0.1 only, in the run's temporary
+// folder, and nothing they start outlives it (faults/process.h). The nemesis reaches every
+// one of them the same way: kill and restart, pause and resume, and, where a service has
+// one, ask which server leads now.
+//
+//   run ── service "redis" ───► RedisNode ×N   (sim/live/redis_node.h)
+//       ── service "zookeeper"► ZooKeeper ×1|3 (sim/live/zookeeper.h), peers through proxies
+//       ── service "etcd" ────► etcd ×1|3      (sim/live/etcd.h)
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace lockbench {
+
+class ProxyHub;
+
+// One server process: what a fault can do to it.
+class LockServer {
+public:
+    virtual ~LockServer() = default;
+    virtual const std::string& name() const = 0;  // "lock0", "zk1", "etcd2": names its folder and errors
+    virtual int port() const = 0;                 // where clients connect, on 127.0.0.1
+    virtual pid_t pid() const = 0;
+    virtual void kill() = 0;                      // SIGKILL: nothing written on the way out
+    // Starts it again on the same ports and returns once it answers; keep_data=false removes
+    // its data first (a Redis node without persistence). Throws std::runtime_error if it
+    // does not come back.
+    virtual void restart(bool keep_data) = 0;
+    virtual void pause() = 0;                     // SIGSTOP
+    virtual void resume() = 0;                    // SIGCONT
+    virtual std::filesystem::path log_path() const = 0;
+};
+
+// Which lock service a run locks on, and how many servers it has.
+enum class Service { redis, zookeeper, etcd };
+const char* service_name(Service s);
+
+struct ServiceConfig {
+    int size = 1;                               // servers: 1, or an ensemble of 3 (or 5)
+    std::filesystem::path dir;                  // each server's folder goes under it
+    // Per server (empty, or one entry per server): "NAME=value" added to its environment,
+    // the clock shim's LD_PRELOAD among them.
+    std::vector<std::vector<std::string>> env;
+    // When set, the links between servers go through proxies of this hub, so that a link
+    // fault can cut them (ZooKeeper only: etcd's peer URLs must be the same cluster-wide).
+    // Proxy names: "s<i>-s<j>-<what>" carries the connections server i opens to server j.
+    ProxyHub* peer_proxies = nullptr;
+};
+
+// A running service: its servers, by index, and who leads.
+class LockService {
+public:
+    virtual ~LockService() = default;
+    virtual std::vector<LockServer*> servers() = 0;
+    // The index of the server that says it leads right now, asked of the servers
+    // themselves; none while no server does (an election in progress, or a service without
+    // a leader).
+    virtual std::optional<int> leader() = 0;
+};
+
+// Each returns once every server answers and (for an ensemble) a leader is elected. Throws
+// std::runtime_error with one line: the server's program missing (names scripts/setup),
+// or a server that did not come up in time (quotes the end of its log).
+std::unique_ptr<LockService> start_zookeeper(const ServiceConfig& config);
+std::unique_ptr<LockService> start_etcd(const ServiceConfig& config);
+
+}  // namespace lockbench

@@ -228,6 +228,14 @@ LinkProxy* ProxyHub::find(const std::string& name) {
     return find_locked(name);
 }
 
+std::vector<LinkProxy*> ProxyHub::find_prefix(const std::string& prefix) {
+    std::lock_guard lock(links_mutex_);
+    std::vector<LinkProxy*> found;
+    for (auto& link : links_)
+        if (link->name().rfind(prefix, 0) == 0) found.push_back(link.get());
+    return found;
+}
+
 LinkProxy* ProxyHub::find_locked(const std::string& name) {
     for (auto& link : links_)
         if (link->name() == name) return link.get();

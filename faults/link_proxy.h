@@ -88,6 +88,8 @@ public:
     // The reference stays valid as long as the hub.
     LinkProxy& add(std::string name, Endpoint upstream);
     LinkProxy* find(const std::string& name);
+    // Every link whose name begins with `prefix` ("s0-s1-": all that server 0 opens to server 1).
+    std::vector<LinkProxy*> find_prefix(const std::string& prefix);
     void heal_all();
 
 private:

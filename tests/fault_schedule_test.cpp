@@ -31,6 +31,7 @@ public:
         std::string to = "repl";
         if (p.to == LinkPath::To::node) to = "c" + std::to_string(p.client) + "-n" + std::to_string(p.node);
         if (p.to == LinkPath::To::store) to = "c" + std::to_string(p.client) + "-store";
+        if (p.to == LinkPath::To::peer) to = "s" + std::to_string(p.node) + "-s" + std::to_string(p.peer);
         calls.push_back("link " + to + " " + describe(f));
     }
     void crash(int n) override { calls.push_back("crash " + std::to_string(n)); }
@@ -38,6 +39,16 @@ public:
         calls.push_back("restart " + std::to_string(n));
         return restart_works;
     }
+    void pause_node(int n) override { calls.push_back("pause node " + std::to_string(n)); }
+    void resume_node(int n) override { calls.push_back("resume node " + std::to_string(n)); }
+    // The leader is whoever `leader` says at the moment the fault fires.
+    int resolve_node(int n) override {
+        if (n < 0) calls.push_back("resolve " + node_text(n));
+        return n == kLeaderNode ? leader : n == kFollowerNode ? (leader + 1) % nodes : n;
+    }
+    int node_count() const override { return nodes; }
+    int leader = 1;
+    int nodes = 3;
 
 private:
     static std::string whose(ClockOf k) {
@@ -198,6 +209,55 @@ TEST(FaultSchedule, ACrashRestartsAfterItsDelayOrRecordsTheFailure) {
     r.schedule.run_due(1200 * kMs);
     EXPECT_EQ(r.world.calls, (Strings{"crash 1", "restart 1"}));
     EXPECT_EQ(r.log, (Strings{"start crash c0 @100", "failed crash c0 @1200"}));
+}
+
+TEST(FaultSchedule, ACrashOfTheLeaderRestartsTheServerThatLedWhenItFired) {
+    FaultSpec crash = at_point(FaultSpec::Kind::crash, Point::after_acquire);
+    crash.node = kLeaderNode;
+    crash.restart_after_ms = 500;
+    std::vector<std::string> lines;
+    FakeWorld world;
+    FaultSchedule schedule({crash}, world, [&](const std::string& line) { lines.push_back(line); });
+    schedule.start(2, 0, 0);
+    world.leader = 2;
+    schedule.reach(0, Point::after_acquire, 100 * kMs);
+    world.leader = 0;  // a new leader was elected meanwhile
+    schedule.run_due(600 * kMs);
+    EXPECT_EQ(world.calls, (Strings{"resolve leader", "crash 2", "restart 2"}));
+    ASSERT_EQ(lines.size(), 2u);
+    EXPECT_EQ(nlohmann::json::parse(lines[0])["node"], 2);  // the log names the server it struck
+    EXPECT_EQ(nlohmann::json::parse(lines[1])["label"], "crash node leader, restart after 500 ms at after_acquire #1");
+}
+
+TEST(FaultSchedule, APauseOfANodeStopsTheServerNotTheClientAndHealingResumesIt) {
+    FaultSpec pause = at_time(FaultSpec::Kind::pause, 100);
+    pause.client.reset();
+    pause.node = kFollowerNode;
+    pause.duration_ms = 300;
+    FaultSpec forever = at_point(FaultSpec::Kind::pause, Point::before_write);
+    forever.node = 0;
+    forever.duration_ms = 5000;
+    ScheduleRun r({pause, forever});
+    r.schedule.run_due(100 * kMs);
+    r.schedule.reach(1, Point::before_write, 200 * kMs);
+    r.schedule.run_due(400 * kMs);
+    r.schedule.heal(500 * kMs);
+    EXPECT_EQ(r.world.calls, (Strings{"resolve follower", "pause node 2", "pause node 0", "resume node 2", "resume node 0"}));
+}
+
+TEST(FaultSchedule, APeerLinkFaultCutsTheServerFromEveryOtherServerUntilItHeals) {
+    FaultSpec cut = at_time(FaultSpec::Kind::link, 100);
+    cut.client.reset();
+    cut.node = kLeaderNode;
+    cut.link_peers = true;
+    cut.link.kind = LinkFault::Kind::blackhole;
+    cut.duration_ms = 200;
+    ScheduleRun r({cut});
+    r.schedule.run_due(100 * kMs);
+    r.world.leader = 0;
+    r.schedule.run_due(300 * kMs);
+    EXPECT_EQ(r.world.calls, (Strings{"resolve leader", "link s1-s0 blackhole", "link s1-s2 blackhole", "link s1-s0 pass",
+                                      "link s1-s2 pass"}));
 }
 
 TEST(FaultSchedule, HealingEndsWhatIsStillInForce) {

@@ -281,3 +281,61 @@ TEST(ScenarioParse, EveryCatalogScenarioIsStillAccepted) {
 }
 
 }  // namespace
+
+// ---- lock services: ZooKeeper and etcd (issue 15) --------------------------------------------
+
+namespace services {
+
+Json service_run(const char* service, int nodes, const Json& faults = Json::array()) {
+    Json s = base();
+    s["runs"] = Json::array({{{"algorithm", "external"}, {"name", "lib"}, {"command", {"/bin/true"}},
+                              {"service", service}, {"nodes", nodes}}});
+    if (!faults.empty()) s["runs"][0]["faults"] = faults;
+    return s;
+}
+
+TEST(ScenarioParse, AServiceRunNamesItsServiceSizeAndFaultsByRole) {
+    const Json faults = Json::parse(R"([
+        {"fault": "crash", "point": "after_acquire", "node": "leader", "restart_after_ms": 100},
+        {"fault": "pause", "at_ms": 10, "node": "follower", "duration_ms": 100},
+        {"fault": "link", "at_ms": 10, "node": "leader", "peers": true, "mode": "blackhole", "duration_ms": 100}])");
+    const Scenario s = parse_scenario(service_run("zookeeper", 3, faults), kFile);
+    const RunSpec& r = s.runs.at(0);
+    EXPECT_EQ(r.service, Service::zookeeper);
+    EXPECT_EQ(r.nodes, 3);
+    EXPECT_EQ(r.faults.at(0).node, kLeaderNode);
+    EXPECT_EQ(r.faults.at(1).node, kFollowerNode);
+    EXPECT_EQ(r.faults.at(1).kind, FaultSpec::Kind::pause);
+    EXPECT_TRUE(r.faults.at(2).link_peers);
+    EXPECT_EQ(r.faults.at(2).label(), "link blackhole peers of node leader for 100 ms at 10 ms");
+    EXPECT_EQ(parse_scenario(base(), kFile).runs.at(0).service, Service::redis);  // the default
+}
+
+TEST(ScenarioParse, WhatAServiceCannotDoIsRefusedWithTheReason) {
+    Json own = service_run("zookeeper", 1);
+    own["runs"][0] = {{"algorithm", "token-lua"}, {"service", "zookeeper"}};
+    expect_refused(own, "runs[0].service", {"external adapter"});
+    expect_refused(service_run("mongodb", 1), "runs[0].service", {"\"redis\", \"zookeeper\" or \"etcd\""});
+    expect_refused(service_run("etcd", 2), "runs[0].nodes", {"1, 3 or 5"});
+    Json sentinel = service_run("etcd", 1);
+    sentinel["runs"][0]["topology"] = "sentinel";
+    expect_refused(sentinel, "runs[0].topology", {"Redis nodes only"});
+    const Json peers = Json::parse(R"([{"fault": "link", "at_ms": 10, "node": 0, "peers": true, "mode": "blackhole"}])");
+    expect_refused(service_run("etcd", 3, peers), "runs[0].faults[0].peers", {"same cluster-wide"});
+    expect_refused(service_run("zookeeper", 1, peers), "runs[0].faults[0].peers", {"no peers"});
+    const Json clock = Json::parse(R"([{"fault": "clock", "at_ms": 10, "node": 0, "jump_ms": 1000}])");
+    expect_refused(service_run("etcd", 1, clock), "runs[0].faults[0].node", {"Go", "kernel's clock"});
+    EXPECT_EQ(refusal(service_run("zookeeper", 1, clock)), "");  // the JVM reads time through libc
+    const Json leader = Json::parse(R"([{"fault": "crash", "at_ms": 10, "node": "leader"}])");
+    Json redis = base();
+    redis["runs"][0]["faults"] = leader;
+    expect_refused(redis, "runs[0].faults[0].node", {"no leader"});
+    expect_refused(service_run("etcd", 3, Json::parse(R"([{"fault": "crash", "at_ms": 10, "node": "boss"}])")),
+                   "runs[0].faults[0].node", {"\"leader\" or \"follower\""});
+    expect_refused(service_run("etcd", 1, Json::parse(R"([{"fault": "pause", "at_ms": 10, "node": "follower", "duration_ms": 5}])")),
+                   "runs[0].faults[0].node", {"no follower"});
+    expect_refused(with_fault(Json::parse(R"({"fault": "link", "at_ms": 0, "mode": "blackhole", "node": 0, "store": true})")),
+                   "faults[0].node", {"only with \"peers\""});
+}
+
+}  // namespace services

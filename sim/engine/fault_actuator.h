@@ -17,12 +17,14 @@
 namespace lockbench {
 
 // One path a link fault acts on: client `client` to lock node `node`, client `client` to the
-// protected store, or the master→replica link (topology "sentinel"), whoever the client.
+// protected store, the master→replica link (topology "sentinel"), whoever the client, or
+// the links between server `node` and server `peer` of an ensemble (upstream: from `node`).
 struct LinkPath {
-    enum class To { node, store, replication };
+    enum class To { node, store, replication, peer };
     To to = To::node;
     int client = 0;
-    int node = 0;  // To::node only
+    int node = 0;  // To::node and To::peer
+    int peer = 0;  // To::peer only
 
     friend bool operator==(const LinkPath&, const LinkPath&) = default;
 };
@@ -58,6 +60,14 @@ public:
     virtual void crash(int node) = 0;
     // Returns false when the node could not be started again (it stays down).
     virtual bool restart(int node) = 0;
+    // A lock server stops where it is (SIGSTOP) until resumed; its connections stay open.
+    virtual void pause_node(int node) = 0;
+    virtual void resume_node(int node) = 0;
+    // The index a fault's `node` names now: an index as it is; kLeaderNode or kFollowerNode
+    // asked of the service when the fault fires (fault_spec.h).
+    virtual int resolve_node(int node) = 0;
+    // How many lock servers there are (a peer link fault cuts one from all the others).
+    virtual int node_count() const = 0;
 };
 
 }  // namespace lockbench

@@ -20,10 +20,11 @@ bool open_link(const FaultSpec& f) {
 
 }  // namespace
 
-std::string fault_log_line(long long t_ns, const char* type, const FaultSpec& fault, int client) {
+std::string fault_log_line(long long t_ns, const char* type, const FaultSpec& fault, int client,
+                           std::optional<int> node) {
     return "{\"t_ns\":" + std::to_string(t_ns) + ",\"op\":\"fault\",\"type\":\"" + type + "\",\"fault\":\"" +
            fault_kind_name(fault.kind) + "\",\"label\":" + json_escape(fault.label()) + ",\"client\":" +
-           std::to_string(client) + "}\n";
+           std::to_string(client) + (node ? ",\"node\":" + std::to_string(*node) : "") + "}\n";
 }
 
 FaultSchedule::FaultSchedule(std::vector<FaultSpec> faults, FaultActuator& world, LogSink log, TimerBooked booked)
@@ -89,9 +90,11 @@ bool FaultSchedule::fire(std::size_t i, int client, long long now_ns) {
     State& s = state_[i];
     s.fired_on.push_back(client);
     s.done = f.kind != FaultSpec::Kind::gate;  // a gate fires once per client it holds
+    if (f.node) s.node = world_.resolve_node(*f.node);  // "leader": whoever leads now
     switch (f.kind) {
         case FaultSpec::Kind::pause:
-            world_.pause(client);
+            if (f.node) world_.pause_node(s.node);
+            else world_.pause(client);
             log(now_ns, "start", i, client);
             book(now_ns + f.duration_ms * kNsPerMs, Timer::What::resume, i, client);
             return true;
@@ -101,19 +104,19 @@ bool FaultSchedule::fire(std::size_t i, int client, long long now_ns) {
             world_.kill(client);
             return false;
         case FaultSpec::Kind::clock: {
-            const ClockOf clock = f.node ? ClockOf{ClockOf::Whose::node, *f.node} : ClockOf{ClockOf::Whose::client, client};
+            const ClockOf clock = f.node ? ClockOf{ClockOf::Whose::node, s.node} : ClockOf{ClockOf::Whose::client, client};
             world_.step_clock(clock, f.jump_ms);
             if (f.rate) world_.drift_clock(clock, *f.rate);
             log(now_ns, "start", i, client);
             return true;
         }
         case FaultSpec::Kind::link:
-            set_links(f, client, false);
+            set_links(i, client, false);
             log(now_ns, "start", i, client);
             if (f.duration_ms) book(now_ns + f.duration_ms * kNsPerMs, Timer::What::heal_links, i, client);
             return true;
         case FaultSpec::Kind::crash:
-            world_.crash(f.node.value_or(0));
+            world_.crash(s.node);
             log(now_ns, "start", i, client);
             if (f.restart_after_ms) book(now_ns + *f.restart_after_ms * kNsPerMs, Timer::What::restart, i, client);
             return true;
@@ -163,7 +166,6 @@ std::optional<long long> FaultSchedule::next_due_ns() const {
 }
 
 void FaultSchedule::run(const Timer& t, long long now_ns) {
-    const FaultSpec& f = specs_[t.fault];
     switch (t.what) {
         case Timer::What::fire:
             if (!state_[t.fault].done) fire(t.fault, t.client, now_ns);
@@ -171,19 +173,20 @@ void FaultSchedule::run(const Timer& t, long long now_ns) {
         case Timer::What::resume: end_pause(t.fault, t.client, now_ns); break;
         case Timer::What::release: release(t.fault, t.client, now_ns); break;
         case Timer::What::heal_links:
-            set_links(f, t.client, true);
+            set_links(t.fault, t.client, true);
             log(now_ns, "end", t.fault, t.client);
             break;
         case Timer::What::restart:
             // What the node's persistence kept (nothing, without AOF) comes back; a failed
             // restart is recorded, and the checker sees a node that stayed down.
-            log(now_ns, world_.restart(f.node.value_or(0)) ? "end" : "failed", t.fault, t.client);
+            log(now_ns, world_.restart(state_[t.fault].node) ? "end" : "failed", t.fault, t.client);
             break;
     }
 }
 
 void FaultSchedule::end_pause(std::size_t fault, int client, long long now_ns) {
-    world_.resume(client);
+    if (specs_[fault].node) world_.resume_node(state_[fault].node);
+    else world_.resume(client);
     log(now_ns, "end", fault, client);
 }
 
@@ -218,16 +221,19 @@ void FaultSchedule::heal(long long now_ns) {
         s.held.clear();
         if (!open_link(specs_[i]) || s.fired_on.empty() || s.healed) continue;
         s.healed = true;
-        set_links(specs_[i], s.fired_on.front(), true);
+        set_links(i, s.fired_on.front(), true);
         log(now_ns, "end", i, s.fired_on.front());
     }
 }
 
 // The paths a link fault names: the replication link once, then of every client or of
-// `client` only, its lock nodes' paths and its store path.
-void FaultSchedule::set_links(const FaultSpec& f, int client, bool heal) {
+// `client` only, its lock nodes' paths and its store path; or a server's links to its peers.
+void FaultSchedule::set_links(std::size_t i, int client, bool heal) {
+    const FaultSpec& f = specs_[i];
     const LinkFault fault = heal ? LinkFault::pass() : f.link;
     if (f.link_replication) world_.set_link({LinkPath::To::replication, client, 0}, f.direction, fault);
+    for (int peer = 0; f.link_peers && peer < world_.node_count(); ++peer)
+        if (peer != state_[i].node) world_.set_link({LinkPath::To::peer, client, state_[i].node, peer}, f.direction, fault);
     for (int c = 0; c < clients_; ++c) {
         if (!f.all_clients && c != client) continue;
         for (int n : f.link_nodes) world_.set_link({LinkPath::To::node, c, n}, f.direction, fault);
@@ -236,7 +242,9 @@ void FaultSchedule::set_links(const FaultSpec& f, int client, bool heal) {
 }
 
 void FaultSchedule::log(long long t_ns, const char* type, std::size_t fault, int client) {
-    if (log_) log_(fault_log_line(t_ns, type, specs_[fault], client));
+    const std::optional<int>& node = specs_[fault].node;
+    const bool by_role = node && *node < 0;
+    if (log_) log_(fault_log_line(t_ns, type, specs_[fault], client, by_role ? std::optional(state_[fault].node) : std::nullopt));
 }
 
 bool FaultSchedule::killed(int client) const {

@@ -30,7 +30,9 @@
 namespace lockbench {
 
 // One line of nemesis.jsonl, with its newline.
-std::string fault_log_line(long long t_ns, const char* type, const FaultSpec& fault, int client);
+// `node`: the server a fault by role (leader, follower) struck, when it names one.
+std::string fault_log_line(long long t_ns, const char* type, const FaultSpec& fault, int client,
+                           std::optional<int> node = std::nullopt);
 
 class FaultSchedule {
 public:
@@ -76,6 +78,7 @@ private:
         std::vector<int> held;      // gate: the clients held now
         bool done = false;
         bool healed = false;        // a link set for good, healed at the end
+        int node = 0;               // the server its `node` named when it fired
     };
     struct Timer {
         enum class What { fire, resume, release, heal_links, restart };
@@ -93,7 +96,7 @@ private:
     void run(const Timer& t, long long now_ns);
     void end_pause(std::size_t fault, int client, long long now_ns);
     void release(std::size_t fault, int client, long long now_ns);
-    void set_links(const FaultSpec& f, int client, bool heal);
+    void set_links(std::size_t fault, int client, bool heal);
     void log(long long t_ns, const char* type, std::size_t fault, int client);
 
     std::vector<FaultSpec> specs_;

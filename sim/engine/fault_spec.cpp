@@ -21,24 +21,32 @@ std::optional<Point> parse_point(const std::string& name) {
     return std::nullopt;
 }
 
+std::string node_text(int node) {
+    if (node == kLeaderNode) return "leader";
+    if (node == kFollowerNode) return "follower";
+    return std::to_string(node);
+}
+
 std::string FaultSpec::label() const {
     std::string s = fault_kind_name(kind);
     if (kind == Kind::pause) s += " " + std::to_string(duration_ms) + " ms";
+    if (kind == Kind::pause && node) s += " of node " + node_text(*node);
     if (kind == Kind::gate) s += " " + std::to_string(count) + " clients";
     if (kind == Kind::clock) {
         if (jump_ms) s += " " + std::string(jump_ms > 0 ? "+" : "") + std::to_string(jump_ms) + " ms";
         if (rate) s += " rate " + std::to_string(*rate);
-        if (node) s += " on node " + std::to_string(*node);
+        if (node) s += " on node " + node_text(*node);
     }
     if (kind == Kind::link) {
         s += " " + describe(link);
         for (int n : link_nodes) s += " n" + std::to_string(n);
         if (link_store) s += " store";
         if (link_replication) s += " replication";
+        if (link_peers) s += " peers of node " + node_text(node.value_or(0));
         if (duration_ms) s += " for " + std::to_string(duration_ms) + " ms";
     }
     if (kind == Kind::crash) {
-        s += " node " + std::to_string(node.value_or(0));
+        s += " node " + node_text(node.value_or(0));
         s += restart_after_ms ? ", restart after " + std::to_string(*restart_after_ms) + " ms" : ", no restart";
     }
     if (point) s += std::string(" at ") + point_name(*point) + " #" + std::to_string(occurrence);

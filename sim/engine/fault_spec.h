@@ -12,6 +12,12 @@
 
 namespace lockbench {
 
+// A fault's `node` by role rather than index, resolved when the fault fires.
+constexpr int kLeaderNode = -1;
+constexpr int kFollowerNode = -2;
+// "leader", "follower" or the index.
+std::string node_text(int node);
+
 struct FaultSpec {
     enum class Kind { pause, kill, gate, clock, link, crash };
     Kind kind = Kind::pause;
@@ -24,14 +30,18 @@ struct FaultSpec {
     long long stagger_ms = 0;        // gate: lets them go one by one, this far apart
     long long jump_ms = 0;           // clock: step the wall clock by this much (negative: back)
     std::optional<double> rate;      // clock: then let it run this many seconds per second
-    std::optional<int> node;         // clock: a lock node's clock rather than a client's;
-                                     // crash: the node
+    // clock: a lock node's clock rather than a client's; crash: the node; pause: a lock
+    // server rather than a client; link with `link_peers`: the server cut off from its peers.
+    // An index, or kLeaderNode / kFollowerNode: whichever server leads (or the first that
+    // does not) when the fault fires, asked of the service (ZooKeeper, etcd).
+    std::optional<int> node;
     LinkFault link;                  // link: what happens to the bytes
     std::optional<Direction> direction;  // link: one direction, or both when unset
     std::vector<int> link_nodes;     // link: the lock nodes whose paths it affects
     bool link_store = false;         // link: the path to the protected store too
     bool link_replication = false;   // link: the master→replica link (topology "sentinel")
     bool all_clients = false;        // link: every client's paths, not only the one at the point
+    bool link_peers = false;         // link: the paths between `node` and every other server
     std::optional<long long> restart_after_ms;  // crash: restart then (unset: stays down)
 
     std::string label() const;       // "pause 600 ms at after_acquire #1"

@@ -16,7 +16,8 @@ std::unique_ptr<Lock> make_client_lock(const Scenario& s, const RunSpec& run, in
 }
 
 WorkerSpec worker_spec(const Scenario& s, const RunSpec& run, int client, std::uint64_t seed, Instant start) {
-    return WorkerSpec{client, seed, s.workload, std::chrono::milliseconds(1000), start, run.check_lease_before_write};
+    return WorkerSpec{client, seed, s.workload, std::chrono::milliseconds(s.store_timeout_ms), start,
+                      run.check_lease_before_write};
 }
 
 Command store_log_command() { return {"LRANGE", StoreKeys{}.log, "0", "-1"}; }

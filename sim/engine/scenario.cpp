@@ -17,7 +17,8 @@ const AlgorithmInfo& external_algorithm() {
         "external",
         "a third-party lock library in an adapter process (adapters/, README: External locks)",
         1,
-        {{"ttl_ms", ParamSpec::Type::integer, 500, "the lease asked of the library", {}, 1}},
+        {{"ttl_ms", ParamSpec::Type::integer, 500, "the lease asked of the library", {}, 1},
+         {"fence", ParamSpec::Type::boolean, false, "the store checks the library's fencing token (its answer's fence)"}},
         nullptr};
     return info;
 }
@@ -168,6 +169,19 @@ Expectation parse_expectation(const std::string& metric, const nlohmann::json& v
     return e;
 }
 
+// A fault's node: an index, or "leader" / "follower" (whichever server leads, or the first
+// that does not, when the fault fires; the run checks that its service has a leader).
+int parse_node(Fields& f) {
+    const nlohmann::json* node = f.get("node");
+    if (node && node->is_string()) {
+        const std::string role = node->get<std::string>();
+        if (role == "leader") return kLeaderNode;
+        if (role == "follower") return kFollowerNode;
+        f.fail(f.at("node"), "expected a node index, \"leader\" or \"follower\", got " + quoted_excerpt(role));
+    }
+    return static_cast<int>(f.integer("node", 0, 0, kMaxNodes - 1));
+}
+
 void parse_link(Fields& f, FaultSpec& s, const WorkloadSpec& w) {
     const std::string mode = f.required_string("mode");
     const std::map<std::string, LinkFault::Kind> modes{{"pass", LinkFault::Kind::pass}, {"delay", LinkFault::Kind::delay},
@@ -195,8 +209,13 @@ void parse_link(Fields& f, FaultSpec& s, const WorkloadSpec& w) {
     }
     s.link_store = f.value<bool>("store", false, [](const auto& x) { return x.is_boolean(); }, "true or false");
     s.link_replication = f.value<bool>("replication", false, [](const auto& x) { return x.is_boolean(); }, "true or false");
-    if (s.link_nodes.empty() && !s.link_store && !s.link_replication)
-        f.fail(f.at("nodes"), "a link fault needs \"nodes\", \"store\" or \"replication\"");
+    s.link_peers = f.value<bool>("peers", false, [](const auto& x) { return x.is_boolean(); }, "true or false");
+    if (s.link_peers != (f.get("node") != nullptr))
+        f.fail(f.at("node"), s.link_peers ? "required with \"peers\": the server cut off from its peers"
+                                                                 : "a link fault aims at a node only with \"peers\": true");
+    if (s.link_peers) s.node = parse_node(f);
+    if (s.link_nodes.empty() && !s.link_store && !s.link_replication && !s.link_peers)
+        f.fail(f.at("nodes"), "a link fault needs \"nodes\", \"store\", \"replication\" or \"peers\"");
     // Whose paths: every client's ("clients": "all"), the given client's, or at a point the
     // client that reached it; at a time with no client named, everyone's.
     if (f.get("clients")) {
@@ -253,15 +272,18 @@ FaultSpec parse_fault(const nlohmann::json& j, const std::string& path, const st
             s.rate = f.number("rate", 1.0, 0, kMaxRate);
             if (*s.rate == 0) f.fail(f.at("rate"), "expected a number above 0 (seconds per second), got 0");
         }
-        if (f.get("node")) s.node = static_cast<int>(f.integer("node", 0, 0, kMaxNodes - 1));
+        if (f.get("node")) s.node = parse_node(f);
     } else if (s.kind == FaultSpec::Kind::crash) {
         if (!f.get("node")) f.fail(f.at("node"), "required: which lock node crashes");
-        s.node = static_cast<int>(f.integer("node", 0, 0, kMaxNodes - 1));
+        s.node = parse_node(f);
         if (f.get("restart_after_ms"))
             s.restart_after_ms = f.integer("restart_after_ms", 0, 0, w.duration_ms - 1 - s.at_ms.value_or(0),
                                            "the restart would come after the run: " + run_ends(w));
-    } else if (f.get("node")) {
-        f.fail(f.at("node"), "only a clock or crash fault aims at a node");
+    } else if (s.kind == FaultSpec::Kind::pause && f.get("node")) {
+        s.node = parse_node(f);  // a lock server stops, not a client
+        if (f.get("client") && s.at_ms) f.fail(f.at("client"), "a pause of a node at a time names no client");
+    } else if (f.get("node") && s.kind != FaultSpec::Kind::link) {
+        f.fail(f.at("node"), "only a pause, clock, crash or peer link fault aims at a node");
     }
     if (s.kind == FaultSpec::Kind::link) parse_link(f, s, w);
     if (s.kind != FaultSpec::Kind::pause && s.kind != FaultSpec::Kind::link && f.get("duration_ms"))
@@ -283,6 +305,43 @@ std::vector<FaultSpec> parse_faults(const nlohmann::json& j, const std::string& 
     std::vector<FaultSpec> out;
     for (size_t i = 0; i < j.size(); ++i) out.push_back(parse_fault(j[i], path + "[" + std::to_string(i) + "]", file, w));
     return out;
+}
+
+// "service": which servers the run locks on. ZooKeeper and etcd speak their own protocols:
+// only an external adapter locks there, and Redis's topology and persistence do not apply.
+// A fault by role (leader, follower) needs a service that has a leader; a peer link fault
+// needs ZooKeeper (etcd's peer URLs are the same cluster-wide: pause or kill a member
+// instead); etcd's clock cannot be moved (Go reads the kernel's clock, not libc's).
+void parse_run_service(Fields& f, RunSpec& r, const std::string& algorithm, const std::string& faults_at) {
+    const std::string name = f.string("service", "redis");
+    const std::optional<Service> service = parse_service(name);
+    if (!service) f.fail(f.at("service"), "expected \"redis\", \"zookeeper\" or \"etcd\", got " + quoted_excerpt(name));
+    r.service = *service;
+    if (r.service == Service::redis) {
+        for (size_t i = 0; i < r.faults.size(); ++i)
+            if ((r.faults[i].node && *r.faults[i].node < 0) || r.faults[i].link_peers)
+                f.fail(faults_at + "[" + std::to_string(i) + "].node",
+                       "Redis nodes have no leader and no peer links: this needs \"service\" zookeeper or etcd");
+        return;
+    }
+    if (algorithm != "external")
+        f.fail(f.at("service"), "lockbench's own algorithms speak Redis; on " + name + " use an external adapter "
+                                "(adapters/kazoo-lock, adapters/etcd-lock)");
+    if (r.nodes % 2 == 0 || r.nodes > 5)
+        f.fail(f.at("nodes"), "a " + name + " service has 1, 3 or 5 servers, got " + std::to_string(r.nodes));
+    for (const char* redis_only : {"topology", "persistence"})
+        if (f.get(redis_only)) f.fail(f.at(redis_only), std::string("applies to Redis nodes only, not to ") + name);
+    for (size_t i = 0; i < r.faults.size(); ++i) {
+        const FaultSpec& fault = r.faults[i];
+        const std::string at = faults_at + "[" + std::to_string(i) + "]";
+        if (fault.link_peers && r.service == Service::etcd)
+            f.fail(at + ".peers", "etcd's peer URLs must be the same cluster-wide, so its peer links are not proxied: "
+                                  "pause or kill a member as the minority stand-in");
+        if (fault.link_peers && r.nodes == 1) f.fail(at + ".peers", "a single server has no peers");
+        if (fault.kind == FaultSpec::Kind::clock && fault.node && r.service == Service::etcd)
+            f.fail(at + ".node", "etcd is written in Go, which reads the kernel's clock directly: the clock shim cannot "
+                                 "move an etcd server's clock");
+    }
 }
 
 RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::string& file,
@@ -319,10 +378,13 @@ RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::s
     const nlohmann::json* own = f.get("faults");
     r.faults_source = own ? *own : scenario_faults;
     r.faults = parse_faults(r.faults_source, own ? f.at("faults") : "faults", file, w);
+    const std::string faults_at = own ? f.at("faults") : std::string("faults");
+    parse_run_service(f, r, algorithm, faults_at);
     for (size_t i = 0; i < r.faults.size(); ++i) {
-        const std::string at = (own ? f.at("faults") : std::string("faults")) + "[" + std::to_string(i) + "]";
+        const std::string at = faults_at + "[" + std::to_string(i) + "]";
         const std::string has = "no such node: this run has " + std::to_string(r.nodes) + " lock node(s)";
         if (r.faults[i].node && *r.faults[i].node >= r.nodes) f.fail(at + ".node", has);
+        if (r.faults[i].node == kFollowerNode && r.nodes == 1) f.fail(at + ".node", "a single server has no follower");
         for (int n : r.faults[i].link_nodes)
             if (n >= r.nodes) f.fail(at + ".nodes", has + ", got " + std::to_string(n));
     }
@@ -386,6 +448,7 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& file) {
         Fields c(*client, "client", file);
         s.command_timeout_ms = c.integer("command_timeout_ms", s.command_timeout_ms, 1, kMaxDurationMs, "at most one hour");
         s.connect_timeout_ms = c.integer("connect_timeout_ms", s.connect_timeout_ms, 1, kMaxDurationMs, "at most one hour");
+        s.store_timeout_ms = c.integer("store_timeout_ms", s.store_timeout_ms, 1, kMaxDurationMs, "at most one hour");
         c.finish();
     }
     if (const nlohmann::json* w = f.get("workload")) s.workload = parse_workload(*w, file);

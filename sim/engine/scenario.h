@@ -15,6 +15,7 @@
 #include "lockimpl/registry.h"
 #include "sim/engine/fault_spec.h"
 #include "sim/engine/persistence.h"
+#include "sim/engine/service.h"
 #include "sim/engine/workload.h"
 
 namespace lockbench {
@@ -36,7 +37,9 @@ struct RunSpec {
     std::string name;                  // unique in the scenario
     const AlgorithmInfo* algorithm = nullptr;
     Params params;
-    int nodes = 1;
+    Service service = Service::redis;  // what the lock nodes are: redis-servers, or the servers of
+                                       // a ZooKeeper or etcd service (external adapters only)
+    int nodes = 1;                     // lock nodes, or the service's servers (1, 3 or 5)
     std::vector<Expectation> expect;
     Persistence persistence = Persistence::none;   // of the lock nodes
     bool check_lease_before_write = false;          // the worker checks its lease's validity first
@@ -54,6 +57,7 @@ struct Scenario {
     std::string lock_key = "lockbench:lock";
     long long command_timeout_ms = 200;
     long long connect_timeout_ms = 200;
+    long long store_timeout_ms = 1000; // a client's wait for the protected store's answer
     std::optional<int> base_port;      // lock nodes on base_port.., the store after them
     WorkloadSpec workload;
     std::vector<RunSpec> runs;
@@ -64,7 +68,7 @@ struct Scenario {
 };
 
 // The "algorithm" "external": a third-party lock library in an adapter process
-// (sim/live/external.h); its declared parameters (ttl_ms).
+// (sim/live/external.h); its declared parameters (ttl_ms, fence).
 const AlgorithmInfo& external_algorithm();
 
 // Throws ScenarioError("<file>: <field.path>: <what was expected>").

@@ -206,7 +206,9 @@ AcquireResult ExternalLock::try_acquire(Env& env) {
     if (!r.at("ok").get<bool>()) return AcquireResult::fail(r.value("error", std::string("not acquired")));
     Lease lease;
     if (r.contains("token") && r.at("token").is_string()) lease.token = r.at("token");
-    if (r.contains("fence") && r.at("fence").is_number_integer()) lease.fencing_token = r.at("fence").get<long long>();
+    // The store fences on the library's token only when the run says so ("fence": true).
+    if (spec_.fence && r.contains("fence") && r.at("fence").is_number_integer())
+        lease.fencing_token = r.at("fence").get<long long>();
     // The library's own validity, counted from when the acquire began.
     if (r.contains("validity_ms") && r.at("validity_ms").is_number())
         lease.valid_until = start + std::chrono::duration_cast<Duration>(

@@ -38,6 +38,7 @@ struct AdapterSpec {
     std::map<std::string, std::string> env;  // LOCKBENCH_* added to the client's environment
     std::chrono::milliseconds op_timeout{2000};
     std::filesystem::path stderr_path;     // where its stderr goes; empty: the client's
+    bool fence = false;                    // the run's `fence`: the store checks the library's fence
 };
 
 class ExternalLock final : public Lock {

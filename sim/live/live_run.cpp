@@ -43,7 +43,9 @@ std::string last_line_of(const fs::path& file) {
 }
 
 struct Nodes {
-    std::vector<RedisNode> lock;
+    std::vector<RedisNode> lock;               // service "redis": the lock nodes
+    std::unique_ptr<LockService> service;      // "zookeeper", "etcd": their servers
+    std::vector<LockServer*> servers;          // the lock servers, by index, whichever service
     std::optional<RedisNode> store;
     std::optional<RedisNode> replica;          // topology "sentinel": lock0's replica
     std::optional<SentinelGroup> sentinels;
@@ -82,17 +84,33 @@ std::vector<std::string> clock_env(const std::vector<ClockControl>& clocks, int 
     return clocks.empty() ? std::vector<std::string>{} : clocks[static_cast<size_t>(i)].env();
 }
 
+// ZooKeeper or etcd: the service starts its servers on free ports (each has several), under
+// the clock shim where a fault skews them, their peer links through `peers` when given.
+void start_service(Nodes& n, const RunSpec& run, const fs::path& dir, const std::vector<ClockControl>& clocks,
+                   ProxyHub* peers) {
+    ServiceConfig config{run.nodes, dir, {}, peers};
+    for (int i = 0; i < run.nodes; ++i) config.env.push_back(clock_env(clocks, i));
+    n.service = run.service == Service::zookeeper ? start_zookeeper(config) : start_etcd(config);
+    n.servers = n.service->servers();
+}
+
 Nodes start_nodes(const RunSpec& run, std::optional<int> base_port, const fs::path& dir,
-                  const std::vector<ClockControl>& clocks) {
+                  const std::vector<ClockControl>& clocks, ProxyHub* peers) {
     const auto port = [&](int i) { return base_port ? std::optional<int>(*base_port + i) : std::nullopt; };
     Nodes n;
     const int count = run.nodes;
+    if (run.service != Service::redis) {
+        start_service(n, run, dir, clocks, peers);
+        n.store.emplace(RedisNodeConfig{"store", port(count)}, dir);
+        return n;
+    }
     // A master syncs its replica at once rather than after the default 5 s wait.
     const std::vector<std::string> master_args{"--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0"};
     for (int i = 0; i < count; ++i)
         n.lock.emplace_back(RedisNodeConfig{"lock" + std::to_string(i), port(i), run.persistence,
                                             run.sentinel ? master_args : std::vector<std::string>{}, clock_env(clocks, i)},
                             dir);
+    for (auto& node : n.lock) n.servers.push_back(&node);
     n.store.emplace(RedisNodeConfig{"store", port(count)}, dir);
     return n;
 }
@@ -119,7 +137,7 @@ void preflight_adapter(const Scenario& s, const RunSpec& run, const Nodes& nodes
     spec.scenario = s.source;
     spec.scenario_path = s.path;
     spec.run = run.name;
-    for (const auto& n : nodes.lock) spec.lock_ports.push_back(n.port());
+    for (const LockServer* n : nodes.servers) spec.lock_ports.push_back(n->port());
     spec.project_dir = opts.project_dir.string();
     spec.adapter_stderr = (tmp / (run.name + ".adapter-preflight.log")).string();
     if (nodes.sentinels) spec.discovery = sentinel_discovery(nodes, spec.lock_ports.at(0));
@@ -159,8 +177,8 @@ int port_for(const Launch& launch, int client, const std::string& target, int di
 // One proxy per client and node, so that a fault can cut one client off from some nodes.
 void add_proxies(ProxyHub& hub, const Nodes& nodes, int clients) {
     for (int c = 0; c < clients; ++c) {
-        for (size_t i = 0; i < nodes.lock.size(); ++i)
-            hub.add("c" + std::to_string(c) + "-n" + std::to_string(i), {"127.0.0.1", nodes.lock[i].port()});
+        for (size_t i = 0; i < nodes.servers.size(); ++i)
+            hub.add("c" + std::to_string(c) + "-n" + std::to_string(i), {"127.0.0.1", nodes.servers[i]->port()});
         hub.add("c" + std::to_string(c) + "-store", {"127.0.0.1", nodes.store->port()});
     }
 }
@@ -173,8 +191,8 @@ ClientSpec client_spec(const Scenario& s, const RunSpec& run, const Nodes& nodes
     spec.run = run.name;
     spec.client = client;
     spec.seed = client_seed(launch.seed, client);
-    for (size_t i = 0; i < nodes.lock.size(); ++i)
-        spec.lock_ports.push_back(port_for(launch, client, "n" + std::to_string(i), nodes.lock[i].port()));
+    for (size_t i = 0; i < nodes.servers.size(); ++i)
+        spec.lock_ports.push_back(port_for(launch, client, "n" + std::to_string(i), nodes.servers[i]->port()));
     spec.store_port = port_for(launch, client, "store", nodes.store->port());
     spec.start_barrier = launch.start_barrier.string();
     spec.control_socket = launch.nemesis->socket_path().string();
@@ -236,6 +254,16 @@ long long export_store(const RedisNode& store, const fs::path& run_dir) {
     return write_store_log(run_dir, log.value, counter.value);
 }
 
+// A ZooKeeper's or etcd's own log is evidence (an election, a session expired, a clock that
+// jumped): each server's goes to runs/<name>/servers/<server>.log.
+void keep_server_logs(const std::vector<LockServer*>& servers, const fs::path& run_dir) {
+    fs::create_directories(run_dir / "servers");
+    for (const LockServer* s : servers) {
+        std::error_code ignored;
+        fs::copy_file(s->log_path(), run_dir / "servers" / (s->name() + ".log"), fs::copy_options::overwrite_existing, ignored);
+    }
+}
+
 }  // namespace
 
 RunOutcome run_live(const Scenario& s, const RunSpec& run, std::uint64_t seed, const fs::path& run_dir,
@@ -246,13 +274,13 @@ RunOutcome run_live(const Scenario& s, const RunSpec& run, std::uint64_t seed, c
     std::vector<ClockControl> node_clocks = make_clocks(nemesis.skews_nodes(), run.nodes, tmp, run.name + ".node");
     std::vector<ClockControl> client_clocks = make_clocks(nemesis.skews_clients(), s.workload.clients, tmp, run.name + ".client");
     nemesis.set_clocks(pointers(client_clocks), pointers(node_clocks));
-    Nodes nodes = start_nodes(run, s.base_port, node_dir, node_clocks);
     std::optional<ProxyHub> proxies;
-    if (nemesis.needs_proxies()) add_proxies(proxies.emplace(seed), nodes, s.workload.clients);
-    if (run.sentinel) add_failover(nodes, proxies ? *proxies : proxies.emplace(seed), node_dir, run_dir, run);
-    std::vector<RedisNode*> lock_nodes;
-    for (auto& n : nodes.lock) lock_nodes.push_back(&n);
-    nemesis.set_world(proxies ? &*proxies : nullptr, lock_nodes);
+    if (nemesis.needs_proxies() || nemesis.needs_peer_proxies() || run.sentinel) proxies.emplace(seed);
+    Nodes nodes = start_nodes(run, s.base_port, node_dir, node_clocks,
+                              nemesis.needs_peer_proxies() ? &*proxies : nullptr);
+    if (nemesis.needs_proxies()) add_proxies(*proxies, nodes, s.workload.clients);
+    if (run.sentinel) add_failover(nodes, *proxies, node_dir, run_dir, run);
+    nemesis.set_world(proxies ? &*proxies : nullptr, nodes.servers, nodes.service.get());
     // Whatever happens next, the fault thread stops (and heals) before the proxies and the
     // nodes it works on go away.
     struct StopFirst {
@@ -285,6 +313,7 @@ RunOutcome run_live(const Scenario& s, const RunSpec& run, std::uint64_t seed, c
     out.faults = nemesis.report();
     out.faults_injected = nemesis.injected();
     out.final_counter = export_store(*nodes.store, run_dir);
+    if (nodes.service) keep_server_logs(nodes.servers, run_dir);
     return out;
 }
 

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/engine/service.h"
+
 namespace lockbench {
 
 class ProxyHub;
@@ -37,10 +39,6 @@ public:
     virtual void resume() = 0;                    // SIGCONT
     virtual std::filesystem::path log_path() const = 0;
 };
-
-// Which lock service a run locks on, and how many servers it has.
-enum class Service { redis, zookeeper, etcd };
-const char* service_name(Service s);
 
 struct ServiceConfig {
     int size = 1;                               // servers: 1, or an ensemble of 3 (or 5)

@@ -9,7 +9,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <iostream>
 #include <stdexcept>
 
 #include "sim/live/live_env.h"
@@ -90,9 +92,14 @@ bool Nemesis::needs_proxies() const {
     });
 }
 
-void Nemesis::set_world(ProxyHub* proxies, std::vector<RedisNode*> nodes) {
+bool Nemesis::needs_peer_proxies() const {
+    return std::ranges::any_of(schedule_.faults(), [](const FaultSpec& f) { return f.link_peers; });
+}
+
+void Nemesis::set_world(ProxyHub* proxies, std::vector<LockServer*> nodes, LockService* service) {
     proxies_ = proxies;
     nodes_ = std::move(nodes);
+    service_ = service;
 }
 
 void Nemesis::start(std::vector<pid_t> clients, long long start_at_ns) {
@@ -210,6 +217,7 @@ void Nemesis::drift_clock(ClockOf clock, double rate) { clock_of(clock).set_rate
 // (no fault names a path) there is nothing to set.
 void Nemesis::set_link(LinkPath path, std::optional<Direction> direction, const LinkFault& fault) {
     if (!proxies_) return;
+    if (path.to == LinkPath::To::peer) return set_peer_link(path.node, path.peer, direction, fault);
     std::string name = "repl";
     if (path.to != LinkPath::To::replication) name = "c" + std::to_string(path.client) + "-";
     if (path.to == LinkPath::To::node) name += "n" + std::to_string(path.node);
@@ -220,7 +228,40 @@ void Nemesis::set_link(LinkPath path, std::optional<Direction> direction, const 
     else link->set_both(fault);
 }
 
+// The bytes from server `from` to server `to` go upstream through the proxies of the
+// connections `from` opened ("s<from>-s<to>-…") and downstream through those `to` opened.
+void Nemesis::set_peer_link(int from, int to, std::optional<Direction> direction, const LinkFault& fault) {
+    const auto set = [&](const std::string& prefix, bool flipped) {
+        for (LinkProxy* link : proxies_->find_prefix(prefix)) {
+            if (!direction) link->set_both(fault);
+            else if (!flipped) link->set(*direction, fault);
+            else link->set(*direction == Direction::upstream ? Direction::downstream : Direction::upstream, fault);
+        }
+    };
+    set("s" + std::to_string(from) + "-s" + std::to_string(to) + "-", false);
+    set("s" + std::to_string(to) + "-s" + std::to_string(from) + "-", true);
+}
+
 void Nemesis::crash(int node) { nodes_.at(static_cast<size_t>(node))->kill(); }
+void Nemesis::pause_node(int node) { nodes_.at(static_cast<size_t>(node))->pause(); }
+void Nemesis::resume_node(int node) { nodes_.at(static_cast<size_t>(node))->resume(); }
+
+// "leader" is whichever server says it leads when the fault fires; during an election none
+// does, so it asks again for up to 5 s. "follower" is the first server that does not lead.
+// Should no leader appear, the fault lands on server 0 and says so on stderr.
+int Nemesis::resolve_node(int node) {
+    if (node >= 0 || !service_) return std::max(node, 0);
+    std::optional<int> leader;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!(leader = service_->leader()) && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (!leader) {
+        std::cerr << "lockbench: no server says it leads; the fault on the " << node_text(node) << " lands on server 0\n";
+        return 0;
+    }
+    if (node == kLeaderNode) return *leader;
+    return *leader == 0 ? 1 : 0;
+}
 
 // keep_data: what the node's persistence kept (nothing, without AOF) comes back.
 bool Nemesis::restart(int node) {

@@ -44,6 +44,7 @@
 #include "sim/engine/fault_actuator.h"
 #include "sim/engine/fault_schedule.h"
 #include "sim/engine/fault_spec.h"
+#include "sim/live/lock_service.h"
 
 namespace lockbench {
 
@@ -64,10 +65,14 @@ public:
     void set_clocks(std::vector<ClockControl*> clients, std::vector<ClockControl*> nodes);
     // Whether some fault acts on links: the clients then reach every node through proxies.
     bool needs_proxies() const;
-    // The proxies ("c<client>-n<node>", "c<client>-store") and the lock nodes (before start()).
-    // A node restarted by a crash fault is started from the fault thread, so it dies with
-    // that thread at stop(): after the clients are done, which is when nodes are let go.
-    void set_world(ProxyHub* proxies, std::vector<class RedisNode*> nodes);
+    // Whether some fault cuts the links between servers: they then reach each other through
+    // proxies (ZooKeeper; sim/live/lock_service.h).
+    bool needs_peer_proxies() const;
+    // The proxies ("c<client>-n<node>", "c<client>-store", "repl", "s<i>-s<j>-…"), the lock
+    // servers, and the service that says who leads (none for Redis), before start(). A node
+    // restarted by a crash fault is started from the fault thread, so it dies with that
+    // thread at stop(): after the clients are done, which is when nodes are let go.
+    void set_world(ProxyHub* proxies, std::vector<LockServer*> nodes, LockService* service = nullptr);
     const std::filesystem::path& socket_path() const { return socket_path_; }
 
     // Starts the fault thread; clients[i] is client i's process id. Time-based faults count
@@ -102,6 +107,11 @@ private:
     void set_link(LinkPath path, std::optional<Direction> direction, const LinkFault& fault) override;
     void crash(int node) override;
     bool restart(int node) override;
+    void pause_node(int node) override;
+    void resume_node(int node) override;
+    int resolve_node(int node) override;
+    int node_count() const override { return static_cast<int>(nodes_.size()); }
+    void set_peer_link(int from, int to, std::optional<Direction> direction, const LinkFault& fault);
     ClockControl& clock_of(ClockOf clock) const;
 
     std::filesystem::path socket_path_;
@@ -111,7 +121,8 @@ private:
     std::vector<pid_t> pids_;
     std::vector<ClockControl*> client_clocks_, node_clocks_;
     ProxyHub* proxies_ = nullptr;
-    std::vector<RedisNode*> nodes_;
+    std::vector<LockServer*> nodes_;
+    LockService* service_ = nullptr;
     std::vector<Connection> connections_;
     mutable std::mutex mutex_;       // guards the schedule: report() and killed() read it
     FaultSchedule schedule_;

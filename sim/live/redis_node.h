@@ -15,6 +15,7 @@
 
 #include "faults/process.h"
 #include "sim/engine/persistence.h"
+#include "sim/live/lock_service.h"
 
 namespace lockbench {
 
@@ -26,30 +27,30 @@ struct RedisNodeConfig {
     std::vector<std::string> extra_env;    // "NAME=value" for its environment (the clock shim)
 };
 
-class RedisNode {
+class RedisNode final : public LockServer {
 public:
     // Throws std::runtime_error with one clear line: redis-server missing (names the fix:
     // scripts/setup or apt-get install redis-server), port in use (names the port), or the
     // server did not answer PING within the start timeout (quotes the last lines of its log).
     RedisNode(RedisNodeConfig config, std::filesystem::path dir);
-    ~RedisNode();
+    ~RedisNode() override;
     RedisNode(RedisNode&&) noexcept = default;
     RedisNode& operator=(RedisNode&&) noexcept = default;
 
     void start();
     void stop();                      // SHUTDOWN NOSAVE via SIGTERM; waits for exit
-    void kill();                      // SIGKILL, no chance to write anything
-    void pause();                     // SIGSTOP
-    void resume();                    // SIGCONT
+    void kill() override;             // SIGKILL, no chance to write anything
+    void pause() override;            // SIGSTOP
+    void resume() override;           // SIGCONT
     // Starts it again on the same port; keep_data=false removes its data files first.
-    void restart(bool keep_data);
+    void restart(bool keep_data) override;
     bool running();
 
-    int port() const { return port_; }
-    const std::string& name() const { return config_.name; }
+    int port() const override { return port_; }
+    const std::string& name() const override { return config_.name; }
     const std::filesystem::path& dir() const { return dir_; }
-    std::filesystem::path log_path() const { return dir_ / "redis.log"; }
-    pid_t pid() const { return process_.pid(); }
+    std::filesystem::path log_path() const override { return dir_ / "redis.log"; }
+    pid_t pid() const override { return process_.pid(); }
 
 private:
     void start_on_free_port(const std::string& binary);

@@ -71,6 +71,7 @@ void SimNemesis::set_link(LinkPath path, std::optional<Direction> direction, con
         case LinkPath::To::replication: net_.set_replication_fault(direction, fault); break;
         case LinkPath::To::node: net_.set_fault(path.client, static_cast<std::size_t>(path.node), direction, fault); break;
         case LinkPath::To::store: net_.set_fault(path.client, store_, direction, fault); break;
+        case LinkPath::To::peer: throw std::logic_error("the simulator models no links between lock servers");
     }
 }
 
@@ -79,6 +80,14 @@ void SimNemesis::crash(int node) { net_.crash(static_cast<std::size_t>(node)); }
 bool SimNemesis::restart(int node) {
     net_.restart(static_cast<std::size_t>(node));
     return true;
+}
+
+void SimNemesis::pause_node(int) { throw std::logic_error("the simulator cannot pause a lock server"); }
+void SimNemesis::resume_node(int) { throw std::logic_error("the simulator cannot pause a lock server"); }
+
+int SimNemesis::resolve_node(int node) {
+    if (node < 0) throw std::logic_error("the simulator models no service with a leader");
+    return node;
 }
 
 }  // namespace lockbench::sim

@@ -51,6 +51,12 @@ private:
     void set_link(LinkPath path, std::optional<Direction> direction, const LinkFault& fault) override;
     void crash(int node) override;
     bool restart(int node) override;
+    // The model has no server process to stop and no service with a leader: runs with such
+    // faults are skipped (sim_run.h: unsupported), so these are never called.
+    void pause_node(int node) override;
+    void resume_node(int node) override;
+    int resolve_node(int node) override;
+    int node_count() const override { return static_cast<int>(store_); }
     Process& process(int client) { return processes_.at(static_cast<std::size_t>(client)); }
     SimClock& clock_of(ClockOf clock);
 

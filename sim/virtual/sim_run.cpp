@@ -16,6 +16,12 @@ namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
 std::optional<std::string> unsupported(const RunSpec& run) {
+    if (run.service != Service::redis)
+        return std::string("the simulator models Redis nodes only, not ") + service_name(run.service) +
+               "'s servers, and its lock runs in an external library in real time";
+    for (const FaultSpec& f : run.faults)
+        if (f.kind == FaultSpec::Kind::pause && f.node)
+            return "a paused lock server is a live fault: the model has no server process to stop";
     if (!run.command.empty())
         return "an external library runs in its own process, in real time: it cannot run in virtual time";
     if (run.persistence == Persistence::aof_everysec)

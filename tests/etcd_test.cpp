@@ -17,6 +17,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -271,11 +272,19 @@ public:
         to_ = in[1], from_ = out[0];
     }
     ~Adapter() {
-        close(to_), close(from_);
+        if (to_ >= 0) close(to_);
+        close(from_);
+        if (pid_ < 0) return;
         ::kill(pid_, SIGKILL);
         waitpid(pid_, nullptr, 0);
     }
     pid_t pid() const { return pid_; }
+    // Closes its stdin, as lockbench does at the end, and waits for it to exit.
+    bool close_and_wait() {
+        close(std::exchange(to_, -1));
+        int status = 0;
+        return waitpid(std::exchange(pid_, -1), &status, 0) > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    }
     // The next line it prints, within the op timeout lockbench would give it (null if none).
     json read() {
         const auto deadline = Clock::now() + 2s;
@@ -384,6 +393,17 @@ TEST_F(EtcdAdapterTest, APausedHolderLosesItsLockWhenTheLeaseExpires) {
     EXPECT_TRUE(key_exists(port_, second["token"])) << "the stale holder's release removed the new holder's key";
 }
 
+// Its stdin closed while it holds the lock (the run is over): it revokes its lease before it
+// exits rather than leave the lock to expire.
+TEST_F(EtcdAdapterTest, AnAdapterThatEndsWhileHoldingRevokesItsLease) {
+    Adapter a(nodes_, 0);
+    ASSERT_EQ(a.read().value("ready", false), true);
+    ASSERT_EQ(a.acquire().value("ok", false), true);
+    EXPECT_EQ(lease_count(port_), 1u);
+    EXPECT_TRUE(a.close_and_wait());
+    EXPECT_EQ(lease_count(port_), 0u);
+}
+
 // While the holder runs, its keepalive holds the lease: the key is there throughout three
 // times its TTL (the counterpart of the paused holder above).
 TEST_F(EtcdAdapterTest, ARunningHolderKeepsItsLockPastItsTtl) {
@@ -398,6 +418,29 @@ TEST_F(EtcdAdapterTest, ARunningHolderKeepsItsLockPastItsTtl) {
         std::this_thread::sleep_for(100ms);
     }
     EXPECT_EQ(a.release(), json({{"ok", true}, {"removed_on", {0}}}));
+}
+
+// Three members, the leader paused, and it is the member the adapter asks first: every answer
+// comes within the op timeout (an error while the election runs is an answer), and once the
+// others have elected a leader the adapter gets the lock through them.
+TEST_F(EtcdTest, TheAdapterAnswersThroughAPausedLeaderAndFailsOver) {
+    auto service = start(3);
+    auto servers = service->servers();
+    const int leader = service->leader().value();
+    std::string nodes;
+    for (auto* s : servers) nodes += (nodes.empty() ? "" : ",") + ("127.0.0.1:" + std::to_string(s->port()));
+    Adapter a(nodes, leader);  // client i starts at member i
+    ASSERT_EQ(a.read().value("ready", false), true);
+    servers[static_cast<std::size_t>(leader)]->pause();
+    json answer;
+    EXPECT_TRUE(eventually([&] {
+        answer = a.acquire();
+        EXPECT_FALSE(answer.is_null()) << "no answer within the op timeout";
+        return answer.is_null() || answer.value("ok", false);
+    }));
+    EXPECT_EQ(answer.value("ok", false), true) << answer;
+    EXPECT_EQ(a.release(), json({{"ok", true}, {"removed_on", {0}}}));
+    servers[static_cast<std::size_t>(leader)]->resume();
 }
 
 }  // namespace

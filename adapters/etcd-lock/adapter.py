@@ -209,3 +209,5 @@ for line in sys.stdin:
     except (Unreachable, EtcdError, OSError, http.client.HTTPException, ValueError) as e:
         answer = {"ok": False, "error": f"{type(e).__name__}: {e.args[0] if e.args else e}"}
     print(json.dumps(answer), flush=True)
+if held is not None:  # stdin closed while holding: let the lock go now rather than in a TTL
+    revoke(held[1], time.monotonic() + BUDGET_S)

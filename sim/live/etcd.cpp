@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
@@ -169,14 +170,23 @@ SpawnOptions member_spawn(const std::string& binary, const std::string& name, co
     return opts;
 }
 
+// Free ports, no two alike: the kernel may hand out a port just closed again.
+std::vector<int> distinct_free_ports(int count) {
+    std::vector<int> ports;
+    while (static_cast<int>(ports.size()) < count)
+        if (const int port = find_free_port(); std::find(ports.begin(), ports.end(), port) == ports.end())
+            ports.push_back(port);
+    return ports;
+}
+
 EtcdCluster::EtcdCluster(const ServiceConfig& config, const std::string& binary) {
-    std::vector<int> client_ports, peer_ports;
+    const std::vector<int> ports = distinct_free_ports(2 * config.size);
+    const std::vector<int> client_ports(ports.begin(), ports.begin() + config.size);
+    const std::vector<int> peer_ports(ports.begin() + config.size, ports.end());
     std::string initial_cluster;
     for (int i = 0; i < config.size; ++i) {
-        client_ports.push_back(find_free_port());
-        peer_ports.push_back(find_free_port());
         initial_cluster += (i ? "," : "") + ("etcd" + std::to_string(i)) + "=http://127.0.0.1:" +
-                           std::to_string(peer_ports.back());
+                           std::to_string(peer_ports[static_cast<std::size_t>(i)]);
     }
     const std::string token = cluster_token();
     for (int i = 0; i < config.size; ++i) {

@@ -13,13 +13,15 @@ and leaks a lease per failed attempt. Here:
 
 Every request goes to the current member and moves on to the next one when it cannot
 connect or times out (or the member says it has no leader), so a paused or killed member
-costs a command timeout, not the answer. Every answer comes within LOCKBENCH_OP_TIMEOUT_MS:
+costs a command timeout, not the answer; client i starts at member i (mod their number), so
+that a paused member delays only some clients. Every answer comes within LOCKBENCH_OP_TIMEOUT_MS:
 an acquire or release shares a budget of 3/4 of it among its requests.
 
 Parameters (the run's params): ttl_ms, rounded up to whole seconds (etcd's lease TTL is whole
 seconds, and etcd grants no less than its minimum, 1 s with lockbench's timings);
 lock_wait_ms, how long the Lock RPC may wait for a holder to let go before the answer is
-"held" (default: LOCKBENCH_COMMAND_TIMEOUT_MS).
+"held" (default: LOCKBENCH_COMMAND_TIMEOUT_MS; keep it below the TTL, as nothing keeps a
+waiter's lease alive). When stdin closes while it holds the lock, it revokes the lease.
 """
 import base64
 import http.client

@@ -1,0 +1,291 @@
+// etcd members owned by lockbench; see etcd.h.
+//
+//   start_etcd ── free ports ── spawn etcd ×N ──┬─ all /health true, a leader ─▶ ready
+//       ▲                                       ├─ one exited: "address already in use"
+//       └────────── fresh ports, fresh data ────┘
+//                                               └─ exited otherwise, or timed out ─▶ throw
+#include "sim/live/etcd.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+
+#include "faults/process.h"
+#include "sim/live/http_client.h"
+#include "sim/live/lock_service.h"
+#include "sim/live/redis_node.h"
+
+namespace lockbench {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// Bounds, not expectations: three members come up in about 2 s on an idle machine.
+constexpr auto start_timeout = 20s;
+constexpr auto restart_timeout = 10s;
+// A paused member accepts the connection and never answers: it must not hang a question.
+constexpr auto probe_timeout = 200ms;
+constexpr auto poll_interval = 20ms;
+constexpr int start_attempts = 3;
+
+// A member that could not bind a port found free a moment before: worth fresh ports.
+struct PortTaken : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// Any HTTP answer at all: a member answers /health (true or false) once it serves clients.
+bool answers_health(int port) { return http_request(port, "GET", "/health", "", probe_timeout).has_value(); }
+
+bool healthy(int port) {
+    const auto r = http_request(port, "GET", "/health", "", probe_timeout);
+    return r && r->status == 200 && r->body.find("\"health\":\"true\"") != std::string::npos;
+}
+
+struct MemberStatus {
+    std::string member_id;  // uint64s, as the JSON gateway spells them: strings
+    std::string leader_id;
+    unsigned long long raft_term = 0;
+};
+
+std::optional<MemberStatus> member_status(int port) {
+    const auto r = http_request(port, "POST", "/v3/maintenance/status", "{}", probe_timeout);
+    if (!r || r->status != 200) return std::nullopt;
+    const auto json = nlohmann::json::parse(r->body, nullptr, false);
+    if (!json.is_object() || !json.contains("header") || !json.contains("leader")) return std::nullopt;
+    const auto& header = json["header"];
+    if (!header.contains("member_id") || !header.contains("raft_term")) return std::nullopt;
+    return MemberStatus{header["member_id"].get<std::string>(), json["leader"].get<std::string>(),
+                        std::stoull(header["raft_term"].get<std::string>())};
+}
+
+std::string read_all(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Tells this run's cluster from any other that might reach the same ports.
+std::string cluster_token() {
+    static std::atomic<int> counter{0};
+    return "lockbench-" + std::to_string(getpid()) + "-" + std::to_string(counter++) + "-" +
+           std::to_string(Clock::now().time_since_epoch().count());
+}
+
+class EtcdCluster;
+
+class EtcdMember final : public LockServer {
+public:
+    EtcdMember(EtcdCluster& cluster, std::string name, fs::path dir, int client_port, SpawnOptions spawn)
+        : cluster_(cluster), name_(std::move(name)), dir_(std::move(dir)), client_port_(client_port),
+          spawn_(std::move(spawn)) {}
+
+    const std::string& name() const override { return name_; }
+    int port() const override { return client_port_; }
+    pid_t pid() const override { return process_.pid(); }
+    void kill() override { process_.kill_and_reap(); }
+    void restart(bool keep_data) override;
+    void pause() override {
+        process_.signal(SIGSTOP);
+        paused_ = true;
+    }
+    void resume() override {
+        process_.signal(SIGCONT);
+        paused_ = false;
+    }
+    fs::path log_path() const override { return dir_ / "etcd.log"; }
+
+    void spawn() {
+        process_ = ChildProcess::spawn(spawn_);
+        paused_ = false;
+    }
+    bool running() { return process_.running(); }
+    bool answering() { return running() && !paused_; }
+    // One line: what went wrong, and how the log ended (the log goes with the run's folder).
+    std::runtime_error failure(const std::string& what) const {
+        return std::runtime_error("etcd member " + name_ + " (client port " + std::to_string(client_port_) +
+                                  ") " + what + "; its log ended: " + log_tail(log_path()));
+    }
+    void throw_exited(const std::string& when) const {
+        if (read_all(log_path()).find("address already in use") != std::string::npos)
+            throw PortTaken(failure("could not bind its port " + when).what());
+        throw failure("exited " + when);
+    }
+
+private:
+    EtcdCluster& cluster_;
+    std::string name_;
+    fs::path dir_;
+    int client_port_;
+    SpawnOptions spawn_;
+    ChildProcess process_;
+    bool paused_ = false;
+};
+
+class EtcdCluster final : public LockService {
+public:
+    EtcdCluster(const ServiceConfig& config, const std::string& binary);
+    void start();
+    std::vector<LockServer*> servers() override {
+        std::vector<LockServer*> out;
+        for (auto& m : members_) out.push_back(m.get());
+        return out;
+    }
+    std::optional<int> leader() override;
+    // Whether the members up and not paused make a majority: without one a member that
+    // (re)starts cannot serve clients at all, so waiting for its answer would be in vain.
+    bool quorum_can_form() {
+        std::size_t up = 0;
+        for (auto& m : members_) up += m->answering() ? 1 : 0;
+        return up > members_.size() / 2;
+    }
+
+private:
+    bool ready();
+    std::vector<std::unique_ptr<EtcdMember>> members_;
+};
+
+SpawnOptions member_spawn(const std::string& binary, const std::string& name, const fs::path& dir, int client_port,
+                          int peer_port, const std::string& initial_cluster, const std::string& token) {
+    const auto url = [](int port) { return "http://127.0.0.1:" + std::to_string(port); };
+    SpawnOptions opts;
+    opts.argv = {binary, "--name", name, "--data-dir", (dir / "data").string(),
+                 "--listen-client-urls", url(client_port), "--advertise-client-urls", url(client_port),
+                 "--listen-peer-urls", url(peer_port), "--initial-advertise-peer-urls", url(peer_port),
+                 "--initial-cluster", initial_cluster, "--initial-cluster-state", "new",
+                 "--initial-cluster-token", token,
+                 "--heartbeat-interval", std::to_string(etcd_heartbeat.count()),
+                 "--election-timeout", std::to_string(etcd_election_timeout.count()),
+                 "--logger", "zap", "--log-outputs", "stderr"};
+    opts.stdout_path = opts.stderr_path = (dir / "etcd.log").string();
+    return opts;
+}
+
+// Free ports, no two alike: the kernel may hand out a port just closed again.
+std::vector<int> distinct_free_ports(int count) {
+    std::vector<int> ports;
+    while (static_cast<int>(ports.size()) < count)
+        if (const int port = find_free_port(); std::find(ports.begin(), ports.end(), port) == ports.end())
+            ports.push_back(port);
+    return ports;
+}
+
+EtcdCluster::EtcdCluster(const ServiceConfig& config, const std::string& binary) {
+    const std::vector<int> ports = distinct_free_ports(2 * config.size);
+    const std::vector<int> client_ports(ports.begin(), ports.begin() + config.size);
+    const std::vector<int> peer_ports(ports.begin() + config.size, ports.end());
+    std::string initial_cluster;
+    for (int i = 0; i < config.size; ++i) {
+        initial_cluster += (i ? "," : "") + ("etcd" + std::to_string(i)) + "=http://127.0.0.1:" +
+                           std::to_string(peer_ports[static_cast<std::size_t>(i)]);
+    }
+    const std::string token = cluster_token();
+    for (int i = 0; i < config.size; ++i) {
+        const std::string name = "etcd" + std::to_string(i);
+        const fs::path dir = config.dir / name;
+        fs::remove_all(dir / "data");  // an earlier attempt's member belongs to another cluster
+        fs::create_directories(dir);
+        SpawnOptions spawn = member_spawn(binary, name, dir, client_ports[i], peer_ports[i], initial_cluster, token);
+        if (!config.env.empty()) spawn.extra_env = config.env[static_cast<std::size_t>(i)];
+        members_.push_back(std::make_unique<EtcdMember>(*this, name, dir, client_ports[i], std::move(spawn)));
+    }
+}
+
+void EtcdCluster::start() {
+    for (auto& m : members_) m->spawn();
+    const auto deadline = Clock::now() + start_timeout;
+    while (!ready()) {
+        for (auto& m : members_)
+            if (!m->running()) m->throw_exited("during start-up");
+        if (Clock::now() >= deadline) {
+            for (auto& m : members_)
+                if (!healthy(m->port())) throw m->failure("did not report healthy within 20 s");
+            throw members_[0]->failure("and the others elected no leader within 20 s");
+        }
+        std::this_thread::sleep_for(poll_interval);
+    }
+}
+
+bool EtcdCluster::ready() {
+    for (auto& m : members_)
+        if (!healthy(m->port())) return false;
+    return leader().has_value();
+}
+
+// A member that was paused through an election may still think it leads until it hears the
+// new term: the highest term's claim is the true one.
+std::optional<int> EtcdCluster::leader() {
+    std::optional<int> found;
+    unsigned long long found_term = 0;
+    for (std::size_t i = 0; i < members_.size(); ++i) {
+        if (!members_[i]->answering()) continue;
+        const auto status = member_status(members_[i]->port());
+        if (!status || status->member_id != status->leader_id) continue;
+        if (!found || status->raft_term > found_term) found = static_cast<int>(i), found_term = status->raft_term;
+    }
+    return found;
+}
+
+// An etcd member always restarts from its data directory: one that lost its data could not
+// rejoin under its old member id (the cluster would need a member remove and add), so
+// keep_data=false restarts it with its data too. Its data directory exists, so its
+// --initial-cluster-state "new" is ignored and it rejoins as the member it was. It has come
+// back once it answers /health, true or false; or, when the members up do not make a
+// majority, once it listens (it serves no client until a quorum forms).
+void EtcdMember::restart(bool /*keep_data*/) {
+    kill();
+    spawn();
+    const auto deadline = Clock::now() + restart_timeout;
+    for (;;) {
+        if (!running()) throw_exited("during restart");
+        if (answers_health(client_port_)) return;
+        if (!cluster_.quorum_can_form() && port_in_use(client_port_)) return;
+        if (Clock::now() >= deadline) throw failure("did not answer /health within 10 s of its restart");
+        std::this_thread::sleep_for(poll_interval);
+    }
+}
+
+bool is_executable_file(const std::string& path) { return access(path.c_str(), X_OK) == 0 && fs::is_regular_file(path); }
+
+}  // namespace
+
+std::string etcd_binary() {
+    if (const char* configured = std::getenv("LOCKBENCH_ETCD"); configured && *configured) {
+        if (!is_executable_file(configured))
+            throw std::runtime_error(std::string("LOCKBENCH_ETCD=") + configured + ": no such executable");
+        return configured;
+    }
+    if (auto found = find_on_path("etcd")) return *found;
+    throw std::runtime_error("etcd not found on PATH: run scripts/setup (or apt-get install etcd-server)");
+}
+
+std::unique_ptr<LockService> start_etcd(const ServiceConfig& config) {
+    if (config.peer_proxies)
+        throw std::runtime_error("etcd: peer link faults are not supported: every member names the same peer "
+                                 "URLs, so they cannot go through per-link proxies (pause or kill a member instead)");
+    if (config.size < 1) throw std::runtime_error("etcd: size must be at least 1, not " + std::to_string(config.size));
+    if (!config.env.empty() && static_cast<int>(config.env.size()) != config.size)
+        throw std::runtime_error("etcd: env has " + std::to_string(config.env.size()) + " entries for " +
+                                 std::to_string(config.size) + " members");
+    const std::string binary = etcd_binary();
+    for (int attempt = 1;; ++attempt) {
+        auto cluster = std::make_unique<EtcdCluster>(config, binary);
+        try {
+            cluster->start();
+            return cluster;
+        } catch (const PortTaken&) {
+            if (attempt == start_attempts) throw;
+        }
+    }
+}
+
+}  // namespace lockbench

@@ -1,0 +1,447 @@
+// Live tests for sim/live/etcd.h (real etcd members), sim/live/http_client.h, and the etcd lock
+// adapter (adapters/etcd-lock/adapter.py) end to end. Waits are bounded polls for an outcome;
+// nothing asserts how long anything took.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <utility>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "faults/link_proxy.h"
+#include "faults/process.h"
+#include "sim/live/etcd.h"
+#include "sim/live/http_client.h"
+#include "sim/live/lock_service.h"
+#include "sim/live/redis_node.h"
+
+extern char** environ;
+
+namespace lockbench {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+// Elections and restarts on a loaded machine: the bound only keeps a broken build from hanging.
+bool eventually(const std::function<bool()>& condition) {
+    const auto deadline = Clock::now() + 20s;
+    while (!condition()) {
+        if (Clock::now() >= deadline) return false;
+        std::this_thread::sleep_for(20ms);
+    }
+    return true;
+}
+
+bool healthy(LockServer* s) {
+    const auto r = http_request(s->port(), "GET", "/health", "", 500ms);
+    return r && r->body.find("\"health\":\"true\"") != std::string::npos;
+}
+
+bool alive(pid_t pid) { return ::kill(pid, 0) == 0; }
+
+// The socket inodes a process holds open.
+std::set<std::string> socket_inodes(pid_t pid) {
+    std::set<std::string> inodes;
+    for (const auto& e : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd")) {
+        std::error_code ec;
+        const std::string target = fs::read_symlink(e.path(), ec).string();
+        if (!ec && target.starts_with("socket:[")) inodes.insert(target.substr(8, target.size() - 9));
+    }
+    return inodes;
+}
+
+// Where a process listens for TCP: "127.0.0.1:2379", or "ipv6 <hex>" for any IPv6 listener.
+std::vector<std::string> listen_addresses(pid_t pid) {
+    const auto inodes = socket_inodes(pid);
+    std::vector<std::string> found;
+    for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+        std::ifstream in(table);
+        std::string line;
+        std::getline(in, line);  // the header
+        while (std::getline(in, line)) {
+            std::istringstream fields(line);
+            std::string slot, local, remote, state, skip, inode;
+            fields >> slot >> local >> remote >> state;
+            for (int i = 0; i < 5; ++i) fields >> skip;
+            fields >> inode;
+            if (state != "0A" || !inodes.contains(inode)) continue;
+            if (std::string(table).ends_with("6")) { found.push_back("ipv6 " + local); continue; }
+            in_addr addr{static_cast<in_addr_t>(std::stoul(local.substr(0, 8), nullptr, 16))};
+            found.push_back(std::string(inet_ntoa(addr)) + ":" + std::to_string(std::stoi(local.substr(9), nullptr, 16)));
+        }
+    }
+    return found;
+}
+
+class EtcdTest : public ::testing::Test {
+protected:
+    ~EtcdTest() override { fs::remove_all(dir_); }
+    std::unique_ptr<LockService> start(int size) {
+        ServiceConfig config;
+        config.size = size;
+        config.dir = dir_;
+        return start_etcd(config);
+    }
+    // A member that answers healthy and is not `other`, once one leads.
+    static std::optional<int> new_leader(LockService& service, int other) {
+        std::optional<int> seen;
+        const bool found = eventually([&] {
+            seen = service.leader();
+            return seen && *seen != other;
+        });
+        return found ? seen : std::nullopt;
+    }
+    fs::path dir_ = make_run_temp_dir();
+};
+
+// ---- The HTTP client ------------------------------------------------------------------------
+
+struct Listener {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int port = 0;
+    Listener() {
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t len = sizeof addr;
+        bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+        listen(fd, 4);
+        getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+        port = ntohs(addr.sin_port);
+    }
+    ~Listener() { close(fd); }
+};
+
+TEST(HttpClient, SendsTheRequestAndReadsStatusAndBody) {
+    Listener server;
+    std::string seen;
+    std::thread answer([&] {
+        const int conn = accept(server.fd, nullptr, nullptr);
+        char buffer[4096];
+        while (seen.find("{\"x\":1}") == std::string::npos) {
+            const ssize_t n = recv(conn, buffer, sizeof buffer, 0);
+            if (n <= 0) break;
+            seen.append(buffer, static_cast<std::size_t>(n));
+        }
+        const std::string reply = "HTTP/1.0 201 Created\r\nX-A: b\r\n\r\n{\"ok\":true}";
+        send(conn, reply.data(), reply.size(), MSG_NOSIGNAL);
+        close(conn);
+    });
+    const auto r = http_request(server.port, "POST", "/v3/x", "{\"x\":1}", 5s);
+    answer.join();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 201);
+    EXPECT_EQ(r->body, "{\"ok\":true}");
+    EXPECT_TRUE(seen.starts_with("POST /v3/x HTTP/1.0\r\n")) << seen;
+    EXPECT_NE(seen.find("Content-Length: 7\r\n"), std::string::npos) << seen;
+}
+
+TEST(HttpClient, NoAnswerFromASilentServerOrAClosedPort) {
+    Listener silent;  // accepts (the kernel's backlog) and never answers, as a paused server
+    EXPECT_FALSE(http_request(silent.port, "GET", "/health", "", 100ms));
+    const int closed = find_free_port();
+    EXPECT_FALSE(http_request(closed, "GET", "/health", "", 100ms));
+}
+
+// ---- Members --------------------------------------------------------------------------------
+
+TEST_F(EtcdTest, OneMemberLeadsAndListensOnLoopbackOnly) {
+    auto service = start(1);
+    auto servers = service->servers();
+    ASSERT_EQ(servers.size(), 1u);
+    EXPECT_EQ(servers[0]->name(), "etcd0");
+    EXPECT_EQ(service->leader(), 0);
+    EXPECT_TRUE(healthy(servers[0]));
+    const auto listening = listen_addresses(servers[0]->pid());
+    EXPECT_EQ(listening.size(), 2u) << "a client and a peer listener, and no metrics one";
+    for (const auto& a : listening) EXPECT_TRUE(a.starts_with("127.0.0.1:")) << a;
+}
+
+TEST_F(EtcdTest, ThreeMembersElectOneLeaderAndLeaveNothingBehind) {
+    auto service = start(3);
+    const auto leader = service->leader();
+    ASSERT_TRUE(leader);
+    std::vector<pid_t> pids;
+    for (auto* s : service->servers()) {
+        EXPECT_TRUE(healthy(s)) << s->name();
+        pids.push_back(s->pid());
+        for (const auto& a : listen_addresses(s->pid())) EXPECT_TRUE(a.starts_with("127.0.0.1:")) << s->name() << " " << a;
+    }
+    service->servers()[static_cast<std::size_t>((*leader + 1) % 3)]->pause();  // a stopped one too
+    service.reset();
+    for (pid_t pid : pids) EXPECT_FALSE(alive(pid)) << "etcd " << pid << " outlived its service";
+}
+
+TEST_F(EtcdTest, AKilledFollowerAndAKilledLeaderComeBack) {
+    auto service = start(3);
+    auto servers = service->servers();
+    const int leader = service->leader().value();
+    LockServer* follower = servers[static_cast<std::size_t>((leader + 1) % 3)];
+    follower->kill();
+    follower->restart(true);
+    EXPECT_TRUE(eventually([&] { return healthy(follower); }));
+    servers[static_cast<std::size_t>(leader)]->kill();
+    EXPECT_TRUE(new_leader(*service, leader)) << "no new leader after the leader was killed";
+    servers[static_cast<std::size_t>(leader)]->restart(true);
+    EXPECT_TRUE(eventually([&] { return healthy(servers[static_cast<std::size_t>(leader)]); }));
+}
+
+TEST_F(EtcdTest, APausedLeaderIsReplacedAndRejoinsOnResume) {
+    auto service = start(3);
+    auto servers = service->servers();
+    const int leader = service->leader().value();
+    servers[static_cast<std::size_t>(leader)]->pause();
+    EXPECT_TRUE(new_leader(*service, leader)) << "no new leader while the leader was paused";
+    servers[static_cast<std::size_t>(leader)]->resume();
+    EXPECT_TRUE(eventually([&] { return healthy(servers[static_cast<std::size_t>(leader)]); }));
+    EXPECT_TRUE(service->leader());
+}
+
+// Restarting a member while the others are down: it cannot serve until a quorum forms, so
+// restart() returns once it listens instead of waiting for an answer that cannot come.
+TEST_F(EtcdTest, ARestartWithoutAQuorumReturnsAndTheMemberServesOnceOneForms) {
+    auto service = start(3);
+    auto servers = service->servers();
+    for (auto* s : servers) s->kill();
+    servers[0]->restart(true);
+    EXPECT_FALSE(healthy(servers[0]));
+    servers[1]->restart(true);
+    EXPECT_TRUE(eventually([&] { return healthy(servers[0]) && healthy(servers[1]); }));
+}
+
+TEST_F(EtcdTest, PeerProxiesAreRefusedInOneLine) {
+    ProxyHub hub(1);
+    ServiceConfig config;
+    config.size = 3;
+    config.dir = dir_;
+    config.peer_proxies = &hub;
+    try {
+        start_etcd(config);
+        FAIL() << "peer proxies should be refused";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find("peer link faults are not supported"), std::string::npos) << e.what();
+        EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+    }
+}
+
+// ---- The lock adapter -----------------------------------------------------------------------
+
+// adapters/etcd-lock/adapter.py with its stdin and stdout on pipes, in its own process group.
+class Adapter {
+public:
+    Adapter(const std::string& nodes, int client) {
+        int in[2], out[2];
+        if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
+        posix_spawn_file_actions_t actions;
+        posix_spawn_file_actions_init(&actions);
+        posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
+        posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+        posix_spawnattr_t attr;
+        posix_spawnattr_init(&attr);
+        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+        std::vector<std::string> env = {"LOCKBENCH_NODES=" + nodes, "LOCKBENCH_CLIENT=" + std::to_string(client),
+                                        "LOCKBENCH_COMMAND_TIMEOUT_MS=200", "LOCKBENCH_OP_TIMEOUT_MS=2000",
+                                        "LOCKBENCH_PARAMS={\"ttl_ms\":1000}"};
+        std::vector<char*> envp;
+        for (auto& e : env) envp.push_back(e.data());
+        envp.push_back(nullptr);
+        std::string script = (fs::path(LOCKBENCH_SOURCE_DIR) / "adapters" / "etcd-lock" / "adapter.py").string();
+        std::string python = "/usr/bin/python3";
+        char* argv[] = {python.data(), script.data(), nullptr};
+        if (posix_spawn(&pid_, argv[0], &actions, &attr, argv, envp.data()) != 0) throw std::runtime_error("spawn");
+        posix_spawn_file_actions_destroy(&actions);
+        posix_spawnattr_destroy(&attr);
+        close(in[0]), close(out[1]);
+        to_ = in[1], from_ = out[0];
+    }
+    ~Adapter() {
+        if (to_ >= 0) close(to_);
+        close(from_);
+        if (pid_ < 0) return;
+        ::kill(pid_, SIGKILL);
+        waitpid(pid_, nullptr, 0);
+    }
+    pid_t pid() const { return pid_; }
+    // Closes its stdin, as lockbench does at the end, and waits for it to exit.
+    bool close_and_wait() {
+        close(std::exchange(to_, -1));
+        int status = 0;
+        return waitpid(std::exchange(pid_, -1), &status, 0) > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    }
+    // The next line it prints, within the op timeout lockbench would give it (null if none).
+    json read() {
+        const auto deadline = Clock::now() + 2s;
+        while (buffer_.find('\n') == std::string::npos) {
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+            pollfd p{from_, POLLIN, 0};
+            if (left <= 0 || poll(&p, 1, static_cast<int>(left)) <= 0) return nullptr;
+            char chunk[512];
+            const ssize_t n = ::read(from_, chunk, sizeof chunk);
+            if (n <= 0) return nullptr;
+            buffer_.append(chunk, static_cast<std::size_t>(n));
+        }
+        const std::string line = buffer_.substr(0, buffer_.find('\n'));
+        buffer_.erase(0, line.size() + 1);
+        return json::parse(line, nullptr, false);
+    }
+    json call(const json& request) {
+        const std::string line = request.dump() + "\n";
+        if (write(to_, line.data(), line.size()) != static_cast<ssize_t>(line.size())) return nullptr;
+        return read();
+    }
+    json acquire() { return call({{"op", "acquire"}, {"key", "lock"}, {"ttl_ms", 1000}, {"wait_ms", 0}}); }
+    json release() { return call({{"op", "release"}, {"key", "lock"}}); }
+
+private:
+    pid_t pid_ = -1;
+    int to_ = -1, from_ = -1;
+    std::string buffer_;
+};
+
+std::string base64(const std::string& text) {
+    static const char* digits = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    for (std::size_t i = 0; i < text.size(); i += 3) {
+        const std::string chunk = text.substr(i, 3);
+        unsigned v = 0;
+        for (std::size_t j = 0; j < 3; ++j) v = v << 8 | (j < chunk.size() ? static_cast<unsigned char>(chunk[j]) : 0);
+        for (std::size_t j = 0; j < 4; ++j) out += j <= chunk.size() ? digits[(v >> (18 - 6 * j)) & 63] : '=';
+    }
+    return out;
+}
+
+// Asks etcd itself (not through the adapter).
+json etcd_post(int port, const std::string& path, const json& body) {
+    const auto r = http_request(port, "POST", path, body.dump(), 2s);
+    return r ? json::parse(r->body, nullptr, false) : json(nullptr);
+}
+bool key_exists(int port, const std::string& key) {
+    return etcd_post(port, "/v3/kv/range", {{"key", base64(key)}}).contains("kvs");
+}
+std::size_t lease_count(int port) {
+    const auto leases = etcd_post(port, "/v3/lease/leases", json::object());
+    return leases.contains("leases") ? leases["leases"].size() : 0;
+}
+
+class EtcdAdapterTest : public EtcdTest {
+protected:
+    void SetUp() override {
+        service_ = start(1);
+        port_ = service_->servers()[0]->port();
+        // A first node that refuses every connection: each request must fail over to the next.
+        nodes_ = "127.0.0.1:" + std::to_string(find_free_port()) + ",127.0.0.1:" + std::to_string(port_);
+    }
+    std::unique_ptr<LockService> service_;
+    int port_ = 0;
+    std::string nodes_;
+};
+
+TEST_F(EtcdAdapterTest, LocksWithAFenceAnswersHeldAndReleases) {
+    Adapter a(nodes_, 0), b(nodes_, 0);
+    for (auto* adapter : {&a, &b}) {
+        const json ready = adapter->read();
+        EXPECT_EQ(ready.value("ready", false), true) << ready;
+        EXPECT_EQ(ready.value("library", ""), "etcd v3 lock API (JSON gateway) 3.4.23");
+    }
+    const json first = a.acquire();
+    ASSERT_EQ(first.value("ok", false), true) << first;
+    ASSERT_TRUE(first["fence"].is_number_integer()) << first;
+    EXPECT_TRUE(first.value("token", "").starts_with("lock/")) << first;
+    EXPECT_TRUE(key_exists(port_, first["token"]));
+    const json held = b.acquire();
+    EXPECT_EQ(held, json({{"ok", false}, {"error", "held"}}));
+    EXPECT_EQ(lease_count(port_), 1u) << "the waiter's lease should be revoked";
+    EXPECT_EQ(a.release(), json({{"ok", true}, {"removed_on", {0}}}));
+    EXPECT_FALSE(key_exists(port_, first["token"]));
+    const json second = b.acquire();
+    ASSERT_EQ(second.value("ok", false), true) << second;
+    EXPECT_GT(second["fence"].get<long long>(), first["fence"].get<long long>());
+    EXPECT_EQ(b.release(), json({{"ok", true}, {"removed_on", {0}}}));
+    EXPECT_EQ(lease_count(port_), 0u) << "a lease leaked";
+}
+
+// Jepsen's finding: a holder paused past its lease loses the lock without knowing it.
+TEST_F(EtcdAdapterTest, APausedHolderLosesItsLockWhenTheLeaseExpires) {
+    Adapter a(nodes_, 0), b(nodes_, 0);
+    ASSERT_EQ(a.read().value("ready", false), true);
+    ASSERT_EQ(b.read().value("ready", false), true);
+    const json first = a.acquire();
+    ASSERT_EQ(first.value("ok", false), true) << first;
+    ::kill(a.pid(), SIGSTOP);
+    EXPECT_TRUE(eventually([&] { return !key_exists(port_, first["token"]); })) << "the lease never expired";
+    const json second = b.acquire();
+    EXPECT_EQ(second.value("ok", false), true) << second;
+    ::kill(a.pid(), SIGCONT);
+    EXPECT_EQ(a.release(), json({{"ok", true}, {"removed_on", json::array()}})) << "its key was already gone";
+    EXPECT_TRUE(key_exists(port_, second["token"])) << "the stale holder's release removed the new holder's key";
+}
+
+// Its stdin closed while it holds the lock (the run is over): it revokes its lease before it
+// exits rather than leave the lock to expire.
+TEST_F(EtcdAdapterTest, AnAdapterThatEndsWhileHoldingRevokesItsLease) {
+    Adapter a(nodes_, 0);
+    ASSERT_EQ(a.read().value("ready", false), true);
+    ASSERT_EQ(a.acquire().value("ok", false), true);
+    EXPECT_EQ(lease_count(port_), 1u);
+    EXPECT_TRUE(a.close_and_wait());
+    EXPECT_EQ(lease_count(port_), 0u);
+}
+
+// While the holder runs, its keepalive holds the lease: the key is there throughout three
+// times its TTL (the counterpart of the paused holder above).
+TEST_F(EtcdAdapterTest, ARunningHolderKeepsItsLockPastItsTtl) {
+    Adapter a(nodes_, 1);
+    ASSERT_EQ(a.read().value("ready", false), true);
+    const json first = a.acquire();
+    ASSERT_EQ(first.value("ok", false), true) << first;
+    EXPECT_EQ(first["validity_ms"], 1000) << "a 1000 ms ttl is a 1 s lease";
+    const auto watch_until = Clock::now() + 3s;
+    while (Clock::now() < watch_until) {
+        ASSERT_TRUE(key_exists(port_, first["token"])) << "the lease expired under a running holder";
+        std::this_thread::sleep_for(100ms);
+    }
+    EXPECT_EQ(a.release(), json({{"ok", true}, {"removed_on", {0}}}));
+}
+
+// Three members, the leader paused, and it is the member the adapter asks first: every answer
+// comes within the op timeout (an error while the election runs is an answer), and once the
+// others have elected a leader the adapter gets the lock through them.
+TEST_F(EtcdTest, TheAdapterAnswersThroughAPausedLeaderAndFailsOver) {
+    auto service = start(3);
+    auto servers = service->servers();
+    const int leader = service->leader().value();
+    std::string nodes;
+    for (auto* s : servers) nodes += (nodes.empty() ? "" : ",") + ("127.0.0.1:" + std::to_string(s->port()));
+    Adapter a(nodes, leader);  // client i starts at member i
+    ASSERT_EQ(a.read().value("ready", false), true);
+    servers[static_cast<std::size_t>(leader)]->pause();
+    json answer;
+    EXPECT_TRUE(eventually([&] {
+        answer = a.acquire();
+        EXPECT_FALSE(answer.is_null()) << "no answer within the op timeout";
+        return answer.is_null() || answer.value("ok", false);
+    }));
+    EXPECT_EQ(answer.value("ok", false), true) << answer;
+    EXPECT_EQ(a.release(), json({{"ok", true}, {"removed_on", {0}}}));
+    servers[static_cast<std::size_t>(leader)]->resume();
+}
+
+}  // namespace
+}  // namespace lockbench

@@ -124,16 +124,33 @@ endpoints = Endpoints(max(0, int(os.environ.get("LOCKBENCH_CLIENT", "0"))))
 held = None  # (lock key, lease id, KeepAlive) while held
 
 
-def revoke(lease_id, deadline):
-    """Best effort: a lease that no member revokes in time expires on its own within its TTL,
-    as nothing keeps it alive."""
+def revoke(lease_id, deadline, ttl_s=1):
+    """A lease that no member revokes in time (an election: no member can serve) would hold
+    its key, and with it perhaps the lock, for a whole TTL, which a new leader starts afresh;
+    so a background thread keeps trying on every member until the lease is gone or two TTLs
+    have passed (measured in consensus-leader-crash-busy: without it, a waiter cut short by
+    the election kept the lock from everyone for its 4 s TTL after the new leader was up)."""
     try:
         endpoints.post("/v3/lease/revoke", {"ID": lease_id}, deadline)
-    except (Unreachable, EtcdError):
-        pass
+    except EtcdError:
+        pass  # not found: already gone
+    except Unreachable:
+        threading.Thread(target=revoke_later, args=(lease_id, time.monotonic() + 2 * ttl_s), daemon=True).start()
 
 
-def lock_or_held(name, lease_id, deadline):
+def revoke_later(lease_id, until):
+    retry = Endpoints(endpoints.current + 1)
+    while time.monotonic() < until:
+        try:
+            retry.post("/v3/lease/revoke", {"ID": lease_id}, min(until, time.monotonic() + 1))
+            return
+        except EtcdError:
+            return
+        except Unreachable:
+            time.sleep(0.05)
+
+
+def lock_or_held(name, lease_id, ttl_s, deadline):
     """The Lock RPC with a bounded wait: the key, or None when it waited in vain on a member
     that still answers (another client holds the lock). Raises Unreachable otherwise."""
     at = endpoints.current
@@ -142,7 +159,7 @@ def lock_or_held(name, lease_id, deadline):
                                 max(0.001, min(LOCK_WAIT_S, deadline - time.monotonic())), retry_timeouts=False)
         return base64.b64decode(answer["key"]).decode()
     except (OSError, http.client.HTTPException) as e:
-        revoke(lease_id, deadline)  # its waiter key goes with its lease
+        revoke(lease_id, deadline, ttl_s)  # its waiter key goes with its lease
         if endpoints.current != at:
             raise Unreachable(f"{NODES[at][0]}:{NODES[at][1]}: Lock: {type(e).__name__}: {e}")
         return None
@@ -155,15 +172,15 @@ def acquire(req):
     lease = endpoints.post("/v3/lease/grant", {"TTL": ttl_s}, deadline)
     lease_id, granted_s = lease["ID"], int(lease["TTL"])
     try:
-        key = lock_or_held(req["key"], lease_id, deadline)
+        key = lock_or_held(req["key"], lease_id, granted_s, deadline)
         if key is None:
             return {"ok": False, "error": "held"}
         kvs = endpoints.post("/v3/kv/range", {"key": b64(key)}, deadline).get("kvs", [])
     except Exception:
-        revoke(lease_id, deadline)
+        revoke(lease_id, deadline, granted_s)
         raise
     if not kvs:  # the lease ran out between the Lock and the range
-        revoke(lease_id, deadline)
+        revoke(lease_id, deadline, granted_s)
         return {"ok": False, "error": "lock lost before its fence was read"}
     keepalive = KeepAlive(lease_id, granted_s, endpoints.current)
     keepalive.start()
@@ -182,7 +199,7 @@ def release(req):
         deleted = int(endpoints.post("/v3/kv/deleterange", {"key": b64(key)}, deadline).get("deleted", 0))
     finally:
         keepalive.stopped.set()
-        revoke(lease_id, deadline)
+        revoke(lease_id, deadline, round(keepalive.beat_s * 3))
     return {"ok": True, "removed_on": [0] if deleted == 1 else []}
 
 

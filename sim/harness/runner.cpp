@@ -35,7 +35,8 @@ RunSummary check_new_run(const fs::path& run_dir, const RunRecord& record) {
 bool announce(const RunOptions& opts, size_t i, size_t n, const RunSpec& run, const Scenario& s) {
     if (!opts.progress) return false;
     std::cerr << "lockbench: [" << i + 1 << "/" << n << "] " << run.name << ": " << s.workload.clients
-              << " clients for " << s.workload.duration_ms << " ms on " << run.nodes << " lock node"
+              << " clients for " << s.workload.duration_ms << " ms on " << run.nodes
+              << (run.service == Service::redis ? " lock node" : std::string(" ") + service_name(run.service) + " server")
               << (run.nodes == 1 ? "" : "s") << " ..." << std::flush;
     return true;
 }

@@ -346,7 +346,8 @@ TEST_F(ZooKeeperTest, SessionsExpireByTheMonotonicClockNotTheWallClock) {
 // One adapter process, spoken to in the protocol's JSON lines.
 class Adapter {
 public:
-    explicit Adapter(const std::vector<std::string>& env) {
+    // Its stderr (kazoo's log) goes to `log`.
+    Adapter(const std::vector<std::string>& env, const fs::path& log) {
         int in[2], out[2];
         if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
         std::vector<std::string> args = {"/usr/bin/python3", LOCKBENCH_SOURCE_DIR "/adapters/kazoo-lock/adapter.py"};
@@ -358,10 +359,13 @@ public:
         std::vector<char*> envp;
         for (auto& e : env_s) envp.push_back(e.data());
         envp.push_back(nullptr);
+        const std::string log_path = log.string();
         pid_ = fork();
         if (pid_ == 0) {
             dup2(in[0], 0);
             dup2(out[1], 1);
+            const int err = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+            if (err >= 0) dup2(err, 2);
             execve(argv[0], argv.data(), envp.data());
             _exit(127);
         }
@@ -384,7 +388,8 @@ public:
         std::string text;
         char c = 0;
         pollfd p{from_, POLLIN, 0};
-        while (poll(&p, 1, 30'000) == 1 && read(from_, &c, 1) == 1 && c != '\n') text += c;
+        // Lockbench gives an adapter its op timeout (10 s here) to answer, then kills it.
+        while (poll(&p, 1, 11'000) == 1 && read(from_, &c, 1) == 1 && c != '\n') text += c;
         return nlohmann::json::parse(text, nullptr, false);
     }
     nlohmann::json call(const nlohmann::json& request) {
@@ -411,7 +416,7 @@ const nlohmann::json release_request = {{"op", "release"}, {"key", "lock"}};
 
 TEST_F(ZooKeeperTest, KazooLockExcludesAndFencesInOrder) {
     auto zk = start(1);
-    Adapter first(adapter_env(*zk, 0)), second(adapter_env(*zk, 1));
+    Adapter first(adapter_env(*zk, 0), run_dir / "a0.err"), second(adapter_env(*zk, 1), run_dir / "a1.err");
     for (Adapter* a : {&first, &second}) {
         const auto ready = a->line();
         EXPECT_EQ(ready.value("ready", false), true) << ready;
@@ -439,7 +444,7 @@ TEST_F(ZooKeeperTest, KazooLockExcludesAndFencesInOrder) {
 // removes nothing), and its next acquire works on a new session.
 TEST_F(ZooKeeperTest, KazooLockAfterItsSessionExpiredReportsTheLossAndStartsANewSession) {
     auto zk = start(1);
-    Adapter paused(adapter_env(*zk, 0, 500)), other(adapter_env(*zk, 1, 500));
+    Adapter paused(adapter_env(*zk, 0, 500), run_dir / "a0.err"), other(adapter_env(*zk, 1, 500), run_dir / "a1.err");
     ASSERT_EQ(paused.line().value("ready", false), true);
     ASSERT_EQ(other.line().value("ready", false), true);
     const auto held = paused.call(acquire_request);
@@ -455,6 +460,27 @@ TEST_F(ZooKeeperTest, KazooLockAfterItsSessionExpiredReportsTheLossAndStartsANew
     nlohmann::json again;
     EXPECT_TRUE(eventually([&] { return (again = paused.call(acquire_request)).value("ok", false); })) << again;
     EXPECT_GT(again.value("fence", 0LL), taken.value("fence", 0LL));
+}
+
+// The leader crashes while a client holds the lock: every answer still comes (within the op
+// timeout, or the line is not JSON), and once a new leader is elected the lock is taken again
+// with a higher fence (a czxid of the new epoch).
+TEST_F(ZooKeeperTest, KazooLockRidesOutALeaderCrash) {
+    auto zk = start(3);
+    Adapter holder(adapter_env(*zk, 0), run_dir / "a0.err"), next(adapter_env(*zk, 1), run_dir / "a1.err");
+    ASSERT_EQ(holder.line().value("ready", false), true);
+    ASSERT_EQ(next.line().value("ready", false), true);
+    const auto held = holder.call(acquire_request);
+    ASSERT_EQ(held.value("ok", false), true) << held;
+    zk->servers()[static_cast<size_t>(*zk->leader())]->kill();
+    const auto released = holder.call(release_request);
+    ASSERT_TRUE(released.is_object() && released.contains("ok")) << released;
+    nlohmann::json taken;
+    EXPECT_TRUE(eventually([&] {
+        taken = next.call(acquire_request);
+        return taken.is_object() && taken.value("ok", false);
+    })) << taken;
+    EXPECT_GT(taken.value("fence", 0LL) >> 32, held.value("fence", 0LL) >> 32) << held << taken;
 }
 
 }  // namespace

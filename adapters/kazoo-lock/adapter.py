@@ -41,7 +41,11 @@ client = KazooClient(
     connection_retry=KazooRetry(max_tries=-1, delay=0.05, max_delay=0.2),
     # A command retried across a lost connection ends within the budget.
     command_retry=KazooRetry(max_tries=-1, delay=0.05, max_delay=0.2, deadline=budget_s))
-client.start_async()  # the first acquire waits for the connection, within its budget
+# Not start(): it gives up (and stops the client) when the ensemble is not reachable in time.
+# The event is set while the client is connected. Before its first connection the client's
+# state is CLOSED and a request fails at once (ConnectionClosedError), so each acquire waits
+# for a connection first, within its budget.
+connected = client.start_async()
 lock = None
 # Contenders of ours that no answer owns any more, as (lock path, the Lock's znode prefix): a
 # clean-up that failed, or an acquire that succeeded after its answer was given up on. An
@@ -64,6 +68,8 @@ class OneAttemptLock(Lock):
 
 def acquire(req):
     global lock
+    if not connected.wait(budget_s):
+        return {"ok": False, "error": "not connected to ZooKeeper (%s)" % client.state}
     sweep_orphans()
     candidate = OneAttemptLock(client, "/lockbench/" + req["key"].replace("/", "_"),
                                identifier="client %s" % os.environ.get("LOCKBENCH_CLIENT"))

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <fstream>
 #include <mutex>
+#include <random>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -102,11 +103,28 @@ std::optional<std::string> read_to_end(int fd, Clock::time_point deadline) {
 
 // ---- Configuration ----------------------------------------------------------------------------
 
-// Ports for every server, all distinct: find_free_port() may hand out one port twice.
+// The lowest port the kernel hands out by itself (for bind to port 0, and as the source port
+// of an outgoing connection); 32768 unless the machine says otherwise.
+int ephemeral_port_floor() {
+    std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
+    int low = 0;
+    return range >> low ? low : 32768;
+}
+
+// Ports for every server, all distinct, and below the ephemeral range: a server binds its
+// quorum port only once it leads, and a restarted server binds all three again, and in the
+// meantime any outgoing connection on the machine (the servers' own, the proxies') may have
+// been given a port from that range. One taken that way would keep a leader from leading.
 std::vector<ServerPorts> pick_ports(int servers) {
+    const int floor = ephemeral_port_floor(), lowest = 10000;
     std::set<int> taken;
+    std::mt19937 random(std::random_device{}());
     auto fresh = [&] {
-        for (;;)
+        for (int attempt = 0; floor - lowest > 1000 && attempt < 1000; ++attempt) {
+            const int p = std::uniform_int_distribution<int>(lowest, floor - 1)(random);
+            if (!port_in_use(p) && taken.insert(p).second) return p;
+        }
+        for (;;)  // a machine whose ephemeral range leaves no room below it
             if (const int p = find_free_port(); taken.insert(p).second) return p;
     };
     std::vector<ServerPorts> ports(static_cast<size_t>(servers));

@@ -230,6 +230,16 @@ TEST_F(ZooKeeperTest, CuttingTheLeadersPeerLinksElectsAnotherLeader) {
     EXPECT_TRUE(eventually([&] { return mode_of(zk->servers()[static_cast<size_t>(old_leader)]) != "leader"; }));
     hub.heal_all();
     EXPECT_TRUE(eventually([&] { return mode_of(zk->servers()[static_cast<size_t>(old_leader)]) == "follower"; }));
+    // After two elections each server still reaches its peers by its own proxies: none took
+    // on another's view of the addresses (its `conf` lists the configuration in force).
+    for (int i = 0; i < 3; ++i) {
+        const auto conf = four_letter_word(zk->servers()[static_cast<size_t>(i)]->port(), "conf", 1s).value_or("");
+        for (int j = 0; j < 3; ++j) {
+            if (j == i) continue;
+            const std::string via = "s" + std::to_string(i) + "-s" + std::to_string(j) + "-quorum";
+            EXPECT_NE(conf.find(":" + std::to_string(hub.find(via)->port()) + ":"), std::string::npos) << via << "\n" << conf;
+        }
+    }
 }
 
 TEST_F(ZooKeeperTest, DestroyingTheServiceLeavesNoJvm) {

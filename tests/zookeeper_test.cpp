@@ -358,8 +358,9 @@ TEST_F(ZooKeeperTest, SessionsExpireByTheMonotonicClockNotTheWallClock) {
 // One adapter process, spoken to in the protocol's JSON lines.
 class Adapter {
 public:
-    // Its stderr (kazoo's log) goes to `log`.
-    Adapter(const std::vector<std::string>& env, const fs::path& log) {
+    // Its stderr (kazoo's log) goes to `log`. Like lockbench, it waits op_timeout for an answer.
+    Adapter(const std::vector<std::string>& env, const fs::path& log, std::chrono::milliseconds op_timeout = 10s)
+        : op_timeout_(op_timeout) {
         int in[2], out[2];
         if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
         std::vector<std::string> args = {"/usr/bin/python3", LOCKBENCH_SOURCE_DIR "/adapters/kazoo-lock/adapter.py"};
@@ -400,8 +401,13 @@ public:
         std::string text;
         char c = 0;
         pollfd p{from_, POLLIN, 0};
-        // Lockbench gives an adapter its op timeout (10 s here) to answer, then kills it.
-        while (poll(&p, 1, 11'000) == 1 && read(from_, &c, 1) == 1 && c != '\n') text += c;
+        const auto deadline = Clock::now() + op_timeout_;
+        for (;;) {
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+            if (poll(&p, 1, static_cast<int>(std::max(left.count(), 0L))) != 1 || read(from_, &c, 1) != 1) break;
+            if (c == '\n') break;
+            text += c;
+        }
         return nlohmann::json::parse(text, nullptr, false);
     }
     nlohmann::json call(const nlohmann::json& request) {
@@ -411,16 +417,17 @@ public:
     }
 
 private:
+    std::chrono::milliseconds op_timeout_;
     pid_t pid_ = -1;
     int to_ = -1, from_ = -1;
 };
 
-std::vector<std::string> adapter_env(LockService& zk, int client, int ttl_ms = 2000) {
+std::vector<std::string> adapter_env(LockService& zk, int client, int ttl_ms = 2000, int op_timeout_ms = 10000) {
     std::string nodes;
     for (LockServer* s : zk.servers()) nodes += (nodes.empty() ? "" : ",") + ("127.0.0.1:" + std::to_string(s->port()));
     return {"LOCKBENCH_NODES=" + nodes, "LOCKBENCH_KEY=lock", "LOCKBENCH_CLIENT=" + std::to_string(client),
             "LOCKBENCH_TTL_MS=" + std::to_string(ttl_ms), "LOCKBENCH_PARAMS={}", "LOCKBENCH_COMMAND_TIMEOUT_MS=1000",
-            "LOCKBENCH_OP_TIMEOUT_MS=10000", "LOCKBENCH_CONNECT_TIMEOUT_MS=1000"};
+            "LOCKBENCH_OP_TIMEOUT_MS=" + std::to_string(op_timeout_ms), "LOCKBENCH_CONNECT_TIMEOUT_MS=1000"};
 }
 
 const nlohmann::json acquire_request = {{"op", "acquire"}, {"key", "lock"}, {"ttl_ms", 2000}, {"wait_ms", 0}};
@@ -493,6 +500,26 @@ TEST_F(ZooKeeperTest, KazooLockRidesOutALeaderCrash) {
         return taken.is_object() && taken.value("ok", false);
     })) << taken;
     EXPECT_GT(taken.value("fence", 0LL) >> 32, held.value("fence", 0LL) >> 32) << held << taken;
+}
+
+// The server stops answering (paused) while the client holds the lock: the adapter still
+// answers every request within lockbench's op timeout, and once the server is back the lock
+// can be taken again (the release given up on finishes late, or its znode is swept).
+TEST_F(ZooKeeperTest, KazooLockAnswersWithinTheOpTimeoutWhenZooKeeperDoesNot) {
+    auto zk = start(1);
+    Adapter adapter(adapter_env(*zk, 0, 5000, 1000), run_dir / "a0.err", 1000ms);
+    ASSERT_EQ(adapter.line().value("ready", false), true);
+    ASSERT_EQ(adapter.call(acquire_request).value("ok", false), true);
+    zk->servers()[0]->pause();
+    const auto release = adapter.call(release_request);
+    ASSERT_TRUE(release.is_object()) << "no answer within the op timeout";
+    EXPECT_EQ(release.value("ok", true), false) << release;
+    const auto acquire = adapter.call(acquire_request);
+    ASSERT_TRUE(acquire.is_object()) << "no answer within the op timeout";
+    EXPECT_EQ(acquire.value("ok", true), false) << acquire;
+    zk->servers()[0]->resume();
+    nlohmann::json again;
+    EXPECT_TRUE(eventually([&] { return (again = adapter.call(acquire_request)).value("ok", false); })) << again;
 }
 
 }  // namespace

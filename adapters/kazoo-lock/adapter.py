@@ -173,4 +173,5 @@ print(json.dumps({"ready": True, "library": f"kazoo {kazoo.version.__version__}"
 for line in sys.stdin:
     req = json.loads(line)
     print(json.dumps(answer({"acquire": acquire, "release": release, "extend": extend}[req["op"]], req)), flush=True)
-client.stop()
+client.stop()  # closes the session: its znodes go at once rather than when it would expire
+os._exit(0)  # without joining a worker that may still wait on a request given up on

@@ -26,6 +26,9 @@
 //   explore/fenced-10k  10,000 schedules of fenced token-lua on one node that never fails
 //                       over, under a GC pause and a delayed write: violations must stay 0;
 //                       schedules_per_second. Long (about a minute): --benchmark_filter it.
+//   start/zookeeper-1   start_zookeeper (sim/live/lock_service.h) until it answers and, for
+//   start/zookeeper-3   the ensemble, has elected a leader: a run's start-up cost per service
+//                       (3 iterations, JVMs stopped between them, outside the timing).
 //   checker/1M-events   check() over a generated valid history of a million client events
 //                       (tests/history_gen.h; generated before the timed loop).
 //
@@ -64,6 +67,7 @@
 #include "lockimpl/registry.h"
 #include "sim/live/external.h"
 #include "sim/live/live_env.h"
+#include "sim/live/lock_service.h"
 #include "sim/harness/explore.h"
 #include "sim/virtual/sim_env.h"
 #include "sim/engine/recorder.h"
@@ -355,6 +359,20 @@ void bm_checker(benchmark::State& state) {
 
 // Every cycle benchmark uses wall time: the client mostly waits on sockets, and CPU time
 // would leave the waiting out of the rate.
+// One start-up a time, from nothing to ready; stopping the JVMs is not timed.
+void bm_zookeeper_start(benchmark::State& state, int size) {
+    for (auto _ : state) {
+        ServiceConfig config;
+        config.size = size;
+        config.dir = make_run_temp_dir();
+        const auto begin = std::chrono::steady_clock::now();
+        auto service = start_zookeeper(config);
+        state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count());
+        service.reset();
+        fs::remove_all(config.dir);
+    }
+}
+
 void register_benchmarks() {
     struct Cycle {
         const char* name;            // as the CLI spells it
@@ -419,6 +437,10 @@ void register_benchmarks() {
         bm_explore(s, file, "token-lua+fence", 10000, false);
         fs::remove_all(file.parent_path());
     })->UseRealTime()->Iterations(1)->Unit(benchmark::kSecond);
+    for (int size : {1, 3})
+        benchmark::RegisterBenchmark(("start/zookeeper-" + std::to_string(size)).c_str(),
+                                     [size](benchmark::State& s) { bm_zookeeper_start(s, size); })
+            ->UseManualTime()->Iterations(3)->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark("checker/1M-events", bm_checker)->UseRealTime()->Unit(benchmark::kMillisecond);
 }
 

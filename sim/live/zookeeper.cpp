@@ -1,0 +1,382 @@
+// ZooKeeper servers owned by lockbench; see zookeeper.h and lock_service.h.
+//
+//   start_zookeeper ── ports ── zoo.cfg + myid per server ── spawn every JVM ──┐
+//                                                                            ▼
+//        ready ◄── (ensemble) some server's srvr says "Mode: leader" ◄── each answers ruok
+#include "sim/live/zookeeper.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <set>
+#include <stdexcept>
+#include <thread>
+
+#include "faults/link_proxy.h"
+#include "faults/process.h"
+#include "sim/live/lock_service.h"
+#include "sim/live/redis_node.h"
+
+namespace lockbench {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// Three JVMs starting at once on two busy cores took up to ~20 s in trials; an idle machine
+// needs about 2 s for one.
+constexpr auto start_timeout = 60s;
+constexpr auto poll_interval = 50ms;
+constexpr auto ruok_timeout = 500ms;
+// A paused server accepts a connection (the kernel does) and never answers: leader() must not
+// wait on it for long.
+constexpr auto srvr_timeout = 200ms;
+
+// ZooKeeper's jar and the logging binding it needs: without slf4j-log4j12 SLF4J falls back to
+// its no-op logger and the server's log stays empty. /etc/zookeeper/conf holds the
+// log4j.properties whose CONSOLE appender writes to stdout (our log file). The classpath with
+// /usr/share/zookeeper/*.jar fails (maven's MessageUtils missing), hence these four.
+constexpr const char* zookeeper_classpath =
+    "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-log4j12.jar:"
+    "/usr/share/java/log4j-1.2.jar";
+
+struct Fd {
+    int fd;
+    ~Fd() {
+        if (fd >= 0) close(fd);
+    }
+};
+
+struct ServerPorts {
+    int client = 0;
+    int quorum = 0;
+    int election = 0;
+};
+
+// ---- Four-letter words ----------------------------------------------------------------------
+
+bool connect_within(int fd, int port, Clock::time_point deadline) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) return true;
+    if (errno != EINPROGRESS) return false;
+    pollfd p{fd, POLLOUT, 0};
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (poll(&p, 1, static_cast<int>(std::max(left.count(), 0L))) != 1) return false;
+    int error = 0;
+    socklen_t len = sizeof error;
+    return getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len) == 0 && error == 0;
+}
+
+// Reads until the server closes the connection (it does after every four-letter word).
+std::optional<std::string> read_to_end(int fd, Clock::time_point deadline) {
+    std::string answer;
+    for (;;) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+        if (left.count() <= 0) return std::nullopt;
+        pollfd p{fd, POLLIN, 0};
+        const int r = poll(&p, 1, static_cast<int>(left.count()));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return std::nullopt;
+        char chunk[4096];
+        const ssize_t n = read(fd, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return std::nullopt;
+        if (n == 0) return answer;
+        answer.append(chunk, static_cast<size_t>(n));
+    }
+}
+
+// ---- Configuration ----------------------------------------------------------------------------
+
+// The lowest port the kernel hands out by itself (for bind to port 0, and as the source port
+// of an outgoing connection); 32768 unless the machine says otherwise.
+int ephemeral_port_floor() {
+    std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
+    int low = 0;
+    return range >> low ? low : 32768;
+}
+
+// Ports for every server, all distinct, and below the ephemeral range: a server binds its
+// quorum port only once it leads, and a restarted server binds all three again, and in the
+// meantime any outgoing connection on the machine (the servers' own, the proxies') may have
+// been given a port from that range. One taken that way would keep a leader from leading.
+std::vector<ServerPorts> pick_ports(int servers) {
+    const int floor = ephemeral_port_floor(), lowest = 10000;
+    std::set<int> taken;
+    std::mt19937 random(std::random_device{}());
+    auto fresh = [&] {
+        for (int attempt = 0; floor - lowest > 1000 && attempt < 1000; ++attempt) {
+            const int p = std::uniform_int_distribution<int>(lowest, floor - 1)(random);
+            if (!port_in_use(p) && taken.insert(p).second) return p;
+        }
+        for (;;)  // a machine whose ephemeral range leaves no room below it
+            if (const int p = find_free_port(); taken.insert(p).second) return p;
+    };
+    std::vector<ServerPorts> ports(static_cast<size_t>(servers));
+    for (auto& p : ports) p = {fresh(), fresh(), fresh()};
+    return ports;
+}
+
+// How server `self` reaches server `peer`: its real ports, or its hub's proxies to them.
+std::pair<int, int> peer_address(int self, int peer, const std::vector<ServerPorts>& ports, ProxyHub* hub) {
+    const ServerPorts& p = ports[static_cast<size_t>(peer)];
+    if (!hub || self == peer) return {p.quorum, p.election};
+    const std::string link = "s" + std::to_string(self) + "-s" + std::to_string(peer) + "-";
+    return {hub->add(link + "quorum", {"127.0.0.1", p.quorum}).port(),
+            hub->add(link + "election", {"127.0.0.1", p.election}).port()};
+}
+
+// Timings: tickTime 100 ms, so a follower that hears nothing from its leader for syncLimit
+// ticks (1 s) gives up on it, and a restarted server has initLimit ticks (2 s) to sync.
+// Sessions: ZooKeeper grants between min and max, 200 ms .. 20 s (its defaults, 2 and 20
+// ticks, would refuse anything under 200 ms and over 2 s).
+std::string zoo_cfg(int self, const fs::path& dir, const std::vector<ServerPorts>& ports, ProxyHub* hub) {
+    std::string cfg =
+        "tickTime=100\ninitLimit=20\nsyncLimit=10\n"
+        "minSessionTimeout=200\nmaxSessionTimeout=20000\n"
+        "dataDir=" + (dir / "data").string() + "\n" +
+        "clientPort=" + std::to_string(ports[static_cast<size_t>(self)].client) + "\n" +
+        // Every listener on loopback: the client port, the quorum and election ports (their
+        // own server line's address, not 0.0.0.0), no admin server (Jetty, 8080 otherwise).
+        "clientPortAddress=127.0.0.1\nquorumListenOnAllIPs=false\nadmin.enableServer=false\n"
+        "4lw.commands.whitelist=*\n"
+        // Each server's static view of its peers is its own (through its own proxies): no
+        // dynamic reconfiguration may spread one server's view to the others.
+        "reconfigEnabled=false\n"
+        // lockbench kills processes, never the machine: what a killed server wrote is in the
+        // page cache and survives it, so fsync would only slow three JVMs on two cores down.
+        "forceSync=no\npreAllocSize=1024\n";
+    if (ports.size() == 1) return cfg;
+    for (int peer = 0; peer < static_cast<int>(ports.size()); ++peer) {
+        const auto [quorum, election] = peer_address(self, peer, ports, hub);
+        cfg += "server." + std::to_string(peer + 1) + "=127.0.0.1:" + std::to_string(quorum) + ":" +
+               std::to_string(election) + "\n";
+    }
+    return cfg;
+}
+
+void write_file(const fs::path& path, const std::string& text) {
+    std::ofstream out(path, std::ios::trunc);
+    out << text;
+    if (!out.flush()) throw std::runtime_error("cannot write " + path.string());
+}
+
+bool is_executable(const std::string& path) { return access(path.c_str(), X_OK) == 0; }
+
+// ---- One server -------------------------------------------------------------------------------
+
+class ZooKeeperServer final : public LockServer {
+public:
+    ZooKeeperServer(int index, fs::path dir, int client_port, std::vector<std::string> env, std::string java)
+        : name_("zk" + std::to_string(index)), dir_(std::move(dir)), client_port_(client_port),
+          env_(std::move(env)), java_(std::move(java)) {}
+
+    const std::string& name() const override { return name_; }
+    int port() const override { return client_port_; }
+    pid_t pid() const override {
+        std::lock_guard lock(mutex_);
+        return process_.pid();
+    }
+    fs::path log_path() const override { return dir_ / "zookeeper.log"; }
+
+    void kill() override {
+        std::lock_guard lock(mutex_);
+        process_.kill_and_reap();
+        paused_ = false;
+    }
+    void pause() override {
+        std::lock_guard lock(mutex_);
+        process_.signal(SIGSTOP);
+        paused_ = true;
+    }
+    void resume() override {
+        std::lock_guard lock(mutex_);
+        process_.signal(SIGCONT);
+        paused_ = false;
+    }
+
+    // keep_data is not meaningful for ZooKeeper: its data folder is the server's transaction
+    // log, and a voter that lost it would rejoin having forgotten what it acknowledged (a
+    // fault of the operator's, not of a crash, and one ZooKeeper does not claim to survive).
+    // A killed server restarts from its log, so the data is kept either way.
+    void restart(bool /*keep_data*/) override {
+        kill();
+        launch();
+        wait_until_answers(Clock::now() + start_timeout);
+    }
+
+    void launch() {
+        std::lock_guard lock(mutex_);
+        SpawnOptions opts;
+        opts.argv = {java_, "-Xmx128m", "-XX:+UseSerialGC", "-Dzookeeper.log.dir=" + dir_.string(),
+                     "-Dzookeeper.root.logger=INFO,CONSOLE", "-cp", zookeeper_classpath,
+                     "org.apache.zookeeper.server.quorum.QuorumPeerMain", (dir_ / "zoo.cfg").string()};
+        opts.stdout_path = opts.stderr_path = log_path().string();
+        opts.extra_env = env_;
+        process_ = ChildProcess::spawn(opts);
+        paused_ = false;
+    }
+
+    // Returns once it answers ruok; throws, quoting its log, if it exits or the deadline passes.
+    void wait_until_answers(Clock::time_point deadline) {
+        for (;;) {
+            if (!running()) throw failure("exited during start-up");
+            if (four_letter_word(client_port_, "ruok", ruok_timeout) == "imok") return;
+            if (Clock::now() >= deadline) throw failure("did not answer ruok within 60 s");
+            std::this_thread::sleep_for(poll_interval);
+        }
+    }
+
+    // Its client port while it runs and is not paused: whom leader() may ask.
+    std::optional<int> askable_port() {
+        std::lock_guard lock(mutex_);
+        if (paused_ || !process_.running()) return std::nullopt;
+        return client_port_;
+    }
+
+    std::runtime_error failure(const std::string& what) const {
+        return std::runtime_error("zookeeper server " + name_ + " on port " + std::to_string(client_port_) +
+                                  " " + what + "; its log ended: " + log_tail(log_path(), 3));
+    }
+
+private:
+    bool running() {
+        std::lock_guard lock(mutex_);
+        return process_.running();
+    }
+
+    std::string name_;
+    fs::path dir_;
+    int client_port_;
+    std::vector<std::string> env_;
+    std::string java_;
+    mutable std::mutex mutex_;  // the nemesis's fault thread and the run's thread both reach it
+    ChildProcess process_;
+    bool paused_ = false;
+};
+
+// ---- The service ------------------------------------------------------------------------------
+
+// The epoch of a srvr answer's "Zxid: 0x..." (its high 32 bits): a new leader's epoch is
+// higher than that of the one it replaced.
+long long zxid_epoch(const std::string& srvr) {
+    const auto zxid = srvr_field(srvr, "Zxid");
+    return zxid ? static_cast<long long>(std::strtoull(zxid->c_str(), nullptr, 16) >> 32) : -1;
+}
+
+class ZooKeeperService final : public LockService {
+public:
+    std::vector<LockServer*> servers() override {
+        std::vector<LockServer*> out;
+        for (auto& s : servers_) out.push_back(s.get());
+        return out;
+    }
+
+    // A leader cut off from its followers still says "leader" until it notices (syncLimit),
+    // while the others may have elected a new one already: the newest epoch wins.
+    std::optional<int> leader() override {
+        std::optional<int> leader;
+        long long leader_epoch = -1;
+        for (size_t i = 0; i < servers_.size(); ++i) {
+            const auto port = servers_[i]->askable_port();
+            if (!port) continue;
+            const auto srvr = four_letter_word(*port, "srvr", srvr_timeout);
+            if (!srvr) continue;
+            const auto mode = srvr_field(*srvr, "Mode");
+            if (mode != "leader" && mode != "standalone") continue;
+            if (const long long epoch = zxid_epoch(*srvr); epoch > leader_epoch) {
+                leader = static_cast<int>(i);
+                leader_epoch = epoch;
+            }
+        }
+        return leader;
+    }
+
+    std::vector<std::unique_ptr<ZooKeeperServer>> servers_;
+};
+
+void check_config(const ServiceConfig& config) {
+    if (config.size < 1) throw std::runtime_error("zookeeper: size must be at least 1");
+    if (!config.env.empty() && static_cast<int>(config.env.size()) != config.size)
+        throw std::runtime_error("zookeeper: env has " + std::to_string(config.env.size()) +
+                                 " entries for " + std::to_string(config.size) + " servers");
+}
+
+}  // namespace
+
+// ---- Free functions ---------------------------------------------------------------------------
+
+std::optional<std::string> four_letter_word(int port, const std::string& word, std::chrono::milliseconds timeout) {
+    const auto deadline = Clock::now() + timeout;
+    Fd sock{socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)};
+    if (sock.fd < 0 || !connect_within(sock.fd, port, deadline)) return std::nullopt;
+    if (send(sock.fd, word.data(), word.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(word.size()))
+        return std::nullopt;
+    return read_to_end(sock.fd, deadline);
+}
+
+std::optional<std::string> srvr_field(const std::string& srvr, const std::string& name) {
+    const std::string key = name + ": ";
+    for (size_t at = 0; at < srvr.size();) {
+        const size_t end = std::min(srvr.find('\n', at), srvr.size());
+        if (srvr.compare(at, key.size(), key) == 0) return srvr.substr(at + key.size(), end - at - key.size());
+        at = end + 1;
+    }
+    return std::nullopt;
+}
+
+std::string zookeeper_java() {
+    std::string java;
+    if (const char* configured = std::getenv("LOCKBENCH_JAVA"); configured && *configured) java = configured;
+    else if (auto found = find_on_path("java")) java = *found;
+    if (java.empty() || !is_executable(java))
+        throw std::runtime_error("java not found (LOCKBENCH_JAVA or PATH): run scripts/setup (or apt-get install "
+                                 "default-jre-headless zookeeper)");
+    if (!fs::exists("/usr/share/java/zookeeper.jar"))
+        throw std::runtime_error("/usr/share/java/zookeeper.jar not found: run scripts/setup (or apt-get install "
+                                 "zookeeper)");
+    return java;
+}
+
+std::unique_ptr<LockService> start_zookeeper(const ServiceConfig& config) {
+    check_config(config);
+    const std::string java = zookeeper_java();
+    const std::vector<ServerPorts> ports = pick_ports(config.size);
+    auto service = std::make_unique<ZooKeeperService>();
+    for (int i = 0; i < config.size; ++i) {
+        const fs::path dir = config.dir / ("zk" + std::to_string(i));
+        fs::create_directories(dir / "data");
+        write_file(dir / "zoo.cfg", zoo_cfg(i, dir, ports, config.peer_proxies));
+        write_file(dir / "data" / "myid", std::to_string(i + 1) + "\n");
+        auto env = config.env.empty() ? std::vector<std::string>{} : config.env[static_cast<size_t>(i)];
+        service->servers_.push_back(
+            std::make_unique<ZooKeeperServer>(i, dir, ports[static_cast<size_t>(i)].client, std::move(env), java));
+    }
+    // All JVMs start at once: their start-up, not the election, is most of the wait.
+    for (auto& server : service->servers_) server->launch();
+    const auto deadline = Clock::now() + start_timeout;
+    for (auto& server : service->servers_) server->wait_until_answers(deadline);
+    while (!service->leader()) {
+        if (Clock::now() >= deadline)
+            throw service->servers_.front()->failure("and its peers elected no leader within 60 s");
+        std::this_thread::sleep_for(poll_interval);
+    }
+    return service;
+}
+
+}  // namespace lockbench

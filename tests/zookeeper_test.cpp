@@ -1,0 +1,526 @@
+// Live tests for ZooKeeper as a lock service (sim/live/zookeeper.h): real JVMs from Debian's
+// zookeeper package, standalone and as a three-server ensemble, under the faults lockbench
+// applies to them, and kazoo's lock through its adapter (adapters/kazoo-lock/adapter.py).
+// Every wait polls for an outcome with a deadline; nothing asserts a duration.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "faults/clock_control.h"
+#include "faults/link_proxy.h"
+#include "faults/process.h"
+#include "sim/live/lock_service.h"
+#include "sim/live/zookeeper.h"
+
+extern char** environ;
+
+namespace lockbench {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// Polls for an outcome; generous because JVMs on two busy cores elect slowly, and the bound
+// only keeps a broken build from hanging the suite.
+bool eventually(const std::function<bool()>& condition, std::chrono::seconds bound = 30s) {
+    const auto deadline = Clock::now() + bound;
+    while (!condition()) {
+        if (Clock::now() >= deadline) return false;
+        std::this_thread::sleep_for(50ms);
+    }
+    return true;
+}
+
+std::string mode_of(LockServer* server) {
+    const auto srvr = four_letter_word(server->port(), "srvr", 1s);
+    return srvr ? srvr_field(*srvr, "Mode").value_or("?") : "no answer";
+}
+
+bool process_gone(pid_t pid) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    if (!stat) return true;
+    std::string line;
+    std::getline(stat, line);
+    const auto close = line.rfind(')');
+    return close != std::string::npos && line.size() > close + 2 && line[close + 2] == 'Z';
+}
+
+std::string read_all(const fs::path& path) {
+    std::ifstream in(path);
+    std::stringstream all;
+    all << in.rdbuf();
+    return all.str();
+}
+
+// The inodes of the TCP sockets process `pid` has open.
+std::set<std::string> socket_inodes(pid_t pid) {
+    std::set<std::string> inodes;
+    const fs::path fds = "/proc/" + std::to_string(pid) + "/fd";
+    for (const auto& fd : fs::directory_iterator(fds)) {
+        std::error_code ec;
+        const std::string target = fs::read_symlink(fd.path(), ec).string();
+        if (!ec && target.starts_with("socket:[")) inodes.insert(target.substr(8, target.size() - 9));
+    }
+    return inodes;
+}
+
+struct Listener {
+    std::string address;  // as /proc/net/tcp{,6} writes it, in hex
+    int port;
+};
+
+// The listening TCP sockets (state 0A) among `inodes`, from /proc/net/tcp and tcp6.
+std::vector<Listener> listeners(const std::set<std::string>& inodes) {
+    std::vector<Listener> out;
+    for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+        std::ifstream in(table);
+        std::string line;
+        std::getline(in, line);  // the header
+        while (std::getline(in, line)) {
+            std::istringstream fields(line);
+            std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+            fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >> timeout >> inode;
+            if (state != "0A" || !inodes.contains(inode)) continue;
+            const auto colon = local.rfind(':');
+            out.push_back({local.substr(0, colon), std::stoi(local.substr(colon + 1), nullptr, 16)});
+        }
+    }
+    return out;
+}
+
+bool is_loopback(const std::string& hex) {
+    return hex == "0100007F" || hex == "0000000000000000FFFF00000100007F" ||
+           hex == "00000000000000000000000001000000";
+}
+
+// Runs /usr/bin/python3 with kazoo on `script`; returns its stdout once it has exited.
+std::string run_python(const fs::path& dir, const std::string& script, std::vector<std::string> args = {}) {
+    args.insert(args.begin(), {"/usr/bin/python3", "-c", script});
+    ChildProcess child = ChildProcess::spawn({args, (dir / "py.out").string(), (dir / "py.err").string(), {}});
+    const auto status = child.wait_for(60s);
+    EXPECT_TRUE(status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << read_all(dir / "py.err");
+    return read_all(dir / "py.out");
+}
+
+class ZooKeeperTest : public ::testing::Test {
+protected:
+    void TearDown() override { fs::remove_all(run_dir); }
+    std::unique_ptr<LockService> start(int size, ProxyHub* hub = nullptr, std::vector<std::vector<std::string>> env = {}) {
+        ServiceConfig config;
+        config.size = size;
+        config.dir = run_dir;
+        config.env = std::move(env);
+        config.peer_proxies = hub;
+        return start_zookeeper(config);
+    }
+    fs::path run_dir = make_run_temp_dir();
+};
+
+// ---- Start, answer, lead ------------------------------------------------------------------------
+
+TEST_F(ZooKeeperTest, StandaloneAnswersAndLeads) {
+    auto zk = start(1);
+    ASSERT_EQ(zk->servers().size(), 1u);
+    EXPECT_EQ(zk->servers()[0]->name(), "zk0");
+    EXPECT_EQ(four_letter_word(zk->servers()[0]->port(), "ruok", 1s), "imok");
+    EXPECT_EQ(mode_of(zk->servers()[0]), "standalone");
+    EXPECT_EQ(zk->leader(), 0);
+}
+
+TEST_F(ZooKeeperTest, EnsembleElectsExactlyOneLeader) {
+    auto zk = start(3);
+    const auto leader = zk->leader();
+    ASSERT_TRUE(leader);
+    for (int i = 0; i < 3; ++i) {
+        LockServer* server = zk->servers()[static_cast<size_t>(i)];
+        EXPECT_EQ(server->name(), "zk" + std::to_string(i));
+        EXPECT_EQ(four_letter_word(server->port(), "ruok", 1s), "imok");
+        // A follower that has just started may still be syncing with the leader.
+        EXPECT_TRUE(eventually([&] { return mode_of(server) == (i == *leader ? "leader" : "follower"); }))
+            << server->name() << ": " << mode_of(server);
+    }
+}
+
+TEST_F(ZooKeeperTest, EveryListenerOfTheJvmsIsOnLoopback) {
+    auto zk = start(3);
+    std::set<int> ports;
+    for (LockServer* server : zk->servers())
+        for (const Listener& l : listeners(socket_inodes(server->pid()))) {
+            EXPECT_TRUE(is_loopback(l.address)) << server->name() << " listens on " << l.address << ":" << l.port;
+            // Below the ephemeral range, where no outgoing connection can take it first.
+            EXPECT_LT(l.port, 32768) << server->name();
+            ports.insert(l.port);
+        }
+    for (LockServer* server : zk->servers()) EXPECT_TRUE(ports.contains(server->port())) << server->name();
+    // Each server's client and election ports, and the leader's quorum port.
+    EXPECT_GE(ports.size(), 7u);
+}
+
+// ---- Faults -------------------------------------------------------------------------------------
+
+TEST_F(ZooKeeperTest, KilledFollowerRestartsAndRejoins) {
+    auto zk = start(3);
+    const int leader = *zk->leader();
+    LockServer* follower = zk->servers()[static_cast<size_t>((leader + 1) % 3)];
+    const pid_t old_pid = follower->pid();
+    follower->kill();
+    EXPECT_TRUE(eventually([&] { return process_gone(old_pid); }));
+    EXPECT_FALSE(four_letter_word(follower->port(), "ruok", 1s));
+    EXPECT_EQ(zk->leader(), leader);  // two of three still form the quorum
+    follower->restart(true);
+    EXPECT_NE(follower->pid(), old_pid);
+    EXPECT_EQ(four_letter_word(follower->port(), "ruok", 1s), "imok");
+    EXPECT_TRUE(eventually([&] { return mode_of(follower) == "follower"; })) << mode_of(follower);
+}
+
+TEST_F(ZooKeeperTest, KilledLeaderIsReplacedAndRejoinsAsFollower) {
+    auto zk = start(3);
+    const int old_leader = *zk->leader();
+    LockServer* killed = zk->servers()[static_cast<size_t>(old_leader)];
+    killed->kill();
+    std::optional<int> now;
+    EXPECT_TRUE(eventually([&] { return (now = zk->leader()) && *now != old_leader; }));
+    killed->restart(false);  // keep_data=false is not meaningful for ZooKeeper: kept anyway
+    EXPECT_TRUE(eventually([&] { return mode_of(killed) == "follower"; })) << mode_of(killed);
+    EXPECT_EQ(zk->leader(), now);
+}
+
+TEST_F(ZooKeeperTest, PausedServerAnswersNothingAndLeaderDoesNotWaitForIt) {
+    auto zk = start(1);
+    LockServer* server = zk->servers()[0];
+    server->pause();
+    EXPECT_FALSE(four_letter_word(server->port(), "ruok", 300ms));
+    EXPECT_EQ(zk->leader(), std::nullopt);  // a paused server is not asked
+    server->resume();
+    EXPECT_EQ(four_letter_word(server->port(), "ruok", 5s), "imok");
+    EXPECT_EQ(zk->leader(), 0);
+}
+
+TEST_F(ZooKeeperTest, CuttingTheLeadersPeerLinksElectsAnotherLeader) {
+    ProxyHub hub(1);
+    auto zk = start(3, &hub);
+    for (const char* link : {"s0-s1-quorum", "s0-s1-election", "s2-s1-election", "s1-s2-quorum"})
+        EXPECT_TRUE(hub.find(link)) << link;
+    // Each server's config names its peers by its own proxies, its own line by its real ports.
+    const std::string cfg = read_all(run_dir / "zk0" / "zoo.cfg");
+    EXPECT_NE(cfg.find(":" + std::to_string(hub.find("s0-s1-quorum")->port()) + ":"), std::string::npos) << cfg;
+    const int old_leader = *zk->leader();
+    const std::string l = "s" + std::to_string(old_leader);
+    for (int peer = 0; peer < 3; ++peer) {
+        if (peer == old_leader) continue;
+        const std::string p = "s" + std::to_string(peer);
+        for (const std::string& link : {l + "-" + p + "-quorum", l + "-" + p + "-election",
+                                        p + "-" + l + "-quorum", p + "-" + l + "-election"})
+            hub.find(link)->set_both(LinkFault::reset());
+    }
+    std::optional<int> now;
+    EXPECT_TRUE(eventually([&] { return (now = zk->leader()) && *now != old_leader; }));
+    // The old leader, alone, stops serving; healed, it follows the new one.
+    EXPECT_TRUE(eventually([&] { return mode_of(zk->servers()[static_cast<size_t>(old_leader)]) != "leader"; }));
+    hub.heal_all();
+    EXPECT_TRUE(eventually([&] { return mode_of(zk->servers()[static_cast<size_t>(old_leader)]) == "follower"; }));
+    // After two elections each server still reaches its peers by its own proxies: none took
+    // on another's view of the addresses (its `conf` lists the configuration in force).
+    for (int i = 0; i < 3; ++i) {
+        const auto conf = four_letter_word(zk->servers()[static_cast<size_t>(i)]->port(), "conf", 1s).value_or("");
+        for (int j = 0; j < 3; ++j) {
+            if (j == i) continue;
+            const std::string via = "s" + std::to_string(i) + "-s" + std::to_string(j) + "-quorum";
+            EXPECT_NE(conf.find(":" + std::to_string(hub.find(via)->port()) + ":"), std::string::npos) << via << "\n" << conf;
+        }
+    }
+}
+
+TEST_F(ZooKeeperTest, DestroyingTheServiceLeavesNoJvm) {
+    auto zk = start(3);
+    std::vector<pid_t> pids;
+    for (LockServer* server : zk->servers()) pids.push_back(server->pid());
+    zk->servers()[1]->pause();  // a stopped JVM dies too
+    zk.reset();
+    for (pid_t pid : pids) EXPECT_TRUE(process_gone(pid)) << pid;
+}
+
+// The JVM is lockbench's direct child, so PR_SET_PDEATHSIG ends it when lockbench is killed
+// with SIGKILL, which runs no destructor. A forked child stands in for lockbench here.
+TEST_F(ZooKeeperTest, JvmDiesWhenItsOwnerIsKilled) {
+    int pipe_fds[2];
+    ASSERT_EQ(pipe(pipe_fds), 0);
+    const pid_t owner = fork();
+    if (owner == 0) {
+        close(pipe_fds[0]);
+        auto zk = start(1);
+        const pid_t jvm = zk->servers()[0]->pid();
+        if (write(pipe_fds[1], &jvm, sizeof jvm) != sizeof jvm) _exit(1);
+        for (;;) pause();
+    }
+    close(pipe_fds[1]);
+    pid_t jvm = 0;
+    pollfd p{pipe_fds[0], POLLIN, 0};
+    ASSERT_EQ(poll(&p, 1, 60'000), 1);
+    ASSERT_EQ(read(pipe_fds[0], &jvm, sizeof jvm), static_cast<ssize_t>(sizeof jvm));
+    close(pipe_fds[0]);
+    EXPECT_FALSE(process_gone(jvm));
+    kill(owner, SIGKILL);
+    waitpid(owner, nullptr, 0);
+    EXPECT_TRUE(eventually([&] { return process_gone(jvm); }, 10s)) << "java " << jvm << " outlived its owner";
+}
+
+// ---- The clock shim in the JVM ------------------------------------------------------------------
+
+constexpr const char* create_and_print_ctime = R"(
+import sys, time
+from kazoo.client import KazooClient
+zk = KazooClient(hosts=sys.argv[1], timeout=5.0)
+zk.start(timeout=20)
+zk.create("/stamped", b"")
+print(zk.exists("/stamped").ctime, int(time.time() * 1000))
+zk.stop()
+)";
+
+TEST_F(ZooKeeperTest, ClockShimStepMovesTheJvmsWallClock) {
+    ClockControl clock(run_dir, "zk0");
+    auto zk = start(1, nullptr, {clock.env()});
+    clock.jump(1h);
+    std::istringstream out(run_python(run_dir, create_and_print_ctime, {"127.0.0.1:" + std::to_string(zk->servers()[0]->port())}));
+    long long ctime_ms = 0, real_ms = 0;
+    ASSERT_TRUE(out >> ctime_ms >> real_ms);
+    // The znode's ctime is the leader's System.currentTimeMillis(): an hour ahead.
+    EXPECT_GT(ctime_ms - real_ms, 50 * 60 * 1000);
+}
+
+// Session A (4 s) holds an ephemeral node while the server's wall clock jumps an hour ahead;
+// then session B (400 ms) lapses (its process exits without closing it). Once B's node is
+// gone the server has run its expiry pass after the jump: is A's node still there? (A znode
+// created then shows that the jump landed.)
+constexpr const char* session_across_a_clock_jump = R"(
+import json, os, subprocess, sys, time
+from kazoo.client import KazooClient
+hosts, flag = sys.argv[1], sys.argv[2]
+a = KazooClient(hosts=hosts, timeout=4.0)
+a.start(timeout=20)
+a.create("/a", b"", ephemeral=True)
+print("created", flush=True)
+deadline = time.monotonic() + 30
+while not os.path.exists(flag) and time.monotonic() < deadline:
+    time.sleep(0.01)
+subprocess.run([sys.executable, "-c", """
+import os, sys
+from kazoo.client import KazooClient
+b = KazooClient(hosts=sys.argv[1], timeout=0.4)
+b.start(timeout=20)
+b.create("/b", b"", ephemeral=True)
+os._exit(0)
+""", hosts], check=True)
+while a.exists("/b") is not None and time.monotonic() < deadline:
+    time.sleep(0.02)
+a.create("/after", b"")
+ahead_ms = a.exists("/after").ctime - int(time.time() * 1000)
+print(json.dumps({"b_expired": a.exists("/b") is None, "a_kept": a.exists("/a") is not None,
+                  "ahead_ms": ahead_ms}), flush=True)
+a.stop()
+)";
+
+TEST_F(ZooKeeperTest, SessionsExpireByTheMonotonicClockNotTheWallClock) {
+    ClockControl clock(run_dir, "zk0");
+    auto zk = start(1, nullptr, {clock.env()});
+    const fs::path out = run_dir / "session.out", flag = run_dir / "jumped";
+    ChildProcess python = ChildProcess::spawn(
+        {{"/usr/bin/python3", "-c", session_across_a_clock_jump,
+          "127.0.0.1:" + std::to_string(zk->servers()[0]->port()), flag.string()},
+         out.string(), (run_dir / "session.err").string(), {}});
+    ASSERT_TRUE(eventually([&] { return read_all(out).starts_with("created"); })) << read_all(run_dir / "session.err");
+    clock.jump(1h);
+    std::ofstream(flag) << "";
+    ASSERT_TRUE(python.wait_for(60s)) << read_all(run_dir / "session.err");
+    const std::string text = read_all(out);
+    const auto result = nlohmann::json::parse(text.substr(text.find('{')), nullptr, false);
+    ASSERT_TRUE(result.is_object()) << text << read_all(run_dir / "session.err");
+    EXPECT_GT(result.value("ahead_ms", 0LL), 50 * 60 * 1000);  // the step landed
+    EXPECT_TRUE(result.value("b_expired", false));  // and the server ran an expiry pass since
+    // The finding: ZooKeeper times sessions with System.nanoTime (CLOCK_MONOTONIC), which the
+    // shim leaves alone: a wall-clock step expires nothing early.
+    EXPECT_TRUE(result.value("a_kept", false));
+}
+
+// ---- kazoo's lock through the adapter ------------------------------------------------------------
+
+// One adapter process, spoken to in the protocol's JSON lines.
+class Adapter {
+public:
+    // Its stderr (kazoo's log) goes to `log`. Like lockbench, it waits op_timeout for an answer.
+    Adapter(const std::vector<std::string>& env, const fs::path& log, std::chrono::milliseconds op_timeout = 10s)
+        : op_timeout_(op_timeout) {
+        int in[2], out[2];
+        if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
+        std::vector<std::string> args = {"/usr/bin/python3", LOCKBENCH_SOURCE_DIR "/adapters/kazoo-lock/adapter.py"};
+        std::vector<char*> argv;
+        for (auto& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        std::vector<std::string> env_s = env;
+        for (char** e = environ; *e; ++e) env_s.push_back(*e);
+        std::vector<char*> envp;
+        for (auto& e : env_s) envp.push_back(e.data());
+        envp.push_back(nullptr);
+        const std::string log_path = log.string();
+        pid_ = fork();
+        if (pid_ == 0) {
+            dup2(in[0], 0);
+            dup2(out[1], 1);
+            const int err = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+            if (err >= 0) dup2(err, 2);
+            execve(argv[0], argv.data(), envp.data());
+            _exit(127);
+        }
+        close(in[0]);
+        close(out[1]);
+        to_ = in[1];
+        from_ = out[0];
+    }
+    ~Adapter() {
+        close(to_);
+        close(from_);
+        kill(pid_, SIGKILL);
+        waitpid(pid_, nullptr, 0);
+    }
+    pid_t pid() const { return pid_; }
+    Adapter(const Adapter&) = delete;
+    Adapter& operator=(const Adapter&) = delete;
+
+    nlohmann::json line() {
+        std::string text;
+        char c = 0;
+        pollfd p{from_, POLLIN, 0};
+        const auto deadline = Clock::now() + op_timeout_;
+        for (;;) {
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+            if (poll(&p, 1, static_cast<int>(std::max(left.count(), 0L))) != 1 || read(from_, &c, 1) != 1) break;
+            if (c == '\n') break;
+            text += c;
+        }
+        return nlohmann::json::parse(text, nullptr, false);
+    }
+    nlohmann::json call(const nlohmann::json& request) {
+        const std::string text = request.dump() + "\n";
+        if (write(to_, text.data(), text.size()) != static_cast<ssize_t>(text.size())) return {};
+        return line();
+    }
+
+private:
+    std::chrono::milliseconds op_timeout_;
+    pid_t pid_ = -1;
+    int to_ = -1, from_ = -1;
+};
+
+std::vector<std::string> adapter_env(LockService& zk, int client, int ttl_ms = 2000, int op_timeout_ms = 10000) {
+    std::string nodes;
+    for (LockServer* s : zk.servers()) nodes += (nodes.empty() ? "" : ",") + ("127.0.0.1:" + std::to_string(s->port()));
+    return {"LOCKBENCH_NODES=" + nodes, "LOCKBENCH_KEY=lock", "LOCKBENCH_CLIENT=" + std::to_string(client),
+            "LOCKBENCH_TTL_MS=" + std::to_string(ttl_ms), "LOCKBENCH_PARAMS={}", "LOCKBENCH_COMMAND_TIMEOUT_MS=1000",
+            "LOCKBENCH_OP_TIMEOUT_MS=" + std::to_string(op_timeout_ms), "LOCKBENCH_CONNECT_TIMEOUT_MS=1000"};
+}
+
+const nlohmann::json acquire_request = {{"op", "acquire"}, {"key", "lock"}, {"ttl_ms", 2000}, {"wait_ms", 0}};
+const nlohmann::json release_request = {{"op", "release"}, {"key", "lock"}};
+
+TEST_F(ZooKeeperTest, KazooLockExcludesAndFencesInOrder) {
+    auto zk = start(1);
+    Adapter first(adapter_env(*zk, 0), run_dir / "a0.err"), second(adapter_env(*zk, 1), run_dir / "a1.err");
+    for (Adapter* a : {&first, &second}) {
+        const auto ready = a->line();
+        EXPECT_EQ(ready.value("ready", false), true) << ready;
+        EXPECT_EQ(ready.value("library", ""), "kazoo 2.8.0");
+    }
+    const auto held = first.call(acquire_request);
+    ASSERT_EQ(held.value("ok", false), true) << held;
+    ASSERT_TRUE(held.at("fence").is_number_integer()) << held;
+    EXPECT_EQ(held.at("nodes"), nlohmann::json::array({0}));
+    const auto refused = second.call(acquire_request);
+    EXPECT_EQ(refused.value("ok", true), false) << refused;
+    EXPECT_EQ(refused.value("error", ""), "held");
+    const auto released = first.call(release_request);
+    EXPECT_EQ(released.value("ok", false), true) << released;
+    EXPECT_EQ(released.at("removed_on"), nlohmann::json::array({0}));
+    const auto next = second.call(acquire_request);
+    ASSERT_EQ(next.value("ok", false), true) << next;
+    EXPECT_GT(next.at("fence").get<long long>(), held.at("fence").get<long long>());
+    EXPECT_NE(next.value("token", ""), held.value("token", ""));
+    EXPECT_EQ(first.call({{"op", "extend"}, {"ttl_ms", 2000}}).value("ok", true), false);
+}
+
+// The holder's process stopped past its session (a GC pause): ZooKeeper deletes its znode,
+// another client acquires; woken, the old holder's release says the lock was lost (and
+// removes nothing), and its next acquire works on a new session.
+TEST_F(ZooKeeperTest, KazooLockAfterItsSessionExpiredReportsTheLossAndStartsANewSession) {
+    auto zk = start(1);
+    Adapter paused(adapter_env(*zk, 0, 500), run_dir / "a0.err"), other(adapter_env(*zk, 1, 500), run_dir / "a1.err");
+    ASSERT_EQ(paused.line().value("ready", false), true);
+    ASSERT_EQ(other.line().value("ready", false), true);
+    const auto held = paused.call(acquire_request);
+    ASSERT_EQ(held.value("ok", false), true) << held;
+    kill(paused.pid(), SIGSTOP);
+    nlohmann::json taken;
+    EXPECT_TRUE(eventually([&] { return (taken = other.call(acquire_request)).value("ok", false); })) << taken;
+    kill(paused.pid(), SIGCONT);
+    const auto lost = paused.call(release_request);
+    EXPECT_EQ(lost.value("ok", true), false) << lost;
+    EXPECT_FALSE(lost.contains("removed_on"));
+    ASSERT_EQ(other.call(release_request).value("ok", false), true);
+    nlohmann::json again;
+    EXPECT_TRUE(eventually([&] { return (again = paused.call(acquire_request)).value("ok", false); })) << again;
+    EXPECT_GT(again.value("fence", 0LL), taken.value("fence", 0LL));
+}
+
+// The leader crashes while a client holds the lock: every answer still comes (within the op
+// timeout, or the line is not JSON), and once a new leader is elected the lock is taken again
+// with a higher fence (a czxid of the new epoch).
+TEST_F(ZooKeeperTest, KazooLockRidesOutALeaderCrash) {
+    auto zk = start(3);
+    Adapter holder(adapter_env(*zk, 0), run_dir / "a0.err"), next(adapter_env(*zk, 1), run_dir / "a1.err");
+    ASSERT_EQ(holder.line().value("ready", false), true);
+    ASSERT_EQ(next.line().value("ready", false), true);
+    const auto held = holder.call(acquire_request);
+    ASSERT_EQ(held.value("ok", false), true) << held;
+    zk->servers()[static_cast<size_t>(*zk->leader())]->kill();
+    const auto released = holder.call(release_request);
+    ASSERT_TRUE(released.is_object() && released.contains("ok")) << released;
+    nlohmann::json taken;
+    EXPECT_TRUE(eventually([&] {
+        taken = next.call(acquire_request);
+        return taken.is_object() && taken.value("ok", false);
+    })) << taken;
+    EXPECT_GT(taken.value("fence", 0LL) >> 32, held.value("fence", 0LL) >> 32) << held << taken;
+}
+
+// The server stops answering (paused) while the client holds the lock: the adapter still
+// answers every request within lockbench's op timeout, and once the server is back the lock
+// can be taken again (the release given up on finishes late, or its znode is swept).
+TEST_F(ZooKeeperTest, KazooLockAnswersWithinTheOpTimeoutWhenZooKeeperDoesNot) {
+    auto zk = start(1);
+    Adapter adapter(adapter_env(*zk, 0, 5000, 1000), run_dir / "a0.err", 1000ms);
+    ASSERT_EQ(adapter.line().value("ready", false), true);
+    ASSERT_EQ(adapter.call(acquire_request).value("ok", false), true);
+    zk->servers()[0]->pause();
+    const auto release = adapter.call(release_request);
+    ASSERT_TRUE(release.is_object()) << "no answer within the op timeout";
+    EXPECT_EQ(release.value("ok", true), false) << release;
+    const auto acquire = adapter.call(acquire_request);
+    ASSERT_TRUE(acquire.is_object()) << "no answer within the op timeout";
+    EXPECT_EQ(acquire.value("ok", true), false) << acquire;
+    zk->servers()[0]->resume();
+    nlohmann::json again;
+    EXPECT_TRUE(eventually([&] { return (again = adapter.call(acquire_request)).value("ok", false); })) << again;
+}
+
+}  // namespace
+}  // namespace lockbench

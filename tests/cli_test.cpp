@@ -481,6 +481,42 @@ protected:
         return tool;
     }
 
+    // Starts a 10 s run of `service`'s lock on three servers (2 clients) and waits (up to 30
+    // s: three JVMs start slowly on two cores) until its servers (`server_comm` processes),
+    // the store, both clients and their adapters exist.
+    std::unique_ptr<Tool> start_service_run(const std::string& service, const std::string& adapter,
+                                            const std::string& server_comm) {
+        const std::string runs = R"([{"algorithm": "external", "name": "busy", "service": ")" + service +
+                                 R"(", "nodes": 3, "command": ["/usr/bin/python3", ")" + adapter +
+                                 R"("], "params": {"ttl_ms": 2000}}])";
+        const fs::path file = write_file("busy.json", scenario(2, 10000, runs));
+        auto tool = start({"run", file.string(), "--out", (dir() / "out").string()});
+        const auto deadline = std::chrono::steady_clock::now() + 30s;
+        const auto count = [](const std::vector<ProcInfo>& kids, const std::string& comm) {
+            return std::count_if(kids.begin(), kids.end(), [&](const ProcInfo& p) { return p.comm.starts_with(comm); });
+        };
+        std::vector<ProcInfo> kids;
+        for (;;) {
+            kids = children_of(tool->pid());
+            long adapters = 0;
+            for (const auto& k : kids)
+                if (k.comm == "lockbench") adapters += static_cast<long>(children_of(k.pid).size());
+            if (count(kids, server_comm) >= 3 && count(kids, "redis-server") >= 1 && count(kids, "lockbench") >= 2 &&
+                adapters >= 2)
+                break;
+            if (!tool->running() || std::chrono::steady_clock::now() >= deadline) {
+                ADD_FAILURE() << "lockbench never had 3 " << server_comm << ", the store and 2 clients; it had:\n"
+                              << describe(kids) << tool->finish(1s).describe();
+                return nullptr;
+            }
+            std::this_thread::sleep_for(20ms);
+        }
+        for (const auto& p : kids) seen_.push_back(p);
+        for (const auto& client : kids)  // each client's adapter too
+            for (const auto& p : children_of(client.pid)) seen_.push_back(p);
+        return tool;
+    }
+
     // Polls (up to 5 s) until every process seen is gone; fails listing the survivors.
     void expect_all_gone() {
         const auto deadline = std::chrono::steady_clock::now() + 5s;
@@ -528,6 +564,23 @@ TEST_F(LifetimeTest, SigintInTheMiddleOfFaultsLeavesNothingStoppedOrRunning) {
     EXPECT_TRUE(WIFSIGNALED(r.status) || (WIFEXITED(r.status) && WEXITSTATUS(r.status) != 0)) << r.describe();
     expect_all_gone();
     EXPECT_FALSE(fs::exists(dir() / "out" / "summary.json")) << r.describe();
+}
+
+TEST_F(LifetimeTest, SigkillLeavesNoZooKeeperJvmNorAdapter) {
+    auto tool = start_service_run("zookeeper", "adapters/kazoo-lock/adapter.py", "java");
+    ASSERT_TRUE(tool);
+    ASSERT_EQ(::kill(tool->pid(), SIGKILL), 0);
+    tool->finish(10s);
+    expect_all_gone();
+}
+
+TEST_F(LifetimeTest, SigintLeavesNoEtcdMemberNorAdapter) {
+    auto tool = start_service_run("etcd", "adapters/etcd-lock/adapter.py", "etcd");
+    ASSERT_TRUE(tool);
+    ASSERT_EQ(::kill(tool->pid(), SIGINT), 0);
+    const Result r = tool->finish(10s);
+    EXPECT_TRUE(WIFSIGNALED(r.status) || (WIFEXITED(r.status) && WEXITSTATUS(r.status) != 0)) << r.describe();
+    expect_all_gone();
 }
 
 TEST_F(LifetimeTest, SigintLeavesNoRedisServerOrClient) {

@@ -222,3 +222,67 @@ TEST_F(ExternalTest, MatrixAndReportShowEachLibraryByItsName) {
 }
 
 }  // namespace
+
+// ---- lock services: ZooKeeper and etcd (README: Lock services) -------------------------------
+
+namespace {
+
+// Every history line of a run's clients with this op and type.
+std::vector<Json> history_lines(const fs::path& run_dir, const std::string& op, const std::string& type) {
+    std::vector<Json> out;
+    for (const auto& e : fs::directory_iterator(run_dir / "history")) {
+        std::ifstream in(e.path());
+        for (std::string line; std::getline(in, line);) {
+            const Json j = Json::parse(line);
+            if (j.value("op", "") == op && j.value("type", "") == type) out.push_back(j);
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_F(ExternalTest, ACrashOfTheLeaderNamesTheServerItStruckAndTheServersLogsAreKept) {
+    const fs::path out = dir() / "out";
+    const Result r = run({"run", scenario(R"({"algorithm": "external", "name": "zookeeper-3", "service": "zookeeper",
+        "nodes": 3, "command": ["/usr/bin/python3", "adapters/kazoo-lock/adapter.py"], "params": {"ttl_ms": 3000},
+        "faults": [{"fault": "crash", "point": "after_acquire", "occurrence": 2, "node": "leader", "restart_after_ms": 300}],
+        "expect": {"faults_injected": "== 1", "mutual_exclusion_violations": "== 0"}})",
+                                   R"( "client": {"command_timeout_ms": 500},)", 3, 2500)
+                              .string(),
+                          "--out", out.string()},
+                         {});
+    ASSERT_EQ(r.exit_code(), 0) << r.describe();
+    std::ifstream nemesis(out / "runs" / "zookeeper-3" / "nemesis.jsonl");
+    std::string first;
+    std::getline(nemesis, first);
+    const Json start = Json::parse(first);
+    ASSERT_TRUE(start.contains("node")) << first;
+    const int struck = start["node"].get<int>();
+    EXPECT_TRUE(struck >= 0 && struck < 3) << first;
+    for (int i = 0; i < 3; ++i) {
+        const fs::path log = out / "runs" / "zookeeper-3" / "servers" / ("zk" + std::to_string(i) + ".log");
+        ASSERT_TRUE(fs::exists(log)) << log;
+        EXPECT_FALSE(read_text(log).empty()) << log;
+    }
+    // The struck server led: its own log says it took the lead (before the crash).
+    const std::string struck_log = read_text(out / "runs" / "zookeeper-3" / "servers" / ("zk" + std::to_string(struck) + ".log"));
+    EXPECT_NE(struck_log.find("Peer state changed: leading"), std::string::npos) << "zk" << struck << " never led";
+}
+
+TEST_F(ExternalTest, TheStoreFencesOnALibrarysTokenOnlyWhenTheRunSaysSo) {
+    const fs::path out = dir() / "out";
+    const std::string etcd = R"("algorithm": "external", "service": "etcd", "command": ["/usr/bin/python3", "adapters/etcd-lock/adapter.py"])";
+    const Result r = run({"run", scenario("{" + etcd + R"(, "name": "etcd"}, {)" + etcd + R"(, "name": "etcd+fence", "params": {"fence": true}})",
+                                          R"( "client": {"command_timeout_ms": 500},)", 2, 800)
+                                     .string(),
+                          "--out", out.string()},
+                         {});
+    ASSERT_EQ(r.exit_code(), 0) << r.describe();
+    const std::vector<Json> plain = history_lines(out / "runs" / "etcd", "write", "invoke");
+    const std::vector<Json> fenced = history_lines(out / "runs" / "etcd+fence", "write", "invoke");
+    ASSERT_FALSE(plain.empty());
+    ASSERT_FALSE(fenced.empty());
+    for (const Json& w : plain) EXPECT_FALSE(w.contains("fence")) << w.dump();
+    for (const Json& w : fenced) EXPECT_TRUE(w.contains("fence") && w["fence"].get<long long>() > 0) << w.dump();
+}

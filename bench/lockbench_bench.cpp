@@ -14,6 +14,13 @@
 //                       the floor the harness is measured against.
 //   cycle/redis-py      the same cycle through an external library's adapter (sim/live/external.h),
 //   cycle/node-redlock  as a run drives it: redis-py's Lock on node 0; node-redlock over five.
+//   cycle/zookeeper     the cycle through the consensus services' lock adapters: kazoo's Lock
+//   cycle/zookeeper-3   recipe (adapters/kazoo-lock) on one ZooKeeper server and on an
+//   cycle/etcd          ensemble of three; etcd's v3 Lock RPC (adapters/etcd-lock) on one
+//   cycle/etcd-3        member and on three. Each service starts once, before its first cycle.
+//   start/<service>     how long a fresh service takes to answer (and, for three servers, to
+//                       elect a leader), as a run starts it: start/redis, start/zookeeper,
+//                       start/zookeeper-3, start/etcd, start/etcd-3 (ms per start).
 //   cycle/echo-python   the same protocol with an adapter that answers at once and touches
 //   cycle/echo-node     no Redis (bench/echo_adapter.*): the protocol's own cost per cycle,
 //                       in each adapter language (a cycle is two round trips).
@@ -26,9 +33,6 @@
 //   explore/fenced-10k  10,000 schedules of fenced token-lua on one node that never fails
 //                       over, under a GC pause and a delayed write: violations must stay 0;
 //                       schedules_per_second. Long (about a minute): --benchmark_filter it.
-//   start/zookeeper-1   start_zookeeper (sim/live/lock_service.h) until it answers and, for
-//   start/zookeeper-3   the ensemble, has elected a leader: a run's start-up cost per service
-//                       (3 iterations, JVMs stopped between them, outside the timing).
 //   checker/1M-events   check() over a generated valid history of a million client events
 //                       (tests/history_gen.h; generated before the timed loop).
 //
@@ -54,6 +58,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 
@@ -67,7 +72,6 @@
 #include "lockimpl/registry.h"
 #include "sim/live/external.h"
 #include "sim/live/live_env.h"
-#include "sim/live/lock_service.h"
 #include "sim/harness/explore.h"
 #include "sim/virtual/sim_env.h"
 #include "sim/engine/recorder.h"
@@ -183,24 +187,47 @@ void bm_cycle(benchmark::State& state, const std::string& name, const std::strin
     fs::remove(history);
 }
 
+// A ZooKeeper or etcd service of `size` servers, started the first time a benchmark asks for
+// it and stopped at exit.
+LockService& service(Service which, int size) {
+    static std::map<std::pair<Service, int>, std::unique_ptr<LockService>> started;
+    static const fs::path dir = make_run_temp_dir();
+    auto& s = started[{which, size}];
+    if (!s) {
+        const ServiceConfig config{size, dir / (std::string(service_name(which)) + std::to_string(size))};
+        s = which == Service::zookeeper ? start_zookeeper(config) : start_etcd(config);
+    }
+    return *s;
+}
+
+// Where an adapter finds the servers: the first `nodes` Redis nodes, or a service's servers.
+std::string adapter_addresses(std::optional<Service> which, int nodes) {
+    std::string addresses;
+    const auto add = [&](int port) { addresses += (addresses.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(port); };
+    if (which)
+        for (const LockServer* s : service(*which, nodes).servers()) add(s->port());
+    else
+        for (const Endpoint& e : Cluster::get().endpoints(nodes)) add(e.port);
+    return addresses;
+}
+
 // cycle/<library>: the cycle through an adapter process, as a run's client drives it.
-void bm_external(benchmark::State& state, const std::string& name, std::vector<std::string> command, int nodes) {
+void bm_external(benchmark::State& state, const std::string& name, std::vector<std::string> command, int nodes,
+                 std::optional<Service> which = std::nullopt) {
     LockUnderTest t;
     try {
         const std::string key = "lockbench:bench:" + name;
         LiveEnvConfig config;
-        config.nodes = Cluster::get().endpoints(nodes);
+        config.nodes = Cluster::get().endpoints(which ? 1 : nodes);  // the key is cleared on the Redis nodes
         t.env = std::make_unique<LiveEnv>(std::move(config));
         t.env->fan_out({"DEL", key}, kCommandTimeout, std::nullopt);
-        std::string addresses;
-        for (const Endpoint& e : Cluster::get().endpoints(nodes))
-            addresses += (addresses.empty() ? "" : ",") + e.host + ":" + std::to_string(e.port);
+        const std::string addresses = adapter_addresses(which, nodes);
         AdapterSpec spec{name, std::move(command), LOCKBENCH_SOURCE_DIR,
                          {{"LOCKBENCH_NODES", addresses}, {"LOCKBENCH_KEY", key}, {"LOCKBENCH_CLIENT", "0"},
                           {"LOCKBENCH_TTL_MS", "500"}, {"LOCKBENCH_PARAMS", "{}"},
-                          {"LOCKBENCH_COMMAND_TIMEOUT_MS", "200"}, {"LOCKBENCH_OP_TIMEOUT_MS", "2000"},
+                          {"LOCKBENCH_COMMAND_TIMEOUT_MS", "500"}, {"LOCKBENCH_OP_TIMEOUT_MS", "5000"},
                           {"LOCKBENCH_CONNECT_TIMEOUT_MS", "1000"}},
-                         std::chrono::milliseconds(2000), {}};
+                         std::chrono::milliseconds(5000), {}};
         t.lock = std::make_unique<ExternalLock>(std::move(spec), key, 500);
     } catch (const std::exception& e) {  // node or a library missing: scripts/setup installs them
         state.SkipWithError(e.what());
@@ -218,6 +245,30 @@ void bm_external(benchmark::State& state, const std::string& name, std::vector<s
         }
     }
     set_cycle_rate(state);
+}
+
+// start/<service>: a fresh service until it answers (an ensemble: until it has a leader).
+void bm_start(benchmark::State& state, std::optional<Service> which, int size) {
+    const fs::path dir = make_run_temp_dir();
+    int round = 0;
+    try {
+        for (auto _ : state) {
+            const fs::path here = dir / std::to_string(round++);
+            if (!which) {
+                RedisNode node(RedisNodeConfig{"lock0", std::nullopt, Persistence::none, {}}, here);
+                continue;
+            }
+            const ServiceConfig config{size, here};
+            auto s = *which == Service::zookeeper ? start_zookeeper(config) : start_etcd(config);
+            state.PauseTiming();  // stopping it is not starting it
+            s.reset();
+            state.ResumeTiming();
+        }
+    } catch (const std::exception& e) {
+        state.SkipWithError(e.what());
+    }
+    std::error_code ec;
+    fs::remove_all(dir, ec);
 }
 
 // sim/<algorithm>: the cycle inside a simulated world; the benchmark's loop runs in the fiber.
@@ -359,20 +410,6 @@ void bm_checker(benchmark::State& state) {
 
 // Every cycle benchmark uses wall time: the client mostly waits on sockets, and CPU time
 // would leave the waiting out of the rate.
-// One start-up a time, from nothing to ready; stopping the JVMs is not timed.
-void bm_zookeeper_start(benchmark::State& state, int size) {
-    for (auto _ : state) {
-        ServiceConfig config;
-        config.size = size;
-        config.dir = make_run_temp_dir();
-        const auto begin = std::chrono::steady_clock::now();
-        auto service = start_zookeeper(config);
-        state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count());
-        service.reset();
-        fs::remove_all(config.dir);
-    }
-}
-
 void register_benchmarks() {
     struct Cycle {
         const char* name;            // as the CLI spells it
@@ -411,6 +448,26 @@ void register_benchmarks() {
         benchmark::RegisterBenchmark((std::string("cycle/") + e.name).c_str(),
                                      [e](benchmark::State& s) { bm_external(s, e.name, e.command, e.nodes); })
             ->UseRealTime();
+    struct OnService {
+        const char* name;
+        Service service;
+        int size;
+    };
+    const std::vector<OnService> services = {{"zookeeper", Service::zookeeper, 1}, {"zookeeper-3", Service::zookeeper, 3},
+                                             {"etcd", Service::etcd, 1}, {"etcd-3", Service::etcd, 3}};
+    for (const OnService& c : services) {
+        const std::vector<std::string> command = {
+            "/usr/bin/python3", c.service == Service::zookeeper ? "adapters/kazoo-lock/adapter.py" : "adapters/etcd-lock/adapter.py"};
+        benchmark::RegisterBenchmark((std::string("cycle/") + c.name).c_str(), [c, command](benchmark::State& s) {
+            bm_external(s, c.name, command, c.size, c.service);
+        })->UseRealTime();
+    }
+    benchmark::RegisterBenchmark("start/redis", [](benchmark::State& s) { bm_start(s, std::nullopt, 1); })
+        ->UseRealTime()->Iterations(5)->Unit(benchmark::kMillisecond);
+    for (const OnService& c : services)
+        benchmark::RegisterBenchmark((std::string("start/") + c.name).c_str(),
+                                     [c](benchmark::State& s) { bm_start(s, c.service, c.size); })
+            ->UseRealTime()->Iterations(3)->Unit(benchmark::kMillisecond);
     for (const Cycle& c : cycles)
         benchmark::RegisterBenchmark((std::string("sim/") + c.name).c_str(),
                                      [c](benchmark::State& s) { bm_sim_cycle(s, c.algorithm, c.params); })
@@ -437,10 +494,6 @@ void register_benchmarks() {
         bm_explore(s, file, "token-lua+fence", 10000, false);
         fs::remove_all(file.parent_path());
     })->UseRealTime()->Iterations(1)->Unit(benchmark::kSecond);
-    for (int size : {1, 3})
-        benchmark::RegisterBenchmark(("start/zookeeper-" + std::to_string(size)).c_str(),
-                                     [size](benchmark::State& s) { bm_zookeeper_start(s, size); })
-            ->UseManualTime()->Iterations(3)->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark("checker/1M-events", bm_checker)->UseRealTime()->Unit(benchmark::kMillisecond);
 }
 

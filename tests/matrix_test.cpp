@@ -336,6 +336,12 @@ TEST_F(ReportTest, DrawsEveryFigureIntoOnePageThatOpensInChromium) {
     // Per-scenario text names what was injected and which algorithms held.
     EXPECT_NE(page.find("tiny-pause"), std::string::npos);
     EXPECT_NE(md.find("token-lua+ttl_ms=100+fence"), std::string::npos);
+    // The families side by side: the scenario's row says what single Redis came to, with and
+    // without the fence, and "—" where no run of a family took part.
+    const std::vector<std::string> md_lines = lines_of(md);
+    const auto row = std::ranges::find_if(md_lines, [](const std::string& l) { return l.starts_with("| tiny-pause |"); });
+    ASSERT_NE(row, md_lines.end()) << md;
+    EXPECT_EQ(*row, "| tiny-pause | fenced: fence rejected; two holders | — | — | — |");
 
     // A real browser: it opens, every image loads, nothing sticks out of a 1280-px window.
     ToolOptions py;

@@ -220,10 +220,50 @@ def finding_of_sweep(t):
     return f"{sw.get('path')} from {rng}: " + "; ".join(parts) + "."
 
 
+# The lock families a design review chooses among, by the run names the catalog gives them.
+FAMILIES = (("single Redis (token-lua)", ("token-lua",)),
+            ("Redlock (5 nodes)", ("redlock", "node-redlock")),
+            ("ZooKeeper (kazoo Lock)", ("zookeeper",)),
+            ("etcd (v3 Lock RPC)", ("etcd",)))
+WORDS = {"violation": "two holders", "unsafe": "store damage", "fenced": "fence rejected", "safe": "held",
+         "failed": "not trusted"}
+
+
+def family_of(run):
+    for name, prefixes in FAMILIES:
+        if any(run == p or run.startswith(p + "+") or run.startswith(p + "-") for p in prefixes):
+            return name
+    return None
+
+
+def families_table(trees):
+    """(header, rows): per scenario, what each family's runs came to, fenced runs marked."""
+    tree = next((t for t in trees if t.kind == "matrix"), None)
+    if tree is None:
+        return None
+    rows = []
+    for sc in tree.scenario_order:
+        row, seen = [sc], False
+        for name, _ in FAMILIES:
+            cells = [c for c in tree.cells_of(sc) if c.reps and family_of(c.run) == name]
+            seen = seen or bool(cells)
+            row.append("; ".join(sorted({("fenced: " if "fence" in c.run else "") + WORDS.get(c.outcome(), c.outcome())
+                                         + (f", unavailable {fmt_ms(c.unavailable_mean())}" if c.unavailable_mean() >= 100 else "")
+                                         for c in cells})) or "—")
+        if seen:
+            rows.append(row)
+    return (["scenario"] + [n for n, _ in FAMILIES], rows) if rows else None
+
+
 def write_findings(trees, page):
     page.heading(2, "Findings", "findings")
     page.para("Per scenario, from the checker's figures over every rep (details, timelines and plots below). "
               "\"Two holders\": two critical sections overlapped in the protected store's own order.", cls="note")
+    families = families_table(trees)
+    if families:
+        page.para("Side by side: a single Redis, Redlock, ZooKeeper and etcd under the same faults (\"fenced:\" the "
+                  "store checked the lock's fencing token; \"—\": the case does not apply or was not run).", cls="note")
+        page.table(*families)
     items = []
     for t in trees:
         if t.kind == "sweep":

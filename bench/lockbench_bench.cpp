@@ -410,6 +410,30 @@ void bm_checker(benchmark::State& state) {
 
 // Every cycle benchmark uses wall time: the client mostly waits on sockets, and CPU time
 // would leave the waiting out of the rate.
+// cycle/<service> and start/<service>: ZooKeeper's and etcd's locks, one server or three.
+void register_service_benchmarks() {
+    struct OnService {
+        const char* name;
+        Service service;
+        int size;
+    };
+    const std::vector<OnService> services = {{"zookeeper", Service::zookeeper, 1}, {"zookeeper-3", Service::zookeeper, 3},
+                                             {"etcd", Service::etcd, 1}, {"etcd-3", Service::etcd, 3}};
+    for (const OnService& c : services) {
+        const std::vector<std::string> command = {
+            "/usr/bin/python3", c.service == Service::zookeeper ? "adapters/kazoo-lock/adapter.py" : "adapters/etcd-lock/adapter.py"};
+        benchmark::RegisterBenchmark((std::string("cycle/") + c.name).c_str(), [c, command](benchmark::State& s) {
+            bm_external(s, c.name, command, c.size, c.service);
+        })->UseRealTime();
+    }
+    benchmark::RegisterBenchmark("start/redis", [](benchmark::State& s) { bm_start(s, std::nullopt, 1); })
+        ->UseRealTime()->Iterations(5)->Unit(benchmark::kMillisecond);
+    for (const OnService& c : services)
+        benchmark::RegisterBenchmark((std::string("start/") + c.name).c_str(),
+                                     [c](benchmark::State& s) { bm_start(s, c.service, c.size); })
+            ->UseRealTime()->Iterations(3)->Unit(benchmark::kMillisecond);
+}
+
 void register_benchmarks() {
     struct Cycle {
         const char* name;            // as the CLI spells it
@@ -448,26 +472,7 @@ void register_benchmarks() {
         benchmark::RegisterBenchmark((std::string("cycle/") + e.name).c_str(),
                                      [e](benchmark::State& s) { bm_external(s, e.name, e.command, e.nodes); })
             ->UseRealTime();
-    struct OnService {
-        const char* name;
-        Service service;
-        int size;
-    };
-    const std::vector<OnService> services = {{"zookeeper", Service::zookeeper, 1}, {"zookeeper-3", Service::zookeeper, 3},
-                                             {"etcd", Service::etcd, 1}, {"etcd-3", Service::etcd, 3}};
-    for (const OnService& c : services) {
-        const std::vector<std::string> command = {
-            "/usr/bin/python3", c.service == Service::zookeeper ? "adapters/kazoo-lock/adapter.py" : "adapters/etcd-lock/adapter.py"};
-        benchmark::RegisterBenchmark((std::string("cycle/") + c.name).c_str(), [c, command](benchmark::State& s) {
-            bm_external(s, c.name, command, c.size, c.service);
-        })->UseRealTime();
-    }
-    benchmark::RegisterBenchmark("start/redis", [](benchmark::State& s) { bm_start(s, std::nullopt, 1); })
-        ->UseRealTime()->Iterations(5)->Unit(benchmark::kMillisecond);
-    for (const OnService& c : services)
-        benchmark::RegisterBenchmark((std::string("start/") + c.name).c_str(),
-                                     [c](benchmark::State& s) { bm_start(s, c.service, c.size); })
-            ->UseRealTime()->Iterations(3)->Unit(benchmark::kMillisecond);
+    register_service_benchmarks();
     for (const Cycle& c : cycles)
         benchmark::RegisterBenchmark((std::string("sim/") + c.name).c_str(),
                                      [c](benchmark::State& s) { bm_sim_cycle(s, c.algorithm, c.params); })

@@ -187,25 +187,36 @@ void bm_cycle(benchmark::State& state, const std::string& name, const std::strin
     fs::remove(history);
 }
 
-// A ZooKeeper or etcd service of `size` servers, started the first time a benchmark asks for
-// it and stopped at exit.
-LockService& service(Service which, int size) {
-    static std::map<std::pair<Service, int>, std::unique_ptr<LockService>> started;
-    static const fs::path dir = make_run_temp_dir();
-    auto& s = started[{which, size}];
-    if (!s) {
-        const ServiceConfig config{size, dir / (std::string(service_name(which)) + std::to_string(size))};
-        s = which == Service::zookeeper ? start_zookeeper(config) : start_etcd(config);
+// ZooKeeper and etcd services of some sizes, each started the first time a benchmark asks
+// for it; at exit they stop and their folder goes.
+class Services {
+public:
+    static LockService& get(Service which, int size) {
+        static Services services;
+        auto& s = services.started_[{which, size}];
+        if (!s) {
+            const ServiceConfig config{size, services.dir_ / (std::string(service_name(which)) + std::to_string(size))};
+            s = which == Service::zookeeper ? start_zookeeper(config) : start_etcd(config);
+        }
+        return *s;
     }
-    return *s;
-}
+    ~Services() {
+        started_.clear();
+        std::error_code ec;
+        fs::remove_all(dir_, ec);
+    }
+
+private:
+    fs::path dir_ = make_run_temp_dir();
+    std::map<std::pair<Service, int>, std::unique_ptr<LockService>> started_;
+};
 
 // Where an adapter finds the servers: the first `nodes` Redis nodes, or a service's servers.
 std::string adapter_addresses(std::optional<Service> which, int nodes) {
     std::string addresses;
     const auto add = [&](int port) { addresses += (addresses.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(port); };
     if (which)
-        for (const LockServer* s : service(*which, nodes).servers()) add(s->port());
+        for (const LockServer* s : Services::get(*which, nodes).servers()) add(s->port());
     else
         for (const Endpoint& e : Cluster::get().endpoints(nodes)) add(e.port);
     return addresses;
@@ -225,9 +236,12 @@ void bm_external(benchmark::State& state, const std::string& name, std::vector<s
         AdapterSpec spec{name, std::move(command), LOCKBENCH_SOURCE_DIR,
                          {{"LOCKBENCH_NODES", addresses}, {"LOCKBENCH_KEY", key}, {"LOCKBENCH_CLIENT", "0"},
                           {"LOCKBENCH_TTL_MS", "500"}, {"LOCKBENCH_PARAMS", "{}"},
-                          {"LOCKBENCH_COMMAND_TIMEOUT_MS", "500"}, {"LOCKBENCH_OP_TIMEOUT_MS", "5000"},
+                          // A consensus service's answer may wait out an election: the
+                          // catalog gives its runs a 500 ms command timeout.
+                          {"LOCKBENCH_COMMAND_TIMEOUT_MS", which ? "500" : "200"},
+                          {"LOCKBENCH_OP_TIMEOUT_MS", which ? "5000" : "2000"},
                           {"LOCKBENCH_CONNECT_TIMEOUT_MS", "1000"}},
-                         std::chrono::milliseconds(5000), {}};
+                         std::chrono::milliseconds(which ? 5000 : 2000), {}};
         t.lock = std::make_unique<ExternalLock>(std::move(spec), key, 500);
     } catch (const std::exception& e) {  // node or a library missing: scripts/setup installs them
         state.SkipWithError(e.what());
@@ -254,13 +268,13 @@ void bm_start(benchmark::State& state, std::optional<Service> which, int size) {
     try {
         for (auto _ : state) {
             const fs::path here = dir / std::to_string(round++);
-            if (!which) {
-                RedisNode node(RedisNodeConfig{"lock0", std::nullopt, Persistence::none, {}}, here);
-                continue;
-            }
-            const ServiceConfig config{size, here};
-            auto s = *which == Service::zookeeper ? start_zookeeper(config) : start_etcd(config);
+            std::unique_ptr<RedisNode> node;
+            std::unique_ptr<LockService> s;
+            if (!which) node = std::make_unique<RedisNode>(RedisNodeConfig{"lock0", std::nullopt, Persistence::none, {}}, here);
+            else if (*which == Service::zookeeper) s = start_zookeeper({size, here});
+            else s = start_etcd({size, here});
             state.PauseTiming();  // stopping it is not starting it
+            node.reset();
             s.reset();
             state.ResumeTiming();
         }

@@ -171,6 +171,7 @@ TEST_F(ZooKeeperTest, EveryListenerOfTheJvmsIsOnLoopback) {
 
 TEST_F(ZooKeeperTest, KilledFollowerRestartsAndRejoins) {
     auto zk = start(3);
+    ASSERT_TRUE(zk->leader());
     const int leader = *zk->leader();
     LockServer* follower = zk->servers()[static_cast<size_t>((leader + 1) % 3)];
     const pid_t old_pid = follower->pid();
@@ -186,6 +187,7 @@ TEST_F(ZooKeeperTest, KilledFollowerRestartsAndRejoins) {
 
 TEST_F(ZooKeeperTest, KilledLeaderIsReplacedAndRejoinsAsFollower) {
     auto zk = start(3);
+    ASSERT_TRUE(zk->leader());
     const int old_leader = *zk->leader();
     LockServer* killed = zk->servers()[static_cast<size_t>(old_leader)];
     killed->kill();
@@ -215,6 +217,7 @@ TEST_F(ZooKeeperTest, CuttingTheLeadersPeerLinksElectsAnotherLeader) {
     // Each server's config names its peers by its own proxies, its own line by its real ports.
     const std::string cfg = read_all(run_dir / "zk0" / "zoo.cfg");
     EXPECT_NE(cfg.find(":" + std::to_string(hub.find("s0-s1-quorum")->port()) + ":"), std::string::npos) << cfg;
+    ASSERT_TRUE(zk->leader());
     const int old_leader = *zk->leader();
     const std::string l = "s" + std::to_string(old_leader);
     for (int peer = 0; peer < 3; ++peer) {
@@ -259,10 +262,14 @@ TEST_F(ZooKeeperTest, JvmDiesWhenItsOwnerIsKilled) {
     const pid_t owner = fork();
     if (owner == 0) {
         close(pipe_fds[0]);
-        auto zk = start(1);
-        const pid_t jvm = zk->servers()[0]->pid();
-        if (write(pipe_fds[1], &jvm, sizeof jvm) != sizeof jvm) _exit(1);
-        for (;;) pause();
+        try {  // the forked owner never goes back into the test runner
+            auto zk = start(1);
+            const pid_t jvm = zk->servers()[0]->pid();
+            if (write(pipe_fds[1], &jvm, sizeof jvm) != sizeof jvm) _exit(1);
+            for (;;) pause();
+        } catch (...) {
+            _exit(1);
+        }
     }
     close(pipe_fds[1]);
     pid_t jvm = 0;
@@ -491,6 +498,7 @@ TEST_F(ZooKeeperTest, KazooLockRidesOutALeaderCrash) {
     ASSERT_EQ(next.line().value("ready", false), true);
     const auto held = holder.call(acquire_request);
     ASSERT_EQ(held.value("ok", false), true) << held;
+    ASSERT_TRUE(zk->leader());
     zk->servers()[static_cast<size_t>(*zk->leader())]->kill();
     const auto released = holder.call(release_request);
     ASSERT_TRUE(released.is_object() && released.contains("ok")) << released;

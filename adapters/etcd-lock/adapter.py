@@ -9,7 +9,7 @@ and leaks a lease per failed attempt. Here:
   acquire ── lease/grant (TTL s) ── lock/lock (bounded wait) ── kv/range: create_revision
                                        │ timed out: lease/revoke (its waiter key goes too)
              keepalive thread ── lease/keepalive every TTL/3, until release
-  release ── kv/deleterange (deleted 1: removed_on [0]) ── stop keepalive ── lease/revoke
+  release ── kv/deleterange (deleted 1: removed_on [0]; 0: "lost") ── stop keepalive ── lease/revoke
 
 Every request goes to the current member and moves on to the next one when it cannot
 connect or times out (or the member says it has no leader), so a paused or killed member
@@ -21,7 +21,7 @@ Parameters (the run's params): ttl_ms, rounded up to whole seconds (etcd's lease
 seconds, and etcd grants no less than its minimum, 1 s with lockbench's timings);
 lock_wait_ms, how long the Lock RPC may wait for a holder to let go before the answer is
 "held" (default: LOCKBENCH_COMMAND_TIMEOUT_MS; keep it below the TTL, as nothing keeps a
-waiter's lease alive). When stdin closes while it holds the lock, it revokes the lease.
+waiter's lease alive; lockbench itself passes only ttl_ms and fence for now). When stdin closes while it holds the lock, it revokes the lease.
 """
 import base64
 import http.client
@@ -114,7 +114,7 @@ class KeepAlive(threading.Thread):
             try:
                 answer = self.endpoints.post("/v3/lease/keepalive", {"ID": self.lease_id},
                                              time.monotonic() + self.beat_s, min(COMMAND_S, self.beat_s))
-            except (Unreachable, EtcdError):
+            except Exception:  # noqa: BLE001: any failed beat (even a garbled answer) is tried again
                 continue
             if int(answer.get("result", {}).get("TTL", 0)) <= 0:
                 return
@@ -185,8 +185,8 @@ def acquire(req):
     keepalive = KeepAlive(lease_id, granted_s, endpoints.current)
     keepalive.start()
     held = (key, lease_id, keepalive)
-    return {"ok": True, "token": key, "fence": int(kvs[0]["create_revision"]),
-            "validity_ms": granted_s * 1000, "nodes": [0]}
+    # No validity_ms: the keepalive thread renews the lease for as long as it reaches a member.
+    return {"ok": True, "token": key, "fence": int(kvs[0]["create_revision"]), "nodes": [0]}
 
 
 def release(req):
@@ -200,7 +200,9 @@ def release(req):
     finally:
         keepalive.stopped.set()
         revoke(lease_id, deadline, round(keepalive.beat_s * 3))
-    return {"ok": True, "removed_on": [0] if deleted == 1 else []}
+    if deleted != 1:  # its lease ran out (the holder was paused or cut off): the key went with it
+        return {"ok": False, "error": "lost: the lock key was gone (its lease had expired)"}
+    return {"ok": True, "removed_on": [0]}
 
 
 def server_version():

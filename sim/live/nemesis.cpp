@@ -268,7 +268,8 @@ bool Nemesis::restart(int node) {
     try {
         nodes_.at(static_cast<size_t>(node))->restart(true);
         return true;
-    } catch (const std::exception&) {
+    } catch (const std::exception& e) {
+        std::cerr << "lockbench: " << e.what() << "\n";  // the fault log says "failed"; this says why
         return false;
     }
 }

@@ -223,7 +223,7 @@ public:
     void launch() {
         std::lock_guard lock(mutex_);
         SpawnOptions opts;
-        opts.argv = {java_, "-Xmx128m", "-XX:+UseSerialGC", "-Dzookeeper.log.dir=" + dir_.string(),
+        opts.argv = {java_, "-Xmx128m", "-XX:+UseSerialGC", "-XX:-UsePerfData",  // no /tmp/hsperfdata_* "-Dzookeeper.log.dir=" + dir_.string(),
                      "-Dzookeeper.root.logger=INFO,CONSOLE", "-cp", zookeeper_classpath,
                      "org.apache.zookeeper.server.quorum.QuorumPeerMain", (dir_ / "zoo.cfg").string()};
         opts.stdout_path = opts.stderr_path = log_path().string();

@@ -314,6 +314,11 @@ std::optional<int> ChildProcess::wait_for(std::chrono::milliseconds timeout) {
 
 // ---- Free functions -------------------------------------------------------------------------
 
+bool is_executable_file(const std::string& path) {
+    struct stat st {};
+    return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(path.c_str(), X_OK) == 0;
+}
+
 std::optional<std::string> find_on_path(const std::string& program) {
     const char* path_env = std::getenv("PATH");
     const std::string path = path_env ? path_env : "/usr/local/bin:/usr/bin:/bin";
@@ -324,10 +329,7 @@ std::optional<std::string> find_on_path(const std::string& program) {
         std::string dir = path.substr(begin, end - begin);
         if (dir.empty()) dir = ".";  // an empty PATH entry means the current directory
         const std::string candidate = dir + "/" + program;
-        struct stat st {};
-        if (stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-            access(candidate.c_str(), X_OK) == 0)
-            return candidate;
+        if (is_executable_file(candidate)) return candidate;
         begin = end + 1;
     }
     return std::nullopt;

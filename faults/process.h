@@ -50,6 +50,9 @@ private:
     std::optional<int> status_;
 };
 
+// A regular file we may execute.
+bool is_executable_file(const std::string& path);
+
 // Finds `program` (no '/') on PATH; returns the full path or nullopt.
 std::optional<std::string> find_on_path(const std::string& program);
 

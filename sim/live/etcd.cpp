@@ -258,7 +258,6 @@ void EtcdMember::restart(bool /*keep_data*/) {
     }
 }
 
-bool is_executable_file(const std::string& path) { return access(path.c_str(), X_OK) == 0 && fs::is_regular_file(path); }
 
 }  // namespace
 

@@ -93,13 +93,17 @@ std::string request_text(int port, std::string_view method, std::string_view pat
 
 }  // namespace
 
-std::optional<HttpResponse> http_request(int port, std::string_view method, std::string_view path,
-                                         std::string_view body, std::chrono::milliseconds timeout) {
+std::optional<std::string> loopback_exchange(int port, std::string_view request, std::chrono::milliseconds timeout) {
     const auto deadline = Clock::now() + timeout;
     Socket sock{socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)};
     if (sock.fd < 0 || !connect_by(sock.fd, port, deadline)) return std::nullopt;
-    if (!send_all(sock.fd, request_text(port, method, path, body), deadline)) return std::nullopt;
-    const auto raw = read_to_end(sock.fd, deadline);
+    if (!send_all(sock.fd, request, deadline)) return std::nullopt;
+    return read_to_end(sock.fd, deadline);
+}
+
+std::optional<HttpResponse> http_request(int port, std::string_view method, std::string_view path,
+                                         std::string_view body, std::chrono::milliseconds timeout) {
+    const auto raw = loopback_exchange(port, request_text(port, method, path, body), timeout);
     return raw ? parse(*raw) : std::nullopt;
 }
 

@@ -14,6 +14,11 @@
 
 namespace lockbench {
 
+// Sends `request` to 127.0.0.1:port and reads until the server closes the connection, within
+// `timeout` in all; none when refused, reset or timed out. Both HTTP/1.0 and ZooKeeper's
+// four-letter words are such one-shot exchanges.
+std::optional<std::string> loopback_exchange(int port, std::string_view request, std::chrono::milliseconds timeout);
+
 struct HttpResponse {
     int status = 0;    // 200, 404, ...
     std::string body;  // everything after the headers

@@ -126,10 +126,6 @@ bool is_data_file(const std::string& name) {
     return name == "dump.rdb" || name.starts_with("appendonly") || name.starts_with("temp-");
 }
 
-bool is_executable_file(const std::string& path) {
-    struct stat st {};
-    return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(path.c_str(), X_OK) == 0;
-}
 
 }  // namespace
 

@@ -5,6 +5,8 @@
 //        ready ◄── (ensemble) some server's srvr says "Mode: leader" ◄── each answers ruok
 #include "sim/live/zookeeper.h"
 
+#include "sim/live/http_client.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -52,54 +54,11 @@ constexpr const char* zookeeper_classpath =
     "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-log4j12.jar:"
     "/usr/share/java/log4j-1.2.jar";
 
-struct Fd {
-    int fd;
-    ~Fd() {
-        if (fd >= 0) close(fd);
-    }
-};
-
 struct ServerPorts {
     int client = 0;
     int quorum = 0;
     int election = 0;
 };
-
-// ---- Four-letter words ----------------------------------------------------------------------
-
-bool connect_within(int fd, int port, Clock::time_point deadline) {
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) return true;
-    if (errno != EINPROGRESS) return false;
-    pollfd p{fd, POLLOUT, 0};
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (poll(&p, 1, static_cast<int>(std::max(left.count(), 0L))) != 1) return false;
-    int error = 0;
-    socklen_t len = sizeof error;
-    return getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len) == 0 && error == 0;
-}
-
-// Reads until the server closes the connection (it does after every four-letter word).
-std::optional<std::string> read_to_end(int fd, Clock::time_point deadline) {
-    std::string answer;
-    for (;;) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-        if (left.count() <= 0) return std::nullopt;
-        pollfd p{fd, POLLIN, 0};
-        const int r = poll(&p, 1, static_cast<int>(left.count()));
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) return std::nullopt;
-        char chunk[4096];
-        const ssize_t n = read(fd, chunk, sizeof chunk);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return std::nullopt;
-        if (n == 0) return answer;
-        answer.append(chunk, static_cast<size_t>(n));
-    }
-}
 
 // ---- Configuration ----------------------------------------------------------------------------
 
@@ -176,7 +135,6 @@ void write_file(const fs::path& path, const std::string& text) {
     if (!out.flush()) throw std::runtime_error("cannot write " + path.string());
 }
 
-bool is_executable(const std::string& path) { return access(path.c_str(), X_OK) == 0; }
 
 // ---- One server -------------------------------------------------------------------------------
 
@@ -321,13 +279,9 @@ void check_config(const ServiceConfig& config) {
 
 // ---- Free functions ---------------------------------------------------------------------------
 
+// The server answers and closes the connection, as an HTTP/1.0 server does.
 std::optional<std::string> four_letter_word(int port, const std::string& word, std::chrono::milliseconds timeout) {
-    const auto deadline = Clock::now() + timeout;
-    Fd sock{socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)};
-    if (sock.fd < 0 || !connect_within(sock.fd, port, deadline)) return std::nullopt;
-    if (send(sock.fd, word.data(), word.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(word.size()))
-        return std::nullopt;
-    return read_to_end(sock.fd, deadline);
+    return loopback_exchange(port, word, timeout);
 }
 
 std::optional<std::string> srvr_field(const std::string& srvr, const std::string& name) {
@@ -344,7 +298,7 @@ std::string zookeeper_java() {
     std::string java;
     if (const char* configured = std::getenv("LOCKBENCH_JAVA"); configured && *configured) java = configured;
     else if (auto found = find_on_path("java")) java = *found;
-    if (java.empty() || !is_executable(java))
+    if (java.empty() || !is_executable_file(java))
         throw std::runtime_error("java not found (LOCKBENCH_JAVA or PATH): run scripts/setup (or apt-get install "
                                  "default-jre-headless zookeeper)");
     if (!fs::exists("/usr/share/java/zookeeper.jar"))

@@ -212,7 +212,7 @@ void parse_link(Fields& f, FaultSpec& s, const WorkloadSpec& w) {
     s.link_peers = f.value<bool>("peers", false, [](const auto& x) { return x.is_boolean(); }, "true or false");
     if (s.link_peers != (f.get("node") != nullptr))
         f.fail(f.at("node"), s.link_peers ? "required with \"peers\": the server cut off from its peers"
-                                                                 : "a link fault aims at a node only with \"peers\": true");
+                                          : "a link fault aims at a node only with \"peers\": true");
     if (s.link_peers) s.node = parse_node(f);
     if (s.link_nodes.empty() && !s.link_store && !s.link_replication && !s.link_peers)
         f.fail(f.at("nodes"), "a link fault needs \"nodes\", \"store\", \"replication\" or \"peers\"");
@@ -344,6 +344,18 @@ void parse_run_service(Fields& f, RunSpec& r, const std::string& algorithm, cons
     }
 }
 
+// Every node a fault names exists in this run.
+void check_fault_nodes(Fields& f, const RunSpec& r, const std::string& faults_at) {
+    for (size_t i = 0; i < r.faults.size(); ++i) {
+        const std::string at = faults_at + "[" + std::to_string(i) + "]";
+        const std::string has = "no such node: this run has " + std::to_string(r.nodes) + " lock node(s)";
+        if (r.faults[i].node && *r.faults[i].node >= r.nodes) f.fail(at + ".node", has);
+        if (r.faults[i].node == kFollowerNode && r.nodes == 1) f.fail(at + ".node", "a single server has no follower");
+        for (int n : r.faults[i].link_nodes)
+            if (n >= r.nodes) f.fail(at + ".nodes", has + ", got " + std::to_string(n));
+    }
+}
+
 RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::string& file,
                   const WorkloadSpec& w, const nlohmann::json& scenario_faults) {
     Fields f(j, path, file);
@@ -380,14 +392,7 @@ RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::s
     r.faults = parse_faults(r.faults_source, own ? f.at("faults") : "faults", file, w);
     const std::string faults_at = own ? f.at("faults") : std::string("faults");
     parse_run_service(f, r, algorithm, faults_at);
-    for (size_t i = 0; i < r.faults.size(); ++i) {
-        const std::string at = faults_at + "[" + std::to_string(i) + "]";
-        const std::string has = "no such node: this run has " + std::to_string(r.nodes) + " lock node(s)";
-        if (r.faults[i].node && *r.faults[i].node >= r.nodes) f.fail(at + ".node", has);
-        if (r.faults[i].node == kFollowerNode && r.nodes == 1) f.fail(at + ".node", "a single server has no follower");
-        for (int n : r.faults[i].link_nodes)
-            if (n >= r.nodes) f.fail(at + ".nodes", has + ", got " + std::to_string(n));
-    }
+    check_fault_nodes(f, r, faults_at);
     const std::string topology = f.string("topology", "plain");
     if (topology != "plain" && topology != "sentinel")
         f.fail(f.at("topology"), "expected \"plain\" or \"sentinel\", got " + quoted_excerpt(topology));

@@ -47,7 +47,6 @@ def release(req):
 
 
 def extend(req):
-    # redis-py's own default is add (the time left plus T); lockbench says which it wants.
     return {"ok": bool(lock.extend(req["ttl_ms"] / 1000, replace_ttl=req.get("replace", False)))}
 
 

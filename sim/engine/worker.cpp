@@ -154,7 +154,7 @@ private:
         note_lost_events(lock_, rec_, lease_id, held);
         if (!spec_.renew || !spec_.renew->abandon || !held.lost()) return false;
         rec_.line("write", "invoke").str("lease", lease_id).real("work_ms", work_ms).commit();
-        rec_.line("write", "fail").str("lease", lease_id).str("detail", "lease lost: a renewal failed").commit();
+        rec_.line("write", "fail").str("lease", lease_id).str("detail", "lease lost: a renewal failed, or the lock said so").commit();
         return true;
     }
 

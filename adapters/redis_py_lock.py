@@ -47,7 +47,7 @@ def release(req):
 
 
 def extend(req):
-    return {"ok": bool(lock.extend(req["ttl_ms"] / 1000, replace_ttl=True))}
+    return {"ok": bool(lock.extend(req["ttl_ms"] / 1000, replace_ttl=req.get("replace", False)))}
 
 
 print(json.dumps({"ready": True, "library": f"redis-py {redis.__version__}"}), flush=True)

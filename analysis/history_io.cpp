@@ -105,9 +105,10 @@ void for_each_line(const std::filesystem::path& path, F&& f) {
 
 void parse_client_event(const nlohmann::json& j, RunHistory& h) {
     const std::string op = j.at("op").get<std::string>();
-    // Fault points (for the timeline) and an adapter's failure (in the summary's
-    // clients_failed) are not for the checker.
-    if (op == "point" || op == "adapter") return;
+    // Fault points (for the timeline), an adapter's failure (in the summary's
+    // clients_failed), renewals and a lock's "lost" announcements (for the timeline: the
+    // store's log shows what a lost lease led to) are not for the checker.
+    if (op == "point" || op == "adapter" || op == "renew" || op == "lost") return;
     ClientEvent e;
     e.t_ns = j.at("t_ns").get<long long>();
     e.client = j.at("client").get<int>();

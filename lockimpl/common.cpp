@@ -13,6 +13,44 @@ const char* const kCompareAndDelete =
     "end "
     "return 0";
 
+const char* const kExtendIfOurs =
+    "local token = redis.call('get', KEYS[1]) "
+    "if not token or token ~= ARGV[1] then "
+    "  return 0 "
+    "end "
+    "local expiration = redis.call('pttl', KEYS[1]) "
+    "if not expiration then "
+    "  expiration = 0 "
+    "end "
+    "if expiration < 0 then "
+    "  return 0 "
+    "end "
+    "local newttl = ARGV[2] "
+    "if ARGV[3] == '0' then "
+    "  newttl = ARGV[2] + expiration "
+    "end "
+    "redis.call('pexpire', KEYS[1], newttl) "
+    "return 1";
+
+Command extend_if_ours(const std::string& key, const std::string& token, Duration ttl, ExtendMode mode) {
+    return {"EVAL", kExtendIfOurs, "1", key, token, std::to_string(whole_ms(ttl)),
+            mode == ExtendMode::replace ? "1" : "0"};
+}
+
+ExtendResult extend_expiry_value(Env& env, const LockContext& ctx, const Lease& lease, Duration ttl,
+                                 ExtendMode mode) {
+    const Instant start = env.now();
+    // add: our own stored expiry plus ttl; replace: ttl from now, by this client's clock.
+    const long long base_ms = mode == ExtendMode::add ? leading_integer(lease.token) : env.wall_ms();
+    const std::string expiry = std::to_string(base_ms + whole_ms(ttl));
+    const Reply r = env.command(NodeId{0}, {"GETSET", ctx.key, expiry}, ctx.command_timeout);
+    if (!r.ok()) return {reply_outcome(r), {}, {}, "GETSET: " + r.error};
+    if (r.value.is_nil() || r.value.str != lease.token)
+        return {Outcome::fail, {}, {}, "not ours: GETSET replaced another value"};
+    const Instant until = mode == ExtendMode::add ? start + (ms(base_ms) - ms(env.wall_ms())) + ttl : start + ttl;
+    return {Outcome::ok, until, expiry, ""};
+}
+
 const char* point_name(Point p) {
     switch (p) {
         case Point::before_acquire: return "before_acquire";
@@ -59,6 +97,8 @@ std::uint64_t random_below(Env& env, std::uint64_t bound) {
 }
 
 Duration ms(long long n) { return std::chrono::milliseconds(n); }
+
+long long whole_ms(Duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); }
 
 std::vector<NodeId> nodes_answering_one(const std::vector<Reply>& replies) {
     std::vector<NodeId> out;

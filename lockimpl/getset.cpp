@@ -4,6 +4,8 @@
 //   [G2] SETNX key expiration            -> 1: held
 //   [G3] old = GET key; if old < now:    (the holder's expiry has passed, by OUR clock)
 //   [G4]     old = GETSET key (now + ttl); if old < now: held   (we swapped in first)
+//   extend:  [X1] redis-objects has none; what its seed code would write: GETSET key
+//                 (new expiry), then see whether the old value was ours (extend_expiry_value)
 //   release: [R1] if expiration > now: DEL key   (only if our own expiry has not passed)
 //
 // Every decision compares timestamps written by one client's clock with another client's
@@ -45,6 +47,10 @@ public:
         const Reply del = env.command(NodeId{0}, {"DEL", ctx_.key}, ctx_.command_timeout);
         if (!del.ok()) return {reply_outcome(del), {}, "DEL: " + del.error};
         return {Outcome::ok, nodes_answering_one({del}), ""};
+    }
+
+    ExtendResult extend(Env& env, const Lease& lease, Duration ttl, ExtendMode mode) override {
+        return extend_expiry_value(env, ctx_, lease, ttl, mode);  // [X1]
     }
 
 private:

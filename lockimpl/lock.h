@@ -1,4 +1,4 @@
-// What every lock algorithm offers the worker: one acquire attempt, one release.
+// What every lock algorithm offers the worker: one acquire attempt, one extend, one release.
 // Retry, back-off and renewal policy stay outside the algorithm: the worker drives them
 // from the scenario (style rule 4), so the same attempt runs live and simulated.
 #pragma once
@@ -48,6 +48,19 @@ struct ReleaseResult {
     std::string detail;
 };
 
+// How an extend sets the new expiry: redis-py's extend(additional_time, replace_ttl).
+enum class ExtendMode {
+    add,      // the time left plus ttl (redis-py's default)
+    replace,  // exactly ttl from now (replace_ttl=True, Redisson's watchdog, node-redlock)
+};
+
+struct ExtendResult {
+    Outcome outcome = Outcome::fail;          // fail: the lock is not ours (any more)
+    std::optional<Instant> valid_until;       // the new validity, if the algorithm computes one
+    std::optional<std::string> token;         // the value now at the key, if the extend changed it
+    std::string detail;
+};
+
 // Who the lock is for: the key it guards and the client that holds the object.
 struct LockContext {
     std::string key;
@@ -60,6 +73,12 @@ public:
     virtual ~Lock() = default;
     virtual AcquireResult try_acquire(Env& env) = 0;
     virtual ReleaseResult release(Env& env, const Lease& lease) = 0;
+    // One attempt to extend a held lease by `ttl`. It may run on a background task's Env
+    // while the worker works, so it must not change what try_acquire and release use.
+    virtual ExtendResult extend(Env& env, const Lease& lease, Duration ttl, ExtendMode mode) = 0;
+    // What the lock has announced on its own since the last call: its lease is lost (an
+    // external library's onLockLost), each with a detail. Most locks announce nothing.
+    virtual std::vector<std::string> take_lost_events() { return {}; }
     // How many nested acquires (and releases) the worker makes around one critical section;
     // only a reentrant lock asks for more than one.
     virtual int nesting() const { return 1; }
@@ -71,6 +90,19 @@ public:
 // KEYS[1] = key, ARGV[1] = token; returns 1 if it deleted, else 0.
 extern const char* const kCompareAndDelete;
 
+// redis-py's extend script (Lock.LUA_EXTEND_SCRIPT): only if the key still holds our token
+// and has a TTL, PEXPIRE it to ARGV[2] (replace, ARGV[3] == "1") or PTTL + ARGV[2] (add).
+// KEYS[1] = key, ARGV[1] = token; returns 1 if it extended, 0 if the key is not ours or
+// has no TTL.
+extern const char* const kExtendIfOurs;
+Command extend_if_ours(const std::string& key, const std::string& token, Duration ttl, ExtendMode mode);
+
+// The extend of the locks that store their expiry time as the value (getset, setnx
+// "in-value"): GETSET key (new expiry). No check before the swap, as the seeds would write
+// it: it overwrites whatever lock is there, and only afterwards sees whether it was ours.
+ExtendResult extend_expiry_value(Env& env, const LockContext& ctx, const Lease& lease, Duration ttl,
+                                 ExtendMode mode);
+
 Duration ms(long long n);
 // Removed-on list of the nodes whose reply is the integer 1 (DEL / the release scripts).
 std::vector<NodeId> nodes_answering_one(const std::vector<Reply>& replies);
@@ -78,5 +110,6 @@ std::vector<NodeId> nodes_answering_one(const std::vector<Reply>& replies);
 long long leading_integer(const std::string& s);
 // Tells ok / fail / info apart for a single-node reply that must be an integer.
 Outcome reply_outcome(const Reply& r);
+long long whole_ms(Duration d);
 
 }  // namespace lockbench

@@ -9,6 +9,10 @@
 //   [S4] validity = ttl - elapsed - drift,  drift = ttl * drift_factor + drift_ms
 //   [S5] if not acquired, unlock on ALL instances (a SET that timed out may have landed)
 //   retry after a random delay: that is the worker's retry policy (workload.retry_ms).
+// Extend ("Extending the lock" in the same page): [X1] on every instance, the script that
+// extends the key's TTL only if it still holds our token (redis-py's, so add and replace
+// both work); [X2] extended only on a majority, with validity = T - elapsed - drift as in
+// [S3]/[S4]. A failed extend leaves the nodes that did extend as they are, as node-redlock does.
 // Release runs the compare-and-delete script on every instance.
 #include <algorithm>
 #include <string>
@@ -48,6 +52,19 @@ public:
         const std::vector<Reply> replies = unlock_everywhere(env, lease.token);
         const Outcome outcome = unknown(replies) ? Outcome::info : Outcome::ok;
         return {outcome, nodes_answering_one(replies), ""};
+    }
+
+    ExtendResult extend(Env& env, const Lease& lease, Duration ttl, ExtendMode mode) override {
+        const Instant start = env.now();
+        const std::vector<Reply> replies = env.fan_out(extend_if_ours(ctx_.key, lease.token, ttl, mode),
+                                                       node_timeout_);                 // [X1]
+        const size_t extended = nodes_answering_one(replies).size();
+        const Duration validity = ttl - (env.now() - start) - drift();                  // [X2]
+        const std::string why = std::to_string(extended) + " of " + std::to_string(env.node_count()) + " nodes";
+        if (static_cast<int>(extended) >= quorum(env) && (validity > Duration::zero() || !check_validity_))
+            return {Outcome::ok, start + validity, {}, ""};
+        const bool maybe = static_cast<int>(extended + unknown(replies)) >= quorum(env);
+        return {maybe ? Outcome::info : Outcome::fail, {}, {}, why};
     }
 
 private:

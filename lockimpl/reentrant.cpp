@@ -5,6 +5,8 @@
 //                 PEXPIRE lease, return nil (held); else return PTTL (retry within it)
 //   watchdog [W1] while held, every lease/3: script: if our field exists, PEXPIRE lease
 //                 (Redisson's renewExpiration; it stops once the field is gone)
+//   extend   [W2] the watchdog's script once, with the lease T: Redisson always sets the
+//                 lease (replace); it has no "add", so add is refused (fail)
 //   release  [U1] script: if our field is gone, return nil (not ours any more); HINCRBY
 //                 field -1; if still > 0: PEXPIRE lease, return 0 (still held, nested);
 //                 else DEL key, return 1
@@ -65,6 +67,16 @@ public:
         if (depth_ == 0 && watchdog_) watchdog_.reset();  // stops and joins, no I/O of its own
         if (r.value.is_nil()) return {Outcome::ok, {}, "not ours any more"};
         return {Outcome::ok, nodes_answering_one({r}), r.value.is_int(0) ? "still held (nested)" : ""};
+    }
+
+    ExtendResult extend(Env& env, const Lease&, Duration ttl, ExtendMode mode) override {
+        if (mode == ExtendMode::add) return {Outcome::fail, {}, {}, "Redisson renews by replacing the lease only"};
+        const Instant start = env.now();
+        const Command renew{"EVAL", kRenew, "1", ctx_.key, std::to_string(whole_ms(ttl)), field_};
+        const Reply r = env.command(NodeId{0}, renew, ctx_.command_timeout);  // [W2]
+        if (!r.ok()) return {reply_outcome(r), {}, {}, "renew script: " + r.error};
+        if (!r.value.is_int(1)) return {Outcome::fail, {}, {}, "not ours any more"};
+        return {Outcome::ok, start + ttl, {}, ""};
     }
 
     int nesting() const override { return nesting_; }

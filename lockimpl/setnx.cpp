@@ -6,12 +6,17 @@
 //   release  [R1] DEL key                    (deletes whoever's lock is there now), or
 //            [R1'] GET key, compare, DEL key (the compare and the delete are not atomic)
 //
+//   extend   [X1] PEXPIRE key T (replace), or PTTL then PEXPIRE key PTTL + T (add): the
+//                 naive renewal, with no check that the key is still ours, so it extends
+//                 whoever holds the lock now; it fails only when the key is gone. With
+//                 expiry = "in-value": GETSET key (new expiry), see extend_expiry_value.
 // Seed 002's "naive expiry" variant (expiry = "in-value") stores the holder's expiry time,
 // by the holder's clock, as the value; a waiter that finds it passed runs
 //            [E1] DEL key  then  [E2] SETNX key new-expiry
 // and two waiters racing through E1/E2 can both win: the expired-lock race.
 // The seed's EXPIRE takes seconds; PEXPIRE is the same command in the milliseconds that
 // scaled-down scenarios need.
+#include <algorithm>
 #include <string>
 
 #include "lockimpl/registry.h"
@@ -51,6 +56,22 @@ public:
         const Reply del = env.command(NodeId{0}, {"DEL", ctx_.key}, ctx_.command_timeout);  // [R1]
         if (!del.ok()) return {reply_outcome(del), {}, "DEL: " + del.error};
         return {Outcome::ok, nodes_answering_one({del}), ""};
+    }
+
+    ExtendResult extend(Env& env, const Lease& lease, Duration ttl, ExtendMode mode) override {
+        if (expiry_ == "in-value") return extend_expiry_value(env, ctx_, lease, ttl, mode);
+        const Instant start = env.now();
+        long long left_ms = 0;
+        if (mode == ExtendMode::add) {
+            const Reply pttl = env.command(NodeId{0}, {"PTTL", ctx_.key}, ctx_.command_timeout);
+            if (!pttl.ok()) return {reply_outcome(pttl), {}, {}, "PTTL: " + pttl.error};
+            left_ms = std::max(0LL, pttl.value.integer);
+        }
+        const Reply r = env.command(NodeId{0}, {"PEXPIRE", ctx_.key, std::to_string(left_ms + whole_ms(ttl))},
+                                    ctx_.command_timeout);  // [X1]
+        if (!r.ok()) return {reply_outcome(r), {}, {}, "PEXPIRE: " + r.error};
+        if (!r.value.is_int(1)) return {Outcome::fail, {}, {}, "no key"};
+        return {Outcome::ok, start + ttl, {}, ""};
     }
 
 private:

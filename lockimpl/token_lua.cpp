@@ -5,6 +5,9 @@
 //                  new fencing token (monotonic per lock) — Kleppmann's fix
 //            [T2] with `wait_replicas` > 0: WAIT n timeout; fewer acks is a failure, and the
 //                 lock is released again (it may exist on the master only)
+//   extend   [T4] redis-py's extend script (Lock.extend(additional_time, replace_ttl)):
+//                 if GET key == token and the key has a TTL: PEXPIRE to PTTL + T (add) or T
+//                 (replace); 0 when the key is gone, not ours, or has no TTL
 //   release  [T3] Lua: if GET key == token then DEL key  (compare-and-delete, atomic)
 #include <string>
 
@@ -50,6 +53,16 @@ public:
             }
         }
         return AcquireResult::ok(lease);
+    }
+
+    ExtendResult extend(Env& env, const Lease& lease, Duration ttl, ExtendMode mode) override {
+        const Instant start = env.now();
+        const Reply r = env.command(NodeId{0}, extend_if_ours(ctx_.key, lease.token, ttl, mode),
+                                    ctx_.command_timeout);  // [T4]
+        if (!r.ok()) return {reply_outcome(r), {}, {}, "extend: " + r.error};
+        if (!r.value.is_int(1)) return {Outcome::fail, {}, {}, "not ours any more"};
+        // With add the key lives at least T more (PTTL + T): start + T is a safe lower bound.
+        return {Outcome::ok, start + ttl, {}, ""};
     }
 
     ReleaseResult release(Env& env, const Lease& lease) override {

@@ -286,3 +286,36 @@ TEST_F(ExternalTest, TheStoreFencesOnALibrarysTokenOnlyWhenTheRunSaysSo) {
     for (const Json& w : plain) EXPECT_FALSE(w.contains("fence")) << w.dump();
     for (const Json& w : fenced) EXPECT_TRUE(w.contains("fence") && w["fence"].get<long long>() > 0) << w.dump();
 }
+
+// ---- renewal through the adapter (README: Renewal) -------------------------------------------
+
+TEST_F(ExternalTest, RenewalSendsExtendAndALostEventMakesTheHolderAbandon) {
+    const std::string lost = (kSource / "tests" / "data" / "lost_adapter.py").string();
+    const std::string run_text = R"({"algorithm": "external", "name": "lost", "command": ["/usr/bin/python3", ")" + lost +
+                                 R"("], "params": {"ttl_ms": 900}, "renew": {"every_ms": 50, "ttl_ms": 700, "mode": "replace",
+                                 "abandon": true}})";
+    const fs::path s = write_file("scenario.json", R"({"name": "ext", "seed": 3, "workload": {"clients": 1,
+        "duration_ms": 2000, "sections_per_client": 1, "work_ms": {"fixed": 1000}}, "runs": [)" + run_text + "]}");
+    const fs::path out = dir() / "out";
+    const Result r = run({"run", s.string(), "--out", out.string()});
+    EXPECT_EQ(r.exit_code(), 0) << r.describe();
+    const fs::path run_dir = out / "runs" / "lost";
+    // The extend carried the policy's T and mode, and the first failure ended the renewals.
+    std::vector<Json> extends;
+    std::ifstream requests(dir() / "tmp" / "lost-adapter.requests");
+    for (std::string line; std::getline(requests, line);)
+        if (Json j = Json::parse(line); j.at("op") == "extend") extends.push_back(j);
+    ASSERT_EQ(extends.size(), 1u);
+    EXPECT_EQ(extends[0].at("ttl_ms"), 700);
+    EXPECT_EQ(extends[0].at("replace"), true);
+    // The event line that came before the extend's answer is a history event of its own.
+    const std::vector<Json> lost_events = history_lines(run_dir, "lost", "info");
+    ASSERT_EQ(lost_events.size(), 1u);
+    EXPECT_EQ(lost_events[0].at("lease"), "c0.1");
+    EXPECT_EQ(history_lines(run_dir, "renew", "fail").size(), 1u);
+    // Abandoned: no write reached the store, and the lease was still released.
+    EXPECT_TRUE(history_lines(run_dir, "write", "ok").empty());
+    ASSERT_EQ(history_lines(run_dir, "write", "fail").size(), 1u);
+    EXPECT_EQ(history_lines(run_dir, "release", "ok").size(), 1u);
+    EXPECT_EQ(read_json(run_dir / "run.json").at("renew").at("abandon"), true);
+}

@@ -163,6 +163,24 @@ TEST_F(RunFolder, MergesClientFilesByTimeAndSkipsFaultPoints) {
     EXPECT_EQ(h.leases[0], "c0.1");
 }
 
+// Renewals and a lock's "lost" announcements are for the timeline: the checker reads the
+// history as if they were not there.
+TEST_F(RunFolder, RenewalsAndLostEventsAreSkipped) {
+    write("run.json", R"({"final_counter": 0, "clients": 1, "scenario": "x"})");
+    write("history/client-0.jsonl",
+          R"({"t_ns": 5, "client": 0, "op": "acquire", "type": "invoke"})" "\n"
+          R"({"t_ns": 10, "client": 0, "op": "acquire", "type": "ok", "lease": "c0.1"})" "\n"
+          R"({"t_ns": 20, "client": 0, "op": "renew", "type": "invoke", "lease": "c0.1", "ttl_ms": 50})" "\n"
+          R"({"t_ns": 30, "client": 0, "op": "renew", "type": "fail", "lease": "c0.1", "detail": "not ours any more"})" "\n"
+          R"({"t_ns": 40, "client": 0, "op": "lost", "type": "info", "lease": "c0.1", "detail": "{}"})" "\n"
+          R"({"t_ns": 50, "client": 0, "op": "release", "type": "invoke", "lease": "c0.1"})" "\n");
+    write("store.jsonl", "");
+    const RunHistory h = load_run_history(dir_);
+    ASSERT_EQ(h.events.size(), 3u);
+    EXPECT_EQ(h.events[1].op, OpKind::acquire);
+    EXPECT_EQ(h.events[2].op, OpKind::release);
+}
+
 TEST_F(RunFolder, MalformedLineNamesFileAndLine) {
     write("run.json", R"({"final_counter": 0, "clients": 1})");
     write("history/client-0.jsonl",

@@ -339,3 +339,50 @@ TEST(ScenarioParse, WhatAServiceCannotDoIsRefusedWithTheReason) {
 }
 
 }  // namespace services
+
+// ---- renewal (issue 16) ----------------------------------------------------------------------
+
+namespace renewal {
+
+Json with_renew(const Json& renew) {
+    Json s = base();
+    s["runs"][0]["renew"] = renew;
+    return s;
+}
+
+TEST(ScenarioParse, ARenewalPolicyIsReadWithItsDefaults) {
+    const Scenario s = parse_scenario(with_renew({{"fraction", 0.25}, {"ttl_ms", 400}}), kFile);
+    ASSERT_TRUE(s.runs[0].renew);
+    const RenewSpec& r = *s.runs[0].renew;
+    EXPECT_EQ(r.period_ms(), 100);
+    EXPECT_FALSE(r.replace) << "add is redis-py's default";
+    EXPECT_FALSE(r.retry);
+    EXPECT_FALSE(r.abandon);
+    EXPECT_EQ(r.to_json(), Json::parse(R"({"fraction": 0.25, "ttl_ms": 400, "mode": "add", "on_failure": "stop",
+                                           "abandon": false})"));
+    const Scenario t = parse_scenario(with_renew({{"every_ms", 30}, {"ttl_ms", 50}, {"mode", "replace"},
+                                                  {"on_failure", "retry"}, {"abandon", true}}), kFile);
+    EXPECT_EQ(t.runs[0].renew->period_ms(), 30);
+    EXPECT_TRUE(t.runs[0].renew->replace && t.runs[0].renew->retry && t.runs[0].renew->abandon);
+    EXPECT_FALSE(parse_scenario(base(), kFile).runs[0].renew) << "no policy: no renewal";
+}
+
+TEST(ScenarioParse, ABadRenewalPolicyIsOneLineNamingTheField) {
+    expect_refused(with_renew({{"every_ms", 100}}), "runs[0].renew.ttl_ms", {"required"});
+    expect_refused(with_renew({{"ttl_ms", 100}}), "runs[0].renew.every_ms", {"exactly one"});
+    expect_refused(with_renew({{"every_ms", 10}, {"fraction", 0.5}, {"ttl_ms", 100}}), "runs[0].renew.every_ms",
+                   {"exactly one"});
+    expect_refused(with_renew({{"every_ms", 0}, {"ttl_ms", 100}}), "runs[0].renew.every_ms", {"an integer from 1"});
+    expect_refused(with_renew({{"fraction", 0.001}, {"ttl_ms", 100}}), "runs[0].renew.fraction");
+    expect_refused(with_renew({{"fraction", 0.02}, {"ttl_ms", 10}}), "runs[0].renew.fraction", {"at least 1 ms"});
+    expect_refused(with_renew({{"every_ms", 10}, {"ttl_ms", 100}, {"mode", "double"}}), "runs[0].renew.mode",
+                   {"\"add\" or \"replace\"", "double"});
+    expect_refused(with_renew({{"every_ms", 10}, {"ttl_ms", 100}, {"on_failure", "panic"}}), "runs[0].renew.on_failure");
+    expect_refused(with_renew({{"every_ms", 10}, {"ttl_ms", 100}, {"abandon", "yes"}}), "runs[0].renew.abandon",
+                   {"true or false"});
+    expect_refused(with_renew({{"every_ms", 10}, {"ttl_ms", 100}, {"jitter", 1}}), "runs[0].renew.jitter",
+                   {"unknown field"});
+    expect_refused(with_renew(Json::array()), "runs[0].renew", {"expected an object"});
+}
+
+}  // namespace renewal

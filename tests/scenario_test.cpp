@@ -85,7 +85,8 @@ void external_checks(const std::string& name, const nlohmann::json& summary) {
                                  {"zookeeper-3+minority-cut", false}, {"etcd-3+minority-paused", false}}},
         {"consensus-leader-crash", {{"zookeeper-3", false}, {"etcd-3", false}}},
         {"consensus-leader-crash-busy", {{"zookeeper-3", false}, {"etcd-3", false}}},
-        {"consensus-clock-jump", {{"zookeeper", false}}}};
+        {"consensus-clock-jump", {{"zookeeper", false}}},
+        {"renewal", {{"redis-py+renew-replace", false}, {"redis-py+renew-too-short", true}}}};
     if (!violates.contains(name)) return;
     for (const auto& [run, expected] : violates.at(name)) {
         const auto& r = run_named(summary, run);
@@ -173,6 +174,36 @@ void consensus_clock_jump_checks(const fs::path& out) {
     EXPECT_GE(*std::ranges::max_element(seconds) - *std::ranges::min_element(seconds), 60) << "the +60 s step never showed";
 }
 
+// Client 0's history in a renewal run: each renewal is recorded against its lease; the saving
+// policies only ever renew successfully, a short or late one fails before the holder's write,
+// and with abandon that write is refused by the holder itself.
+void renewal_checks(const fs::path& out, const nlohmann::json& summary) {
+    for (const auto& run : summary.at("runs")) {
+        const std::string name = run.at("name");
+        std::map<std::string, int> renewals;
+        long long first_failed = 0, write_sent = 0;
+        std::string write_end;
+        for (const auto& e : jsonl(out / "runs" / name / "history" / "client-0.jsonl")) {
+            if (e.at("op") == "renew" && e.at("type") != "invoke") {
+                EXPECT_EQ(e.at("lease"), "c0.1") << name;
+                ++renewals[e.at("type")];
+                if (e.at("type") == "fail" && !first_failed) first_failed = e.at("t_ns");
+            }
+            if (e.at("op") == "write" && e.at("type") == "invoke") write_sent = e.at("t_ns");
+            if (e.at("op") == "write" && e.at("type") != "invoke") write_end = e.at("type");
+        }
+        const bool saves = name.ends_with("renew-replace") || name.ends_with("renew-add");
+        if (saves) {
+            EXPECT_GE(renewals["ok"], 1) << name << ": renewed while it worked";
+        }
+        EXPECT_EQ(renewals["fail"], saves ? 0 : 1) << name << ": the first failure stops the renewals";
+        if (!saves) {
+            EXPECT_LT(first_failed, write_sent) << name << ": the holder learnt before it wrote";
+        }
+        EXPECT_EQ(write_end, name.ends_with("+abandon") ? "fail" : "ok") << name;
+    }
+}
+
 class Catalog : public ::testing::TestWithParam<std::string> {};
 
 // Every case of the catalog, run as a user runs it: each expectation in the file must hold,
@@ -190,6 +221,7 @@ TEST_P(Catalog, EveryExpectationHolds) {
     EXPECT_EQ(WEXITSTATUS(r.status), 0);
     if (name == "baseline") baseline_checks(r.summary);
     if (name == "slow-holder") slow_holder_checks(r.summary);
+    if (name == "renewal") renewal_checks(out, r.summary);
     external_checks(name, r.summary);
     if (name.starts_with("failover-")) failover_checks(out, r.summary);
     if (name == "acquire-pause") acquire_pause_checks(out);

@@ -224,3 +224,30 @@ TEST_F(CliTest, ExploreFindsNoStaleWriteAcceptedByTheFencedLockOnOneNode) {
 }
 
 }  // namespace
+
+// The renewal policy in virtual time: a renewal too short for its period fails once the key
+// has expired; "stop" ends the renewals there, "retry" goes on trying (and failing) until
+// the release. One client alone: nobody else takes the key, so each retry fails the same way.
+TEST_F(CliTest, RenewalStopsAfterAFailureUnlessTheRunRetries) {
+    const fs::path s = write_file("renew.json", R"({"name": "renew", "workload": {"clients": 1, "duration_ms": 2000,
+        "sections_per_client": 1, "work_ms": {"fixed": 1000}},
+        "runs": [{"algorithm": "token-lua", "name": "stop", "params": {"ttl_ms": 300},
+                  "renew": {"every_ms": 100, "ttl_ms": 50, "mode": "replace"}},
+                 {"algorithm": "token-lua", "name": "retry", "params": {"ttl_ms": 300},
+                  "renew": {"every_ms": 100, "ttl_ms": 50, "mode": "replace", "on_failure": "retry"}}]})");
+    const fs::path out = dir() / "out";
+    const Result r = run({"run", s.string(), "--backend", "sim", "--out", out.string()});
+    ASSERT_EQ(r.exit_code(), 0) << r.describe();
+    std::map<std::string, std::map<std::string, int>> renewals;
+    for (const char* name : {"stop", "retry"}) {
+        std::ifstream in(out / "runs" / name / "history" / "client-0.jsonl");
+        for (std::string line; std::getline(in, line);)
+            if (const Json j = Json::parse(line); j.at("op") == "renew") ++renewals[name][j.at("type")];
+    }
+    // At 100 ms the key (300 ms) is still there and gets 50 ms; at 200 ms it is gone.
+    EXPECT_EQ(renewals["stop"]["ok"], 1);
+    EXPECT_EQ(renewals["stop"]["fail"], 1);
+    EXPECT_EQ(renewals["retry"]["ok"], 1);
+    EXPECT_EQ(renewals["retry"]["fail"], 8) << "every 100 ms from 200 ms to the write at 1000 ms";
+    EXPECT_EQ(renewals["retry"]["invoke"], 9);
+}

@@ -47,6 +47,8 @@ const ops = {
     }
   },
   async extend(req) {
+    // node-redlock's extend sets the TTL to T from now on every node: it has no "add".
+    if (req.replace === false) return {ok: false, error: 'node-redlock extends by replacing the TTL only'};
     try {
       lock = await lock.extend(req.ttl_ms);
       return {ok: true};

@@ -13,11 +13,13 @@ SECTIONS_VERSION = 1
 
 
 class Lease:
-    __slots__ = ("lease", "client", "acq_ok", "validity", "fence", "rel_inv", "rel_end", "rel_type", "write_inv")
+    __slots__ = ("lease", "client", "acq_ok", "validity", "fence", "rel_inv", "rel_end", "rel_type", "write_inv",
+                 "renewals")
 
     def __init__(self, lease, client, acq_ok, validity, fence):
         self.lease, self.client, self.acq_ok, self.validity, self.fence = lease, client, acq_ok, validity, fence
         self.rel_inv = self.rel_end = self.rel_type = self.write_inv = None
+        self.renewals = []  # (ms, "ok" | "fail" | "info" | "lost"): the worker's renewals, the lock's lost events
 
 
 class Section:
@@ -142,6 +144,13 @@ class RepData:
                         lz.rel_inv = self.ms(t)
                 elif lz.rel_end is None:
                     lz.rel_end, lz.rel_type = self.ms(t), ty
+        elif (op == "renew" and ty != "invoke") or op == "lost":
+            lz = self.lease_by_id.get(e.get("lease"))
+            if lz is not None:
+                lz.renewals.append((self.ms(t), "lost" if op == "lost" else ty))
+                v = e.get("validity_ms")
+                if op == "renew" and ty == "ok" and v is not None:  # the client now believes it until then
+                    lz.validity = self.ms(t) + num(v, 0) - lz.acq_ok
         elif op == "write" and ty == "invoke":
             lz = self.lease_by_id.get(e.get("lease"))
             if lz is not None and lz.write_inv is None:

@@ -123,6 +123,9 @@ class Timeline:
         if end > bel:
             ax.add_patch(Rectangle((lz.acq_ok, i - 0.42), end - lz.acq_ok, 0.3, facecolor="none",
                                    edgecolor=col, lw=1.1 if hl else 0.6, ls="--", zorder=2))
+        for t, ty in lz.renewals:  # small ticks above the lease: renewals, failed (or lost) ones red
+            ax.plot([t, t], [i - 0.5, i - 0.38], color="#d7301f" if ty in ("fail", "lost") else "black",
+                    lw=1.0, zorder=6, solid_capstyle="butt")
         if hl and lz.write_inv is not None:
             ax.plot([lz.write_inv], [i - 0.27], marker="v", color="black", ms=6, mec="white", mew=0.6, zorder=6)
         if not (hl and annotate):
@@ -257,6 +260,8 @@ class Timeline:
             handles.insert(5, Line2D([], [], color="#d7301f", lw=2, label="A's stale write, accepted"))
         if self.release_t is not None:
             handles.append(Line2D([], [], color="#ff7f00", lw=2, label="A's release removes B's lock"))
+        if any(lz.renewals for c in self.lanes for lz in self.rd.leases.get(c, [])):
+            handles.append(Line2D([], [], color="black", lw=1, label="renewal (red: failed, or the lock said lost)"))
         fig.legend(handles=handles, loc="lower left", bbox_to_anchor=(0.09, 0.0), ncol=3, frameon=False, fontsize=7.5,
                    handlelength=1.8, columnspacing=1.2)
 

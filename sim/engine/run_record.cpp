@@ -10,6 +10,7 @@ Json to_json(const RunRecord& r) {
     Json j = {{"scenario", r.scenario}, {"lock_key", r.lock_key}, {"expect", expect}, {"workload", r.workload},
               {"command_timeout_ms", r.command_timeout_ms}, {"connect_timeout_ms", r.connect_timeout_ms}};
     add_identity(j, r);
+    if (!r.renew.is_null()) j["renew"] = r.renew;
     if (!r.clients_failed.empty()) j["clients_failed"] = to_json(r.clients_failed);
     if (r.sim_events) {
         j["backend"] = "sim";
@@ -31,6 +32,7 @@ RunRecord run_record_from_json(const Json& j) {
     r.workload = j.value("workload", Json::object());
     r.command_timeout_ms = j.value("command_timeout_ms", 0LL);
     r.connect_timeout_ms = j.value("connect_timeout_ms", 0LL);
+    r.renew = j.value("renew", Json());
     r.clients_failed = client_failures_from_json(j.value("clients_failed", Json::array()));
     if (j.contains("sim_events")) r.sim_events = j.at("sim_events").get<std::size_t>();
     r.faults = j.value("faults", Json::array());

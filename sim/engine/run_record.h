@@ -25,6 +25,7 @@ struct RunRecord : RunIdentity {
     nlohmann::json workload = nlohmann::json::object();  // the scenario's "workload", as written
     long long command_timeout_ms = 0;
     long long connect_timeout_ms = 0;
+    nlohmann::json renew;                      // the run's renewal policy (RenewSpec), null if none
     std::vector<ClientFailure> clients_failed;
     std::optional<std::size_t> sim_events;     // the simulator's: events it ran ("backend": "sim")
     nlohmann::json faults = nlohmann::json::array();     // per fault: label, fired, clients

@@ -356,6 +356,30 @@ void check_fault_nodes(Fields& f, const RunSpec& r, const std::string& faults_at
     }
 }
 
+// "renew": {"every_ms": P | "fraction": f, "ttl_ms": T, "mode": "add" | "replace",
+// "on_failure": "stop" | "retry", "abandon": false}.
+RenewSpec parse_renew(const nlohmann::json& j, const std::string& path, const std::string& file) {
+    Fields f(j, path, file);
+    RenewSpec r;
+    r.ttl_ms = f.integer("ttl_ms", 0, 1, kMaxDurationMs);
+    if (!f.get("ttl_ms")) f.fail(f.at("ttl_ms"), "required: each renewal's T, in ms");
+    if (f.get("every_ms")) r.every_ms = f.integer("every_ms", 0, 1, kMaxDurationMs);
+    if (f.get("fraction")) r.fraction = f.number("fraction", 0, 0.01, 100);
+    if (r.every_ms.has_value() == r.fraction.has_value())
+        f.fail(f.at("every_ms"), "give exactly one of every_ms (the period) and fraction (the period as a share of ttl_ms)");
+    if (r.period_ms() < 1) f.fail(f.at("fraction"), "the period (fraction * ttl_ms) must be at least 1 ms");
+    const std::string mode = f.string("mode", "add");
+    if (mode != "add" && mode != "replace") f.fail(f.at("mode"), "expected \"add\" or \"replace\", got " + quoted_excerpt(mode));
+    r.replace = mode == "replace";
+    const std::string on_failure = f.string("on_failure", "stop");
+    if (on_failure != "stop" && on_failure != "retry")
+        f.fail(f.at("on_failure"), "expected \"stop\" or \"retry\", got " + quoted_excerpt(on_failure));
+    r.retry = on_failure == "retry";
+    r.abandon = f.value<bool>("abandon", false, [](const auto& x) { return x.is_boolean(); }, "true or false");
+    f.finish();
+    return r;
+}
+
 RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::string& file,
                   const WorkloadSpec& w, const nlohmann::json& scenario_faults) {
     Fields f(j, path, file);
@@ -404,6 +428,7 @@ RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::s
                    "there is a replication link only with \"topology\": \"sentinel\"");
     r.check_lease_before_write =
         f.value<bool>("check_lease_before_write", false, [](const auto& x) { return x.is_boolean(); }, "true or false");
+    if (const nlohmann::json* renew = f.get("renew")) r.renew = parse_renew(*renew, f.at("renew"), file);
     const std::string persistence = f.string("persistence", "none");
     if (persistence == "aof-always") r.persistence = Persistence::aof_always;
     else if (persistence == "aof-everysec") r.persistence = Persistence::aof_everysec;

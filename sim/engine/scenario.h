@@ -43,6 +43,7 @@ struct RunSpec {
     std::vector<Expectation> expect;
     Persistence persistence = Persistence::none;   // of the lock nodes
     bool check_lease_before_write = false;          // the worker checks its lease's validity first
+    std::optional<RenewSpec> renew;                 // the worker renews each lease while held
     bool sentinel = false;             // topology "sentinel": lock0 with a replica and Sentinels
     std::vector<std::string> command;  // "algorithm": "external": the adapter's argv
     std::vector<FaultSpec> faults;     // the scenario's, unless the run names its own

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sim/engine/renewal.h"
 #include "sim/engine/store.h"
 
 namespace lockbench {
@@ -33,11 +34,18 @@ public:
             const std::string lease_id = "c" + std::to_string(spec_.client) + "." + std::to_string(totals_.sections + 1);
             std::optional<Lease> lease = acquire_nested(lease_id);
             if (!lease) break;
+            HeldLease held(*lease);
+            std::unique_ptr<BackgroundTask> renewal;
+            if (spec_.renew) renewal = start_renewal(env_, lock_, rec_, *spec_.renew, lease_id, held);
             env_.reach(Point::after_acquire);
-            section(lease_id, *lease, work_ms);
+            section(lease_id, held, work_ms);
             ++totals_.sections;
             env_.reach(Point::before_release);
-            release_nested(lease_id, *lease);
+            renewal.reset();  // stops and joins: no renewal after (or during) the release
+            // Released even when lost: with a token the release is a harmless "not ours",
+            // and a naive DEL deleting the next holder's lock is what the checker should see.
+            release_nested(lease_id, held.snapshot());
+            note_lost_events(lock_, rec_, lease_id, held);
             env_.sleep(from_ms(spec_.workload.think_ms.sample_ms(retry_rng_)));
         }
         return totals_;
@@ -106,7 +114,8 @@ private:
         }
     }
 
-    void section(const std::string& lease_id, const Lease& lease, double work_ms) {
+    void section(const std::string& lease_id, HeldLease& held, double work_ms) {
+        const Lease lease = held.snapshot();
         const SectionId id{spec_.client, lease_id, lease.fencing_token};
         rec_.line("read", "invoke").str("lease", lease_id).commit();
         const Reply read = store_.enter(id);
@@ -116,7 +125,12 @@ private:
             return;
         }
         env_.sleep(from_ms(work_ms));
-        if (spec_.check_lease_before_write && lease.valid_until && env_.now() >= *lease.valid_until) {
+        if (abandons_lost_lease(lease_id, held, work_ms)) {
+            store_.abandon(id);
+            return;
+        }
+        const std::optional<Instant> valid_until = held.snapshot().valid_until;  // as renewed meanwhile
+        if (spec_.check_lease_before_write && valid_until && env_.now() >= *valid_until) {
             // The careful client: its lease ran out while it worked, so it does not write.
             rec_.line("write", "invoke").str("lease", lease_id).real("work_ms", work_ms).commit();
             rec_.line("write", "fail").str("lease", lease_id).str("detail", "lease expired before the write").commit();
@@ -132,6 +146,16 @@ private:
         record_store_op("write", lease_id, write, type);
         // Without a clear answer it is unknown whether the write and its exit happened: close it.
         if (!write.ok()) store_.abandon(id);
+    }
+
+    // With a renewal policy that abandons: the holder has learnt that its lease is gone (a
+    // failed renewal, or the lock said so), so it writes nothing.
+    bool abandons_lost_lease(const std::string& lease_id, HeldLease& held, double work_ms) {
+        note_lost_events(lock_, rec_, lease_id, held);
+        if (!spec_.renew || !spec_.renew->abandon || !held.lost()) return false;
+        rec_.line("write", "invoke").str("lease", lease_id).real("work_ms", work_ms).commit();
+        rec_.line("write", "fail").str("lease", lease_id).str("detail", "lease lost: a renewal failed, or the lock said so").commit();
+        return true;
     }
 
     void record_store_op(const char* op, const std::string& lease_id, const Reply& r, const char* type) {

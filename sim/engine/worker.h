@@ -4,6 +4,7 @@
 //     acquire  — one attempt at a time; after a failure sleep a retry delay drawn from the
 //                scenario, never longer than the lock's own hint (Redisson's PTTL)
 //     section  — read the counter on the store, work, write counter+1 (store.h)
+//     (renew   — with a renewal policy, a background task extends the lease meanwhile)
 //     release
 //     think
 //
@@ -28,6 +29,7 @@ struct WorkerSpec {
     Duration store_timeout = std::chrono::milliseconds(1000);
     std::optional<Instant> start_at;   // wait until then, so that every client starts together
     bool check_lease_before_write = false;  // skip the write if the lease's validity has run out
+    std::optional<RenewSpec> renew;         // extend the lease while held (sim/engine/renewal.h)
 };
 
 struct WorkerTotals {

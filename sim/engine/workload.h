@@ -40,6 +40,21 @@ struct Distribution {
     nlohmann::json to_json() const;
 };
 
+// A run's renewal policy ("renew"): while a lease is held, a background task extends it
+// every period by ttl_ms, as redis-py's extend, Redisson's watchdog or node-redlock's
+// extend would (sim/engine/renewal.h).
+struct RenewSpec {
+    std::optional<long long> every_ms;   // the period, or
+    std::optional<double> fraction;      // the period as this fraction of ttl_ms
+    long long ttl_ms = 0;                // each extend's T
+    bool replace = false;                // mode replace: T from now; add: the time left plus T
+    bool retry = false;                  // on_failure retry: go on renewing after a failure
+    bool abandon = false;                // once a renewal fails (or the lock says it is lost),
+                                         // the holder does not write
+    double period_ms() const { return every_ms ? static_cast<double>(*every_ms) : *fraction * static_cast<double>(ttl_ms); }
+    nlohmann::json to_json() const;
+};
+
 struct WorkloadSpec {
     int clients = 8;
     long long duration_ms = 3000;

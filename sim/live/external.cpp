@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 #include <thread>
 
 extern char** environ;
@@ -184,7 +185,15 @@ std::string ExternalLock::read_line(std::chrono::steady_clock::time_point deadli
     }
 }
 
+bool ExternalLock::keep_if_event(const std::string& line) {
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object() || !j.contains("event")) return false;
+    if (j.at("event") == "lost") lost_events_.push_back(one_line(line));
+    return true;  // an event of another kind is not for lockbench: skipped
+}
+
 nlohmann::json ExternalLock::call(const nlohmann::json& request) {
+    const std::lock_guard hold(mutex_);
     const std::string text = request.dump() + "\n";
     for (size_t done = 0; done < text.size();) {
         const ssize_t n = ::write(to_, text.data() + done, text.size() - done);
@@ -193,7 +202,9 @@ nlohmann::json ExternalLock::call(const nlohmann::json& request) {
         done += static_cast<size_t>(n);
     }
     const std::string op = request.at("op");
-    const std::string line = read_line(std::chrono::steady_clock::now() + spec_.op_timeout, "its answer to " + op);
+    const auto deadline = std::chrono::steady_clock::now() + spec_.op_timeout;
+    std::string line = read_line(deadline, "its answer to " + op);
+    while (keep_if_event(line)) line = read_line(deadline, "its answer to " + op);
     nlohmann::json reply = nlohmann::json::parse(line, nullptr, false);
     if (reply.is_discarded() || !reply.is_object() || !reply.contains("ok") || !reply.at("ok").is_boolean())
         fail("answered " + op + " with something that is not the protocol (expected {\"ok\": true|false, ...})");
@@ -228,6 +239,46 @@ ReleaseResult ExternalLock::release(Env&, const Lease&) {
         for (const auto& n : r.at("removed_on"))
             if (n.is_number_integer()) removed.push_back(NodeId{n.get<int>()});
     return {Outcome::ok, removed, ""};
+}
+
+}  // namespace lockbench
+
+namespace lockbench {
+
+ExtendResult ExternalLock::extend(Env& env, const Lease&, Duration ttl, ExtendMode mode) {
+    const Instant start = env.now();
+    const long long ttl_ms = std::chrono::duration_cast<std::chrono::milliseconds>(ttl).count();
+    nlohmann::json r;
+    try {
+        r = call({{"op", "extend"}, {"key", key_}, {"ttl_ms", ttl_ms}, {"replace", mode == ExtendMode::replace}});
+    } catch (const AdapterError& e) {
+        // On the renewal task: the adapter is gone, and the worker's next call says so.
+        return {Outcome::info, {}, {}, e.what()};
+    }
+    if (!r.at("ok").get<bool>()) return {Outcome::fail, {}, {}, r.value("error", std::string("not extended"))};
+    ExtendResult out{Outcome::ok, {}, {}, ""};
+    if (r.contains("validity_ms") && r.at("validity_ms").is_number())
+        out.valid_until = start + std::chrono::duration_cast<Duration>(
+                                      std::chrono::duration<double, std::milli>(r.at("validity_ms").get<double>()));
+    return out;
+}
+
+// Reads, without waiting, whatever the adapter has printed on its own since the last call.
+std::vector<std::string> ExternalLock::take_lost_events() {
+    const std::lock_guard hold(mutex_);
+    for (pollfd p{from_, POLLIN, 0}; from_ >= 0 && ::poll(&p, 1, 0) > 0; p.revents = 0) {
+        char chunk[4096];
+        const ssize_t n = ::read(from_, chunk, sizeof chunk);
+        if (n <= 0) break;  // a dead adapter: the worker's next call reports it
+        buffer_.append(chunk, static_cast<size_t>(n));
+    }
+    for (size_t nl; (nl = buffer_.find('\n')) != std::string::npos;) {
+        const std::string line = buffer_.substr(0, nl);
+        buffer_.erase(0, nl + 1);
+        if (!line.empty()) last_line_ = line;
+        keep_if_event(line);  // any other unsolicited line answers nothing: dropped
+    }
+    return std::exchange(lost_events_, {});
 }
 
 }  // namespace lockbench

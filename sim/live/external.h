@@ -3,6 +3,11 @@
 //
 //   client ── {"op":"acquire","key":K,"ttl_ms":T,"wait_ms":0} ──► adapter (stdin)
 //          ◄── {"ok":true,"token":"…","fence":12,"validity_ms":287.5} ── (stdout)
+//          ◄── {"event":"lost",...} ── at any time: the library says the lock is gone
+//
+// The worker and its renewal task (on another thread) both talk to the one adapter, which
+// answers one request at a time: a mutex keeps each request and its answer together, and
+// event lines read while waiting for an answer are kept for take_lost_events().
 //
 // The adapter is the client's child, in the client's process group, so a pause (SIGSTOP to
 // the group) stops both, a kill kills both, and it dies with the client (PR_SET_PDEATHSIG).
@@ -16,6 +21,7 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -51,11 +57,15 @@ public:
 
     AcquireResult try_acquire(Env& env) override;
     ReleaseResult release(Env& env, const Lease& lease) override;
+    ExtendResult extend(Env& env, const Lease& lease, Duration ttl, ExtendMode mode) override;
+    std::vector<std::string> take_lost_events() override;
 
     const std::string& library() const { return library_; }  // what the adapter said it runs
 
 private:
     nlohmann::json call(const nlohmann::json& request);
+    // Keeps an event line's detail; false if the line is not an event.
+    bool keep_if_event(const std::string& line);
     std::string read_line(std::chrono::steady_clock::time_point deadline, const std::string& waiting_for);
     [[noreturn]] void fail(const std::string& what, bool with_last_line = true);
     int reap();
@@ -69,6 +79,8 @@ private:
     std::string buffer_;
     std::string last_line_;
     std::string library_;
+    std::mutex mutex_;                     // one request at a time, from either thread
+    std::vector<std::string> lost_events_; // unsolicited "lost" lines not yet taken
 };
 
 }  // namespace lockbench

@@ -47,8 +47,10 @@ public:
         return n == kLeaderNode ? leader : n == kFollowerNode ? (leader + 1) % nodes : n;
     }
     int node_count() const override { return nodes; }
+    std::optional<int> current_holder() override { return holder; }
     int leader = 1;
     int nodes = 3;
+    std::optional<int> holder;  // whom the store saw enter last
 
 private:
     static std::string whose(ClockOf k) {

@@ -11,7 +11,7 @@
 //                 witness scenario that violates again, simulated and on live redis-servers;
 //                 `--replay SEED` rebuilds that schedule byte for byte; fenced token-lua on one
 //                 node accepts no stale write in any schedule; each run's search is timed from
-//                 its own start
+//                 its own start; a repeating fault aimed at the holder is explored too
 #include "cli_util.h"
 
 namespace {
@@ -126,6 +126,20 @@ TEST_F(CliTest, ARandomRepeatingNemesisReplaysByteForByte) {
     EXPECT_GT(std::ranges::count(a, '\n'), 10) << a;
     EXPECT_EQ(a, nemesis_log("11", "b"));
     EXPECT_NE(a, nemesis_log("12", "c"));
+}
+
+// A repeating fault aimed at the holder names no client index: explore keeps the target and
+// draws the rest around the file's values, and shrinking keeps the fault.
+TEST_F(CliTest, ExploreDrawsAroundARepeatingFaultAimedAtTheHolder) {
+    const fs::path out = dir() / "explore";
+    const Result r = run({"explore", (kScenarios / "jepsen-pauses.json").string(), "--algorithm", "token-lua+ttl_ms=300",
+                          "--schedules", "3", "--seed", "5", "--first", "--out", out.string()});
+    ASSERT_EQ(r.exit_code(), 0) << r.describe();
+    const Json e = read_json(out / "explore.json");
+    ASSERT_EQ(e.at("violations_found"), 1) << e.dump(2);
+    const Json& fault = e.at("violations").at(0).at("shrunk").at("faults").at(0);
+    EXPECT_EQ(fault.at("client"), "holder");
+    EXPECT_EQ(fault.at("every_ms"), 500);
 }
 
 TEST_F(CliTest, ExploreFindsShrinksAndReplaysTheGcPauseViolation) {

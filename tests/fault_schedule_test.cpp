@@ -2,6 +2,7 @@
 // no clock. A fake world records what it was told to do; times are passed in by hand.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -47,8 +48,10 @@ public:
         return n == kLeaderNode ? leader : n == kFollowerNode ? (leader + 1) % nodes : n;
     }
     int node_count() const override { return nodes; }
+    std::optional<int> current_holder() override { return holder; }
     int leader = 1;
     int nodes = 3;
+    std::optional<int> holder;  // whom the store saw enter last
 
 private:
     static std::string whose(ClockOf k) {
@@ -79,16 +82,30 @@ struct ScheduleRun {
     std::vector<std::pair<long long, std::size_t>> booked;
     FaultSchedule schedule;
 
-    explicit ScheduleRun(std::vector<FaultSpec> faults, int clients = 3)
-        : schedule(std::move(faults), world, [this](const std::string& line) { log.push_back(brief(line)); },
+    std::vector<nlohmann::json> lines;  // every log line as written
+
+    explicit ScheduleRun(std::vector<FaultSpec> faults, int clients = 3, std::uint64_t seed = 0)
+        : schedule(std::move(faults), world, [this](const std::string& line) {
+              log.push_back(brief(line));
+              lines.push_back(nlohmann::json::parse(line));
+          },
                    [this](long long at_ns, std::size_t timer) { booked.emplace_back(at_ns, timer); }) {
-        schedule.start(clients, 0, 0);
+        schedule.start(clients, 0, 0, seed);
+    }
+
+    // Runs every timer up to `to_ms` at its own time, as a world would.
+    void advance(long long to_ms) {
+        while (const auto next = schedule.next_due_ns()) {
+            if (*next > to_ms * kMs) break;
+            schedule.run_due(*next);
+        }
     }
 
     static std::string brief(const std::string& line) {
         const auto j = nlohmann::json::parse(line);
-        return j["type"].get<std::string>() + " " + j["fault"].get<std::string>() + " c" +
-               std::to_string(j["client"].get<int>()) + " @" + std::to_string(j["t_ns"].get<long long>() / kMs);
+        const std::string client = j.contains("client") ? " c" + std::to_string(j["client"].get<int>()) : "";
+        return j["type"].get<std::string>() + " " + j["fault"].get<std::string>() + client + " @" +
+               std::to_string(j["t_ns"].get<long long>() / kMs);
     }
 };
 
@@ -333,6 +350,147 @@ TEST(FaultSchedule, ALogLineIsOneJsonObjectWithTheFaultsLabel) {
     EXPECT_EQ(fault_log_line(42, "start", pause, 3),
               "{\"t_ns\":42,\"op\":\"fault\",\"type\":\"start\",\"fault\":\"pause\","
               "\"label\":\"pause 600 ms at after_acquire #1\",\"client\":3}\n");
+}
+
+}  // namespace
+}  // namespace lockbench
+
+// ---- the repeating nemesis (every_ms) -------------------------------------------------------
+
+namespace lockbench {
+namespace {
+
+// A pause that repeats every `every_ms` until 2000 ms, on client `client` unless aimed otherwise.
+FaultSpec repeating_pause(long long every_ms, long long pause_ms, int client = 1) {
+    FaultSpec f;
+    f.kind = FaultSpec::Kind::pause;
+    f.every_ms = Distribution{Distribution::Kind::fixed, static_cast<double>(every_ms), 0};
+    f.until_ms = 2000;
+    f.client = client;
+    f.duration_ms = pause_ms;
+    return f;
+}
+
+std::vector<long long> occurrences(const ScheduleRun& r, const std::string& type) {
+    std::vector<long long> out;
+    for (const auto& j : r.lines)
+        if (j["type"] == type) out.push_back(j["occurrence"].get<long long>());
+    return out;
+}
+
+TEST(RepeatingFault, FiresEveryIntervalFromOneIntervalInUntilTheRunEnds) {
+    ScheduleRun r({repeating_pause(500, 100)});
+    EXPECT_TRUE(r.world.calls.empty());  // not at the start: one interval in
+    r.advance(10'000);
+    EXPECT_EQ(r.log, (Strings{"start pause c1 @500", "end pause c1 @600", "start pause c1 @1000", "end pause c1 @1100",
+                              "start pause c1 @1500", "end pause c1 @1600"}));
+    EXPECT_EQ(occurrences(r, "start"), (std::vector<long long>{1, 2, 3}));
+    EXPECT_EQ(occurrences(r, "end"), (std::vector<long long>{1, 2, 3}));
+    EXPECT_EQ(r.schedule.injected(), 3);
+    EXPECT_EQ(r.schedule.report()[0]["fired"], 3);
+    EXPECT_EQ(r.schedule.report()[0]["skipped"], 0);
+}
+
+TEST(RepeatingFault, AnAtMsStartsTheFirstOccurrenceThere) {
+    FaultSpec f = repeating_pause(500, 100);
+    f.at_ms = 0;
+    ScheduleRun r({f});
+    EXPECT_EQ(r.world.calls, Strings{"pause 1"});  // at 0 ms: now
+    r.advance(10'000);
+    EXPECT_EQ(r.schedule.injected(), 4);  // 0, 500, 1000, 1500
+}
+
+TEST(RepeatingFault, AnOccurrenceWhoseTargetIsStillPausedIsSkipped) {
+    ScheduleRun r({repeating_pause(500, 700)});
+    r.advance(10'000);
+    // 500..1200 paused: the one at 1000 is skipped, the one at 1500 strikes again.
+    EXPECT_EQ(r.log, (Strings{"start pause c1 @500", "skipped pause c1 @1000", "end pause c1 @1200",
+                              "start pause c1 @1500", "end pause c1 @2200"}));
+    EXPECT_EQ(r.world.calls, (Strings{"pause 1", "resume 1", "pause 1", "resume 1"}));
+    EXPECT_EQ(r.schedule.report()[0]["skipped"], 1);
+    EXPECT_EQ(occurrences(r, "start"), (std::vector<long long>{1, 3}));
+}
+
+TEST(RepeatingFault, AimedAtTheHolderItStrikesWhoeverTheStoreSawEnterLast) {
+    FaultSpec f = repeating_pause(500, 100);
+    f.client.reset();
+    f.target = FaultSpec::Target::holder;
+    ScheduleRun r({f});
+    r.advance(700);  // no enter yet at 500: skipped
+    r.world.holder = 2;
+    r.advance(1200);
+    r.world.holder = 0;
+    r.advance(10'000);
+    EXPECT_EQ(r.log, (Strings{"skipped pause @500", "start pause c2 @1000", "end pause c2 @1100",
+                              "start pause c0 @1500", "end pause c0 @1600"}));
+    EXPECT_EQ(r.lines[0]["why"], "no holder yet");
+    EXPECT_EQ(r.schedule.report()[0]["clients"], nlohmann::json::array({2, 0}));
+}
+
+TEST(RepeatingFault, EachOccurrenceLastsItsOwnDrawnLength) {
+    FaultSpec f = repeating_pause(1000, 0);
+    f.until_ms = 20'000;
+    f.duration_drawn_ms = Distribution{Distribution::Kind::uniform, 100, 300};
+    ScheduleRun r({f}, 3, 7);
+    r.advance(100'000);
+    std::set<long long> lengths;
+    long long started_ns = 0, length_ms = 0;
+    for (const auto& j : r.lines) {
+        if (j["type"] == "start") {
+            started_ns = j["t_ns"].get<long long>();
+            length_ms = j["duration_ms"].get<long long>();
+            lengths.insert(length_ms);
+            EXPECT_GE(length_ms, 100);
+            EXPECT_LE(length_ms, 300);
+        } else {
+            EXPECT_EQ((j["t_ns"].get<long long>() - started_ns) / kMs, length_ms);  // it lasted its draw
+        }
+    }
+    EXPECT_EQ(r.schedule.injected(), 19);
+    EXPECT_GT(lengths.size(), 1u);  // drawn, not one length for all
+}
+
+// Random targets, exponential intervals and drawn lengths replay exactly from the seed.
+TEST(RepeatingFault, TheSameSeedDrawsTheSameNemesisAndAnotherSeedAnother) {
+    FaultSpec f = repeating_pause(0, 0);
+    f.client.reset();
+    f.target = FaultSpec::Target::random;
+    f.every_ms = Distribution{Distribution::Kind::exponential, 200, 0};
+    f.until_ms = 20'000;
+    f.duration_drawn_ms = Distribution{Distribution::Kind::uniform, 10, 150};
+    const auto log_of = [&](std::uint64_t seed) {
+        ScheduleRun r({f}, 5, seed);
+        r.advance(100'000);
+        return r.log;
+    };
+    const Strings a = log_of(3);
+    EXPECT_EQ(a, log_of(3));
+    EXPECT_NE(a, log_of(4));
+    std::set<std::string> struck;
+    for (const auto& line : a)
+        if (line.starts_with("start")) struck.insert(line.substr(0, line.find(" @")));
+    EXPECT_EQ(struck.size(), 5u) << "every one of the five clients is struck at some point";
+}
+
+TEST(RepeatingFault, ARepeatingLinkHealsAndACrashRestartsBetweenOccurrences) {
+    FaultSpec link;
+    link.kind = FaultSpec::Kind::link;
+    link.link = LinkFault::blackhole();
+    link.link_nodes = {0};
+    link.client = 2;
+    link.duration_ms = 100;
+    link.every_ms = Distribution{Distribution::Kind::fixed, 600, 0};
+    link.until_ms = 1300;
+    FaultSpec crash;
+    crash.kind = FaultSpec::Kind::crash;
+    crash.node = 1;
+    crash.restart_after_ms = 100;
+    crash.every_ms = Distribution{Distribution::Kind::fixed, 1000, 0};
+    crash.until_ms = 2500;
+    ScheduleRun r({link, crash});
+    r.advance(10'000);
+    EXPECT_EQ(r.world.calls, (Strings{"link c2-n0 blackhole", "link c2-n0 pass", "crash 1", "restart 1",
+                                      "link c2-n0 blackhole", "link c2-n0 pass", "crash 1", "restart 1"}));
 }
 
 }  // namespace

@@ -386,3 +386,58 @@ TEST(ScenarioParse, ABadRenewalPolicyIsOneLineNamingTheField) {
 }
 
 }  // namespace renewal
+
+// ---- the repeating nemesis (issue 16) ---------------------------------------------------------
+
+namespace repeating {
+
+TEST(ScenarioParse, ARepeatingFaultReadsItsIntervalTargetAndDrawnLength) {
+    const Scenario s = parse_scenario(with_fault(Json::parse(R"(
+        {"fault": "pause", "client": "holder", "every_ms": {"exponential": 400}, "duration_ms": {"uniform": [100, 300]},
+         "until_ms": 900})")), kFile);
+    const FaultSpec& f = s.runs.at(0).faults.at(0);
+    ASSERT_TRUE(f.repeats());
+    EXPECT_EQ(f.every_ms->kind, Distribution::Kind::exponential);
+    EXPECT_EQ(f.target, FaultSpec::Target::holder);
+    EXPECT_FALSE(f.client);
+    EXPECT_FALSE(f.at_ms);  // the first occurrence comes one interval in
+    EXPECT_EQ(f.until_ms, 900);
+    ASSERT_TRUE(f.duration_drawn_ms);
+    EXPECT_EQ(f.label(), "pause 100..300 ms on the holder every mean 400 ms");
+    // A number is a fixed period; until_ms defaults to the clients' duration.
+    const FaultSpec g = parse_scenario(with_fault(Json::parse(R"(
+        {"fault": "link", "client": "random", "every_ms": 250, "at_ms": 0, "mode": "blackhole", "store": true, "duration_ms": 50})")),
+                                       kFile).runs.at(0).faults.at(0);
+    EXPECT_EQ(g.every_ms->kind, Distribution::Kind::fixed);
+    EXPECT_EQ(g.every_ms->a, 250);
+    EXPECT_EQ(g.until_ms, 1000);
+    EXPECT_EQ(g.target, FaultSpec::Target::random);
+    EXPECT_FALSE(g.all_clients) << "each occurrence cuts the paths of the client it drew";
+}
+
+TEST(ScenarioParse, WhatCannotRepeatIsRefusedInOneLine) {
+    struct Case { const char* fault; const char* field; const char* piece; };
+    const std::vector<Case> cases = {
+        {R"({"fault": "kill", "client": 0, "every_ms": 100})", "faults[0].every_ms", "a kill or a gate happens once"},
+        {R"({"fault": "gate", "point": "after_acquire", "every_ms": 100})", "faults[0].point", "not at a point"},
+        {R"({"fault": "pause", "point": "after_acquire", "every_ms": 100, "duration_ms": 5})", "faults[0].point", "not at a point"},
+        {R"({"fault": "link", "client": 0, "every_ms": 100, "mode": "blackhole", "store": true})", "faults[0].duration_ms", "heals before the next"},
+        {R"({"fault": "crash", "node": 0, "every_ms": 100})", "faults[0].restart_after_ms", "comes back before the next"},
+        {R"({"fault": "crash", "node": 0, "client": "holder", "every_ms": 100, "restart_after_ms": 10})", "faults[0].client", "a fault on a node"},
+        {R"({"fault": "pause", "client": "boss", "every_ms": 100, "duration_ms": 5})", "faults[0].client", "\"random\" or \"holder\""},
+        {R"({"fault": "pause", "every_ms": 100, "duration_ms": 5})", "faults[0].client", "every_ms: which client"},
+        {R"({"fault": "pause", "client": "holder", "at_ms": 10, "duration_ms": 5})", "faults[0].client", "give every_ms"},
+        {R"({"fault": "pause", "client": 0, "at_ms": 10, "duration_ms": {"fixed": 5}})", "faults[0].duration_ms", "give every_ms"},
+        {R"({"fault": "pause", "client": 0, "at_ms": 10, "duration_ms": 5, "until_ms": 50})", "faults[0].until_ms", "only a repeating fault"},
+        {R"({"fault": "pause", "client": 0, "every_ms": 0, "duration_ms": 5})", "faults[0].every_ms", "from 1 to 1000"},
+        {R"({"fault": "pause", "client": 0, "every_ms": {"exponential": 5000}, "duration_ms": 5})", "faults[0].every_ms", "each from 0 to 1000"},
+        {R"({"fault": "pause", "client": 0, "every_ms": 100, "duration_ms": 5, "until_ms": 1001})", "faults[0].until_ms", "from 1 to 1000"},
+        {R"({"fault": "pause", "client": 0, "every_ms": 100, "duration_ms": {"normal": 5}})", "faults[0].duration_ms", "{\"fixed\": MS}"},
+    };
+    for (const Case& c : cases) {
+        SCOPED_TRACE(c.fault);
+        expect_refused(with_fault(Json::parse(c.fault)), c.field, {c.piece});
+    }
+}
+
+}  // namespace repeating

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <ctime>
 #include <map>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -204,6 +205,30 @@ void renewal_checks(const fs::path& out, const nlohmann::json& summary) {
     }
 }
 
+// The repeating nemesis: every run's pauses were numbered 1, 2, … in order (skipped ones
+// too), each that started ended, they struck whoever held the lock (so more than one client),
+// and only the fenced lock lost no acknowledged update.
+void jepsen_pauses_checks(const fs::path& out, const nlohmann::json& summary) {
+    for (const auto& run : summary.at("runs")) {
+        const std::string name = run.at("name");
+        std::set<int> struck;
+        long long next = 1, starts = 0, ends = 0;
+        for (const auto& e : jsonl(out / "runs" / name / "nemesis.jsonl")) {
+            if (e.at("type") == "end") ++ends;
+            if (e.at("type") == "end") continue;
+            EXPECT_EQ(e.at("occurrence").get<long long>(), next++) << name << ": " << e.dump();
+            if (e.at("type") != "start") continue;
+            ++starts;
+            struck.insert(e.at("client").get<int>());
+        }
+        EXPECT_GE(starts, 4) << name;
+        EXPECT_EQ(starts, ends) << name << ": a pause that never ended";
+        EXPECT_GE(struck.size(), 2u) << name << ": the holder changes, and so does whom the pause strikes";
+        const bool fenced = name.ends_with("+fence");
+        EXPECT_EQ(safety(run, "lost_updates") > 0, !fenced) << name;
+    }
+}
+
 class Catalog : public ::testing::TestWithParam<std::string> {};
 
 // Every case of the catalog, run as a user runs it: each expectation in the file must hold,
@@ -226,6 +251,7 @@ TEST_P(Catalog, EveryExpectationHolds) {
     if (name.starts_with("failover-")) failover_checks(out, r.summary);
     if (name == "acquire-pause") acquire_pause_checks(out);
     if (name == "consensus-clock-jump") consensus_clock_jump_checks(out);
+    if (name == "jepsen-pauses") jepsen_pauses_checks(out, r.summary);
     fs::remove_all(out);
 }
 

@@ -6,12 +6,12 @@
 //                 order, after the crash); external libraries, which cannot run in virtual
 //                 time, are reported as skipped, with the reason, not failed
 //   replay ...... the same scenario and seed give byte-identical histories, store logs and
-//                 fault logs; another seed gives other ones
+//                 fault logs; another seed gives other ones; a random repeating nemesis too
 //   explore ..... a schedule search finds the GC pause's violation, shrinks it, and writes a
 //                 witness scenario that violates again, simulated and on live redis-servers;
 //                 `--replay SEED` rebuilds that schedule byte for byte; fenced token-lua on one
 //                 node accepts no stale write in any schedule; each run's search is timed from
-//                 its own start
+//                 its own start; a repeating fault aimed at the holder is explored too
 #include "cli_util.h"
 
 namespace {
@@ -104,6 +104,42 @@ TEST_F(CliTest, SimulatedRunsReplayByteForByte) {
     for (const auto& [path, bytes] : a)
         if (path.find("/history/") != std::string::npos && c.contains(path) && c.at(path) != bytes) ++differ;
     EXPECT_GT(differ, 0u) << "another seed should give other histories";
+}
+
+// The repeating nemesis at its most random (random clients, exponential intervals, drawn
+// lengths) replays from the seed: the same seed strikes the same clients at the same instants.
+TEST_F(CliTest, ARandomRepeatingNemesisReplaysByteForByte) {
+    Json scenario = read_json(kScenarios / "jepsen-pauses.json");
+    scenario["faults"] = Json::parse(R"([{"fault": "pause", "client": "random", "every_ms": {"exponential": 300},
+                                          "duration_ms": {"uniform": [200, 700]}}])");
+    scenario["runs"] = Json::array({scenario["runs"][1]});
+    scenario["runs"][0].erase("expect");  // whether a random pause lands in a section is the seed's luck
+    const fs::path file = dir() / "random-nemesis.json";
+    std::ofstream(file) << scenario.dump();
+    const auto nemesis_log = [&](const std::string& seed, const std::string& name) {
+        const fs::path out = dir() / name;
+        const Result r = run({"run", file.string(), "--backend", "sim", "--seed", seed, "--out", out.string()});
+        EXPECT_EQ(r.exit_code(), 0) << r.describe();
+        return read_text(out / "runs" / "token-lua+ttl_ms=300" / "nemesis.jsonl");
+    };
+    const std::string a = nemesis_log("11", "a");
+    EXPECT_GT(std::ranges::count(a, '\n'), 10) << a;
+    EXPECT_EQ(a, nemesis_log("11", "b"));
+    EXPECT_NE(a, nemesis_log("12", "c"));
+}
+
+// A repeating fault aimed at the holder names no client index: explore keeps the target and
+// draws the rest around the file's values, and shrinking keeps the fault.
+TEST_F(CliTest, ExploreDrawsAroundARepeatingFaultAimedAtTheHolder) {
+    const fs::path out = dir() / "explore";
+    const Result r = run({"explore", (kScenarios / "jepsen-pauses.json").string(), "--algorithm", "token-lua+ttl_ms=300",
+                          "--schedules", "3", "--seed", "5", "--first", "--out", out.string()});
+    ASSERT_EQ(r.exit_code(), 0) << r.describe();
+    const Json e = read_json(out / "explore.json");
+    ASSERT_EQ(e.at("violations_found"), 1) << e.dump(2);
+    const Json& fault = e.at("violations").at(0).at("shrunk").at("faults").at(0);
+    EXPECT_EQ(fault.at("client"), "holder");
+    EXPECT_EQ(fault.at("every_ms"), 500);
 }
 
 TEST_F(CliTest, ExploreFindsShrinksAndReplaysTheGcPauseViolation) {

@@ -68,6 +68,9 @@ public:
     virtual int resolve_node(int node) = 0;
     // How many lock servers there are (a peer link fault cuts one from all the others).
     virtual int node_count() const = 0;
+    // The client whose lease the protected store saw enter last (its lockbench:holder key),
+    // asked when a fault aimed at "holder" fires; none before the first enter.
+    virtual std::optional<int> current_holder() = 0;
 };
 
 }  // namespace lockbench

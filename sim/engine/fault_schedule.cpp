@@ -21,10 +21,10 @@ bool open_link(const FaultSpec& f) {
 }  // namespace
 
 std::string fault_log_line(long long t_ns, const char* type, const FaultSpec& fault, int client,
-                           std::optional<int> node) {
+                           std::optional<int> node, const std::string& extra) {
     return "{\"t_ns\":" + std::to_string(t_ns) + ",\"op\":\"fault\",\"type\":\"" + type + "\",\"fault\":\"" +
            fault_kind_name(fault.kind) + "\",\"label\":" + json_escape(fault.label()) + ",\"client\":" +
-           std::to_string(client) + (node ? ",\"node\":" + std::to_string(*node) : "") + "}\n";
+           std::to_string(client) + (node ? ",\"node\":" + std::to_string(*node) : "") + extra + "}\n";
 }
 
 FaultSchedule::FaultSchedule(std::vector<FaultSpec> faults, FaultActuator& world, LogSink log, TimerBooked booked)
@@ -40,11 +40,19 @@ std::vector<std::string> FaultSchedule::armed_points() const {
     return names;
 }
 
-void FaultSchedule::start(int clients, long long start_at_ns, long long now_ns) {
+void FaultSchedule::start(int clients, long long start_at_ns, long long now_ns, std::uint64_t seed) {
     clients_ = clients;
+    start_at_ns_ = start_at_ns;
     killed_.assign(static_cast<std::size_t>(clients), false);
     for (std::size_t i = 0; i < specs_.size(); ++i) {
         const FaultSpec& f = specs_[i];
+        if (f.repeats()) {
+            state_[i].rng = Rng(derive_seed(seed, 1000 + i));
+            const long long first_ns = f.at_ms ? *f.at_ms * kNsPerMs : draw_ns(i, *f.every_ms);
+            if (first_ns == 0) fire_repeat(i, now_ns);
+            else book(start_at_ns + first_ns, Timer::What::fire, i, 0);
+            continue;
+        }
         if (!f.at_ms) continue;
         if (*f.at_ms == 0) fire(i, f.client.value_or(0), now_ns);
         else book(start_at_ns + *f.at_ms * kNsPerMs, Timer::What::fire, i, f.client.value_or(0));
@@ -89,14 +97,15 @@ bool FaultSchedule::fire(std::size_t i, int client, long long now_ns) {
     const FaultSpec& f = specs_[i];
     State& s = state_[i];
     s.fired_on.push_back(client);
-    s.done = f.kind != FaultSpec::Kind::gate;  // a gate fires once per client it holds
+    s.done = f.kind != FaultSpec::Kind::gate && !f.repeats();  // a gate fires once per client it holds
     if (f.node) s.node = world_.resolve_node(*f.node);  // "leader": whoever leads now
     switch (f.kind) {
         case FaultSpec::Kind::pause:
             if (f.node) world_.pause_node(s.node);
             else world_.pause(client);
             log(now_ns, "start", i, client);
-            book(now_ns + f.duration_ms * kNsPerMs, Timer::What::resume, i, client);
+            s.in_force.push_back(client);
+            book(now_ns + length_ns(i), Timer::What::resume, i, client);
             return true;
         case FaultSpec::Kind::kill:
             killed_.at(static_cast<std::size_t>(client)) = true;  // marked first: it may be reaped at once
@@ -113,12 +122,18 @@ bool FaultSchedule::fire(std::size_t i, int client, long long now_ns) {
         case FaultSpec::Kind::link:
             set_links(i, client, false);
             log(now_ns, "start", i, client);
-            if (f.duration_ms) book(now_ns + f.duration_ms * kNsPerMs, Timer::What::heal_links, i, client);
+            if (f.duration_ms || f.duration_drawn_ms) {
+                s.in_force.push_back(client);
+                book(now_ns + length_ns(i), Timer::What::heal_links, i, client);
+            }
             return true;
         case FaultSpec::Kind::crash:
             world_.crash(s.node);
             log(now_ns, "start", i, client);
-            if (f.restart_after_ms) book(now_ns + *f.restart_after_ms * kNsPerMs, Timer::What::restart, i, client);
+            if (f.restart_after_ms) {
+                s.in_force.push_back(client);
+                book(now_ns + *f.restart_after_ms * kNsPerMs, Timer::What::restart, i, client);
+            }
             return true;
         case FaultSpec::Kind::gate: return gate(i, client, now_ns);
     }
@@ -141,7 +156,8 @@ bool FaultSchedule::gate(std::size_t i, int client, long long now_ns) {
 }
 
 void FaultSchedule::book(long long at_ns, Timer::What what, std::size_t fault, int client) {
-    timers_.push_back({at_ns, what, fault, client, true});
+    const auto occurrence = specs_[fault].repeats() ? std::optional(state_[fault].occurrences) : std::nullopt;
+    timers_.push_back({at_ns, what, fault, client, true, occurrence});
     if (booked_) booked_(at_ns, timers_.size() - 1);
 }
 
@@ -168,26 +184,30 @@ std::optional<long long> FaultSchedule::next_due_ns() const {
 void FaultSchedule::run(const Timer& t, long long now_ns) {
     switch (t.what) {
         case Timer::What::fire:
-            if (!state_[t.fault].done) fire(t.fault, t.client, now_ns);
+            if (specs_[t.fault].repeats()) fire_repeat(t.fault, now_ns);
+            else if (!state_[t.fault].done) fire(t.fault, t.client, now_ns);
             break;
-        case Timer::What::resume: end_pause(t.fault, t.client, now_ns); break;
+        case Timer::What::resume: end_pause(t.fault, t.client, now_ns, t.occurrence); break;
         case Timer::What::release: release(t.fault, t.client, now_ns); break;
         case Timer::What::heal_links:
             set_links(t.fault, t.client, true);
-            log(now_ns, "end", t.fault, t.client);
+            ended(t.fault, t.client);
+            log(now_ns, "end", t.fault, t.client, t.occurrence);
             break;
         case Timer::What::restart:
             // What the node's persistence kept (nothing, without AOF) comes back; a failed
             // restart is recorded, and the checker sees a node that stayed down.
-            log(now_ns, world_.restart(state_[t.fault].node) ? "end" : "failed", t.fault, t.client);
+            ended(t.fault, t.client);
+            log(now_ns, world_.restart(state_[t.fault].node) ? "end" : "failed", t.fault, t.client, t.occurrence);
             break;
     }
 }
 
-void FaultSchedule::end_pause(std::size_t fault, int client, long long now_ns) {
+void FaultSchedule::end_pause(std::size_t fault, int client, long long now_ns, std::optional<int> occurrence) {
     if (specs_[fault].node) world_.resume_node(state_[fault].node);
     else world_.resume(client);
-    log(now_ns, "end", fault, client);
+    ended(fault, client);
+    log(now_ns, "end", fault, client, occurrence);
 }
 
 void FaultSchedule::release(std::size_t fault, int client, long long now_ns) {
@@ -211,7 +231,7 @@ void FaultSchedule::heal(long long now_ns) {
     for (Timer& t : timers_) {
         if (!t.pending) continue;
         t.pending = false;
-        if (t.what == Timer::What::resume) end_pause(t.fault, t.client, now_ns);
+        if (t.what == Timer::What::resume) end_pause(t.fault, t.client, now_ns, t.occurrence);
         if (t.what == Timer::What::release) release(t.fault, t.client, now_ns);
         if (t.what == Timer::What::heal_links) run(Timer(t), now_ns);
     }
@@ -241,10 +261,18 @@ void FaultSchedule::set_links(std::size_t i, int client, bool heal) {
     }
 }
 
-void FaultSchedule::log(long long t_ns, const char* type, std::size_t fault, int client) {
-    const std::optional<int>& node = specs_[fault].node;
-    const bool by_role = node && *node < 0;
-    if (log_) log_(fault_log_line(t_ns, type, specs_[fault], client, by_role ? std::optional(state_[fault].node) : std::nullopt));
+// A repeating fault's start line names its occurrence (the current one) and drawn length.
+void FaultSchedule::log(long long t_ns, const char* type, std::size_t fault, int client,
+                        std::optional<int> occurrence) {
+    const FaultSpec& f = specs_[fault];
+    const bool by_role = f.node && *f.node < 0;
+    std::string extra;
+    if (f.repeats()) {
+        const bool starts = std::string(type) == "start";
+        extra = ",\"occurrence\":" + std::to_string(starts ? state_[fault].occurrences : occurrence.value_or(0));
+        if (starts && f.duration_drawn_ms) extra += ",\"duration_ms\":" + std::to_string(length_ns(fault) / kNsPerMs);
+    }
+    if (log_) log_(fault_log_line(t_ns, type, f, client, by_role ? std::optional(state_[fault].node) : std::nullopt, extra));
 }
 
 bool FaultSchedule::killed(int client) const {
@@ -253,10 +281,67 @@ bool FaultSchedule::killed(int client) const {
 
 nlohmann::json FaultSchedule::report() const {
     nlohmann::json out = nlohmann::json::array();
-    for (std::size_t i = 0; i < specs_.size(); ++i)
+    for (std::size_t i = 0; i < specs_.size(); ++i) {
         out.push_back({{"fault", fault_kind_name(specs_[i].kind)}, {"label", specs_[i].label()},
                        {"fired", state_[i].fired_on.size()}, {"clients", state_[i].fired_on}});
+        if (specs_[i].repeats()) out.back()["skipped"] = state_[i].skipped;
+    }
     return out;
+}
+
+// ---- the repeating nemesis ---------------------------------------------------------------
+
+// One occurrence: aimed (a random client, the holder), skipped when there is no holder yet or
+// its target is still under the previous occurrence, else fired with its drawn length; then
+// the next is booked one drawn interval on, while that is still within the run.
+void FaultSchedule::fire_repeat(std::size_t i, long long now_ns) {
+    const FaultSpec& f = specs_[i];
+    State& s = state_[i];
+    ++s.occurrences;
+    const std::optional<int> client = aim(i);
+    if (f.duration_drawn_ms) s.length_ns = draw_ns(i, *f.duration_drawn_ms);
+    const bool busy = client && (f.node ? !s.in_force.empty() : std::ranges::find(s.in_force, *client) != s.in_force.end());
+    if (!client) log_skipped(now_ns, i, std::nullopt, "no holder yet");
+    else if (busy) log_skipped(now_ns, i, client, "its previous occurrence is still in force");
+    else fire(i, *client, now_ns);
+    const long long next_ns = now_ns + draw_ns(i, *f.every_ms);
+    if (next_ns < start_at_ns_ + f.until_ms.value_or(0) * kNsPerMs) book(next_ns, Timer::What::fire, i, 0);
+}
+
+// The client this occurrence strikes; a fault on a node strikes the node its `node` names.
+std::optional<int> FaultSchedule::aim(std::size_t i) {
+    const FaultSpec& f = specs_[i];
+    switch (f.target) {
+        case FaultSpec::Target::named: return f.client.value_or(0);
+        case FaultSpec::Target::random:
+            return static_cast<int>(state_[i].rng.next() % static_cast<std::uint64_t>(std::max(clients_, 1)));
+        case FaultSpec::Target::holder: return world_.current_holder();
+    }
+    return std::nullopt;
+}
+
+// A draw in ns, at least 1 ms: an interval of 0 would fire the fault forever at one instant.
+long long FaultSchedule::draw_ns(std::size_t i, const Distribution& d) {
+    return std::max(kNsPerMs, static_cast<long long>(d.sample_ms(state_[i].rng) * static_cast<double>(kNsPerMs)));
+}
+
+long long FaultSchedule::length_ns(std::size_t i) const {
+    return specs_[i].duration_drawn_ms ? state_[i].length_ns : specs_[i].duration_ms * kNsPerMs;
+}
+
+void FaultSchedule::ended(std::size_t i, int client) {
+    if (specs_[i].node) state_[i].in_force.clear();
+    else std::erase(state_[i].in_force, client);
+}
+
+void FaultSchedule::log_skipped(long long t_ns, std::size_t i, std::optional<int> client, const char* why) {
+    ++state_[i].skipped;
+    const FaultSpec& f = specs_[i];
+    std::string line = "{\"t_ns\":" + std::to_string(t_ns) + ",\"op\":\"fault\",\"type\":\"skipped\",\"fault\":\"" +
+                       fault_kind_name(f.kind) + "\",\"label\":" + json_escape(f.label());
+    if (client) line += ",\"client\":" + std::to_string(*client);
+    line += ",\"occurrence\":" + std::to_string(state_[i].occurrences) + ",\"why\":\"" + why + "\"}\n";
+    if (log_) log_(line);
 }
 
 long long FaultSchedule::injected() const {

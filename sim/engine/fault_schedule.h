@@ -5,7 +5,8 @@
 //   reach(client, point) ────── count the reach of every fault armed there; those due fire,
 //                               a kill or a gate last; answer go / disarm / held / killed
 //   run_due(now) / run_timer ── pauses end, gates let clients go (stagger apart), links heal,
-//                               crashed nodes restart, at_ms faults fire
+//                               crashed nodes restart, at_ms faults fire; a repeating fault
+//                               (every_ms) fires again and books its next occurrence
 //   heal(now) ───────────────── the end of a run: whatever is still in force ends
 //
 // Pure: no threads, no sockets, no clock of its own. Every call takes the time (ns, on the
@@ -13,9 +14,15 @@
 // event queue (the simulator) books each timer as it is set (TimerBooked) and runs exactly
 // that one with run_timer(). Every fault's start and end is one nemesis.jsonl line:
 //   {"t_ns":…,"op":"fault","type":"start"|"end"|"failed","fault":"pause","label":"…","client":0}
+// A repeating fault's lines also carry "occurrence" (1, 2, …) and, when drawn, the length;
+// an occurrence that finds no holder yet, or its target still under the previous one, is
+// skipped: {"type":"skipped","occurrence":3,"why":"…"} (with "client" when it had one).
+// Its draws (intervals, random clients, lengths) come from one Rng per fault, seeded from
+// the run's seed and the fault's index, so the simulator replays them.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -31,8 +38,9 @@ namespace lockbench {
 
 // One line of nemesis.jsonl, with its newline.
 // `node`: the server a fault by role (leader, follower) struck, when it names one.
+// `extra`: more fields, each starting with a comma (a repeating fault's occurrence).
 std::string fault_log_line(long long t_ns, const char* type, const FaultSpec& fault, int client,
-                           std::optional<int> node = std::nullopt);
+                           std::optional<int> node = std::nullopt, const std::string& extra = "");
 
 class FaultSchedule {
 public:
@@ -51,7 +59,8 @@ public:
 
     // The clients are 0..clients-1; at_ms counts from start_at_ns. A fault at 0 ms fires now,
     // before any client starts, rather than racing the first one.
-    void start(int clients, long long start_at_ns, long long now_ns);
+    // `seed` seeds the draws of repeating faults (the run's seed).
+    void start(int clients, long long start_at_ns, long long now_ns, std::uint64_t seed = 0);
     Answer reach(int client, Point point, long long now_ns);
 
     // Runs every timer due at now_ns, in the order they were set; those they set run later.
@@ -79,6 +88,12 @@ private:
         bool done = false;
         bool healed = false;        // a link set for good, healed at the end
         int node = 0;               // the server its `node` named when it fired
+        std::vector<int> in_force;  // the clients (or the node) it holds now: a pause or link
+                                    // not yet ended, a node not yet restarted
+        int occurrences = 0;        // repeating: how often its timer came, skipped or not
+        long long skipped = 0;
+        long long length_ns = 0;    // repeating: this occurrence's drawn length
+        Rng rng{0};                 // repeating: its draws
     };
     struct Timer {
         enum class What { fire, resume, release, heal_links, restart };
@@ -87,23 +102,32 @@ private:
         std::size_t fault = 0;
         int client = 0;
         bool pending = true;
+        std::optional<int> occurrence;  // a repeating fault's: its end line names it
     };
     std::vector<std::size_t> due_at(int client, Point point);
     bool armed_at(int client, Point point) const;
     bool fire(std::size_t fault, int client, long long now_ns);
     bool gate(std::size_t fault, int client, long long now_ns);
+    void fire_repeat(std::size_t fault, long long now_ns);
+    std::optional<int> aim(std::size_t fault);
+    long long draw_ns(std::size_t fault, const Distribution& d);
+    long long length_ns(std::size_t fault) const;
+    void ended(std::size_t fault, int client);
+    void log_skipped(long long t_ns, std::size_t fault, std::optional<int> client, const char* why);
     void book(long long at_ns, Timer::What what, std::size_t fault, int client);
     void run(const Timer& t, long long now_ns);
-    void end_pause(std::size_t fault, int client, long long now_ns);
+    void end_pause(std::size_t fault, int client, long long now_ns, std::optional<int> occurrence = std::nullopt);
     void release(std::size_t fault, int client, long long now_ns);
     void set_links(std::size_t fault, int client, bool heal);
-    void log(long long t_ns, const char* type, std::size_t fault, int client);
+    void log(long long t_ns, const char* type, std::size_t fault, int client,
+             std::optional<int> occurrence = std::nullopt);
 
     std::vector<FaultSpec> specs_;
     std::vector<State> state_;
     std::vector<Timer> timers_;
     std::vector<bool> killed_;
     int clients_ = 0;
+    long long start_at_ns_ = 0;
     FaultActuator& world_;
     LogSink log_;
     TimerBooked booked_;

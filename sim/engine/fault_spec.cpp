@@ -27,9 +27,30 @@ std::string node_text(int node) {
     return std::to_string(node);
 }
 
+namespace {
+
+std::string number_text(double ms) {
+    std::string s = std::to_string(ms);
+    s.erase(s.find_last_not_of('0') + 1);
+    if (s.back() == '.') s.pop_back();
+    return s;
+}
+
+// "500 ms", "100..300 ms", "mean 400 ms": a drawn length as a label says it.
+std::string describe_ms(const Distribution& d) {
+    switch (d.kind) {
+        case Distribution::Kind::fixed: return number_text(d.a) + " ms";
+        case Distribution::Kind::uniform: return number_text(d.a) + ".." + number_text(d.b) + " ms";
+        case Distribution::Kind::exponential: return "mean " + number_text(d.a) + " ms";
+    }
+    return "?";
+}
+
+}  // namespace
+
 std::string FaultSpec::label() const {
     std::string s = fault_kind_name(kind);
-    if (kind == Kind::pause) s += " " + std::to_string(duration_ms) + " ms";
+    if (kind == Kind::pause) s += " " + (duration_drawn_ms ? describe_ms(*duration_drawn_ms) : std::to_string(duration_ms) + " ms");
     if (kind == Kind::pause && node) s += " of node " + node_text(*node);
     if (kind == Kind::gate) s += " " + std::to_string(count) + " clients";
     if (kind == Kind::clock) {
@@ -43,7 +64,8 @@ std::string FaultSpec::label() const {
         if (link_store) s += " store";
         if (link_replication) s += " replication";
         if (link_peers) s += " peers of node " + node_text(node.value_or(0));
-        if (duration_ms) s += " for " + std::to_string(duration_ms) + " ms";
+        if (duration_drawn_ms) s += " for " + describe_ms(*duration_drawn_ms);
+        else if (duration_ms) s += " for " + std::to_string(duration_ms) + " ms";
     }
     if (kind == Kind::crash) {
         s += " node " + node_text(node.value_or(0));
@@ -52,6 +74,8 @@ std::string FaultSpec::label() const {
     if (point) s += std::string(" at ") + point_name(*point) + " #" + std::to_string(occurrence);
     if (at_ms) s += " at " + std::to_string(*at_ms) + " ms";
     if (client) s += " on client " + std::to_string(*client);
+    if (target != Target::named) s += target == Target::holder ? " on the holder" : " on a random client";
+    if (every_ms) s += " every " + describe_ms(*every_ms);
     return s;
 }
 

@@ -9,6 +9,7 @@
 
 #include "faults/link_fault.h"
 #include "lockimpl/env.h"
+#include "sim/engine/workload.h"
 
 namespace lockbench {
 
@@ -43,6 +44,16 @@ struct FaultSpec {
     bool all_clients = false;        // link: every client's paths, not only the one at the point
     bool link_peers = false;         // link: the paths between `node` and every other server
     std::optional<long long> restart_after_ms;  // crash: restart then (unset: stays down)
+    // The repeating nemesis: fires at at_ms (unset: one interval in), then again after each
+    // interval drawn from `every_ms`, until `until_ms` (the clients' duration unless set).
+    // Each occurrence aims at `client`, a client drawn at random, or the current holder; a
+    // pause or a link lasts a draw from `duration_drawn_ms` when set, else duration_ms.
+    enum class Target { named, random, holder };
+    std::optional<Distribution> every_ms;
+    std::optional<long long> until_ms;
+    Target target = Target::named;
+    std::optional<Distribution> duration_drawn_ms;
+    bool repeats() const { return every_ms.has_value(); }
 
     std::string label() const;       // "pause 600 ms at after_acquire #1"
 };

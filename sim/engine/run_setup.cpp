@@ -22,6 +22,12 @@ WorkerSpec worker_spec(const Scenario& s, const RunSpec& run, int client, std::u
 
 Command store_log_command() { return {"LRANGE", StoreKeys{}.log, "0", "-1"}; }
 Command store_counter_command() { return {"GET", StoreKeys{}.counter}; }
+Command store_holder_command() { return {"GET", StoreKeys{}.holder}; }
+
+std::optional<int> holder_from(const Value& reply) {
+    if (reply.type != Value::Type::string || reply.str.empty()) return std::nullopt;
+    return std::stoi(reply.str);
+}
 
 long long write_store_log(const std::filesystem::path& run_dir, const Value& log, const Value& counter) {
     std::ofstream out(run_dir / "store.jsonl");

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -31,6 +32,10 @@ WorkerSpec worker_spec(const Scenario& s, const RunSpec& run, int client, std::u
 // After the run: the store's commands that read its log and counter back, and writing them out.
 Command store_log_command();
 Command store_counter_command();
+// The client the store saw enter last (StoreKeys::holder), and its reply read: none before
+// the first enter.
+Command store_holder_command();
+std::optional<int> holder_from(const Value& reply);
 // Writes the log's records into RUN_DIR/store.jsonl in the store's order; returns the counter.
 long long write_store_log(const std::filesystem::path& run_dir, const Value& log, const Value& counter);
 

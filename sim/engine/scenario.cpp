@@ -223,10 +223,50 @@ void parse_link(Fields& f, FaultSpec& s, const WorkloadSpec& w) {
         if (clients != "all") f.fail(f.at("clients"), "expected \"all\" (or leave it out and give \"client\"), got " + quoted_excerpt(clients));
         if (s.client) f.fail(f.at("clients"), "give either \"clients\": \"all\" or \"client\", not both");
     }
-    s.all_clients = f.get("clients") != nullptr || (s.at_ms && !s.client);
+    s.all_clients = f.get("clients") != nullptr || ((s.at_ms || s.repeats()) && !s.client && s.target == FaultSpec::Target::named);
+    if (f.get("clients") && s.target != FaultSpec::Target::named)
+        f.fail(f.at("clients"), "give either \"clients\": \"all\" or \"client\", not both");
     // Unset: until the run ends. Set, it ends within the run (at a point its start is unknown).
-    s.duration_ms = f.integer("duration_ms", 0, 1, w.duration_ms - s.at_ms.value_or(0),
+    if (!s.duration_drawn_ms) s.duration_ms = f.integer("duration_ms", 0, 1, w.duration_ms - s.at_ms.value_or(0),
                               "the fault would end after the run: " + run_ends(w));
+}
+
+// The repeating nemesis's fields: "every_ms" (a number or a distribution), "until_ms",
+// "client": "random" or "holder", and "duration_ms" as a distribution. The rest of the fault
+// is read as for a fault at a time (at_ms optional: one interval in).
+void parse_repeat(Fields& f, FaultSpec& s, const WorkloadSpec& w, const std::string& file) {
+    const nlohmann::json* every = f.get("every_ms");
+    const nlohmann::json* client = f.get("client");
+    const nlohmann::json* duration = f.get("duration_ms");
+    if (!every) {
+        if (f.get("until_ms")) f.fail(f.at("until_ms"), "only a repeating fault (every_ms) has an end");
+        if (client && client->is_string()) f.fail(f.at("client"), "\"random\" and \"holder\" aim a repeating fault: give every_ms");
+        if (duration && duration->is_object()) f.fail(f.at("duration_ms"), "a drawn length belongs to a repeating fault: give every_ms");
+        return;
+    }
+    if (f.get("point")) f.fail(f.at("point"), "a repeating fault (every_ms) fires at times, not at a point");
+    if (every->is_object()) s.every_ms = parse_distribution(*every, f.at("every_ms"), file, w.duration_ms);
+    else s.every_ms = Distribution{Distribution::Kind::fixed, static_cast<double>(f.integer("every_ms", 1, 1, w.duration_ms, run_ends(w))), 0};
+    s.until_ms = f.integer("until_ms", w.duration_ms, 1, w.duration_ms, run_ends(w));
+    if (client && client->is_string()) {
+        const std::string target = client->get<std::string>();
+        if (target == "random") s.target = FaultSpec::Target::random;
+        else if (target == "holder") s.target = FaultSpec::Target::holder;
+        else f.fail(f.at("client"), "expected a client index, \"random\" or \"holder\", got " + quoted_excerpt(target));
+    }
+    if (duration && duration->is_object()) s.duration_drawn_ms = parse_distribution(*duration, f.at("duration_ms"), file, w.duration_ms);
+}
+
+// Which faults may repeat, and how: each occurrence must end before it can strike again.
+void check_repeat(Fields& f, const FaultSpec& s) {
+    if (!s.repeats()) return;
+    if (s.kind == FaultSpec::Kind::kill || s.kind == FaultSpec::Kind::gate)
+        f.fail(f.at("every_ms"), "only a pause, link, clock or crash fault repeats (a kill or a gate happens once)");
+    if (s.kind == FaultSpec::Kind::link && !s.duration_ms && !s.duration_drawn_ms)
+        f.fail(f.at("duration_ms"), "required for a repeating link fault: each occurrence heals before the next");
+    if (s.kind == FaultSpec::Kind::crash && !s.restart_after_ms)
+        f.fail(f.at("restart_after_ms"), "required for a repeating crash: the node comes back before the next");
+    if (s.node && s.target != FaultSpec::Target::named) f.fail(f.at("client"), "a fault on a node aims at no client");
 }
 
 FaultSpec parse_fault(const nlohmann::json& j, const std::string& path, const std::string& file,
@@ -241,8 +281,9 @@ FaultSpec parse_fault(const nlohmann::json& j, const std::string& path, const st
     else if (kind == "link") s.kind = FaultSpec::Kind::link;
     else if (kind == "crash") s.kind = FaultSpec::Kind::crash;
     else f.fail(f.at("fault"), "expected \"pause\", \"kill\", \"gate\", \"clock\", \"link\" or \"crash\", got " + quoted_excerpt(kind));
+    parse_repeat(f, s, w, file);
     const bool by_point = f.get("point") != nullptr, by_time = f.get("at_ms") != nullptr;
-    if (by_point == by_time) f.fail(path, "expected exactly one of \"point\" or \"at_ms\"");
+    if (by_point == by_time && !s.repeats()) f.fail(path, "expected exactly one of \"point\" or \"at_ms\"");
     if (by_point) {
         const std::string name = f.string("point", "");
         s.point = parse_point(name);
@@ -250,19 +291,19 @@ FaultSpec parse_fault(const nlohmann::json& j, const std::string& path, const st
                                             "between_setnx_and_expire or before_release, got " + quoted_excerpt(name));
         s.occurrence = static_cast<int>(f.integer("occurrence", 1, 1, kMaxOccurrence));
     } else {
-        s.at_ms = f.integer("at_ms", 0, 0, w.duration_ms - 1, run_ends(w));
+        if (by_time) s.at_ms = f.integer("at_ms", 0, 0, w.duration_ms - 1, run_ends(w));
         const bool has_target = f.get("client") || f.get("node") || s.kind == FaultSpec::Kind::link;
-        if (!has_target) f.fail(f.at("client"), "required with at_ms: which client");
+        if (!has_target) f.fail(f.at("client"), std::string("required with ") + (s.repeats() ? "every_ms" : "at_ms") + ": which client");
     }
-    if (f.get("client")) {
+    if (f.get("client") && s.target == FaultSpec::Target::named) {
         s.client = static_cast<int>(
             f.integer("client", 0, 0, w.clients - 1, "no such client: the workload has " + std::to_string(w.clients)));
     }
     if (s.kind == FaultSpec::Kind::pause) {
         if (!f.get("duration_ms")) f.fail(f.at("duration_ms"), "required for a pause");
         // At a point its start is unknown; at the least it must fit in the run.
-        s.duration_ms = f.integer("duration_ms", 0, 1, w.duration_ms - s.at_ms.value_or(0),
-                                  "the pause would end after the run: " + run_ends(w));
+        if (!s.duration_drawn_ms) s.duration_ms = f.integer("duration_ms", 0, 1, w.duration_ms - s.at_ms.value_or(0),
+                                                            "the pause would end after the run: " + run_ends(w));
     }
     if (s.kind == FaultSpec::Kind::clock) {
         const bool jumps = f.get("jump_ms") != nullptr, drifts = f.get("rate") != nullptr;
@@ -281,7 +322,7 @@ FaultSpec parse_fault(const nlohmann::json& j, const std::string& path, const st
                                            "the restart would come after the run: " + run_ends(w));
     } else if (s.kind == FaultSpec::Kind::pause && f.get("node")) {
         s.node = parse_node(f);  // a lock server stops, not a client
-        if (f.get("client") && s.at_ms) f.fail(f.at("client"), "a pause of a node at a time names no client");
+        if (f.get("client") && (s.at_ms || s.repeats())) f.fail(f.at("client"), "a pause of a node at a time names no client");
     } else if (f.get("node") && s.kind != FaultSpec::Kind::link) {
         f.fail(f.at("node"), "only a pause, clock, crash or peer link fault aims at a node");
     }
@@ -295,6 +336,7 @@ FaultSpec parse_fault(const nlohmann::json& j, const std::string& path, const st
         if (!s.point) f.fail(path, "a gate holds clients at a point: give \"point\"");
         if (s.client) f.fail(f.at("client"), "a gate gathers several clients: it cannot name one");
     }
+    check_repeat(f, s);
     f.finish();
     return s;
 }

@@ -7,6 +7,7 @@ namespace {
 // TIME is split into seconds and microseconds: cjson prints numbers with 14 digits.
 const char* const kEnter = R"lua(
 local read = tonumber(redis.call('get', KEYS[1]) or '0')
+redis.call('set', 'lockbench:holder', ARGV[1])  -- StoreKeys::holder: the client that entered last
 local t = redis.call('time')
 local e = {kind = 'enter', client = tonumber(ARGV[1]), lease = ARGV[2], read = read,
            t_s = tonumber(t[1]), t_usec = tonumber(t[2])}

@@ -1,7 +1,8 @@
 // The protected store: a separate redis-server, not the lock service, whose own order is
 // the ground truth. Each critical section is two atomic scripts:
 //
-//   enter  (read)   log {enter, client, lease, fence, read = counter}; return counter
+//   enter  (read)   log {enter, client, lease, fence, read = counter}; holder = client;
+//                   return counter
 //   abandon         log {exit} only: the enter's reply was lost, the client gives up
 //   write  (+exit)  if fenced and the token is lower than the highest seen (or equal from
 //                   another lease): log {reject}; else counter = read + 1, log {write};
@@ -23,6 +24,8 @@ struct StoreKeys {
     std::string log = "lockbench:log";
     std::string fence_max = "lockbench:fence:max";
     std::string fence_lease = "lockbench:fence:lease";
+    // The client that entered last (set by the enter script): the repeating nemesis's holder.
+    std::string holder = "lockbench:holder";
 };
 
 struct SectionId {

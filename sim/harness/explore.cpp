@@ -74,7 +74,7 @@ std::vector<Json> smaller(const Json& s) {
     // Fewer clients, if no fault names the last one.
     bool last_named = false;
     for (const auto& f : run.at("faults"))
-        if (f.value("client", -1) == clients - 1) last_named = true;
+        if (f.contains("client") && f["client"].is_number_integer() && f["client"] == clients - 1) last_named = true;
     if (clients > 2 && !last_named) {
         Json t = s;
         t["workload"]["clients"] = clients - 1;
@@ -126,13 +126,14 @@ Json draw_schedule(const Json& source, const std::string& run, std::uint64_t see
     std::shuffle(node.begin(), node.end(), rng);
     const long long shift = draw(rng, 0, 2);
     const auto around = [&](Json& f, const char* field, long long lo_div, long long hi_mul) {
-        if (!f.contains(field)) return;
+        if (!f.contains(field) || !f[field].is_number_integer()) return;  // a drawn length is drawn already
         const long long v = f[field].get<long long>();
         f[field] = v >= 0 ? draw(rng, v / lo_div, hi_mul * v) : -draw(rng, -v / lo_div, -hi_mul * v);
     };
     for (auto& f : s["runs"][0]["faults"]) {
         if (f.contains("occurrence")) f["occurrence"] = f["occurrence"].get<long long>() + shift;
-        if (f.contains("client")) f["client"] = client.at(f["client"].get<std::size_t>() % client.size());
+        // "random" and "holder" (a repeating fault) name no client to rename.
+        if (f.contains("client") && f["client"].is_number_integer()) f["client"] = client.at(f["client"].get<std::size_t>() % client.size());
         if (f.contains("node")) f["node"] = node.at(f["node"].get<std::size_t>() % node.size());
         if (f.contains("nodes"))
             for (auto& n : f["nodes"]) n = node.at(n.get<std::size_t>() % node.size());

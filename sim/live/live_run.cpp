@@ -281,6 +281,7 @@ RunOutcome run_live(const Scenario& s, const RunSpec& run, std::uint64_t seed, c
     if (nemesis.needs_proxies()) add_proxies(*proxies, nodes, s.workload.clients);
     if (run.sentinel) add_failover(nodes, *proxies, node_dir, run_dir, run);
     nemesis.set_world(proxies ? &*proxies : nullptr, nodes.servers, nodes.service.get());
+    nemesis.set_store_port(nodes.store->port());
     // Whatever happens next, the fault thread stops (and heals) before the proxies and the
     // nodes it works on go away.
     struct StopFirst {
@@ -304,7 +305,7 @@ RunOutcome run_live(const Scenario& s, const RunSpec& run, std::uint64_t seed, c
         throw std::runtime_error("run " + run.name + ": " + e.what());
     }
     const long long start_at_ns = monotonic_ns() + (20 + 2LL * s.workload.clients) * 1000000LL;
-    nemesis.start(pids, start_at_ns);
+    nemesis.start(pids, start_at_ns, seed);
     barrier.release(start_at_ns);
     std::vector<ClientFailure> failed_clients = wait_for_clients(clients, s, run, tmp, nemesis);
     nemesis.stop();

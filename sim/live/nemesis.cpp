@@ -14,6 +14,7 @@
 #include <iostream>
 #include <stdexcept>
 
+#include "sim/engine/run_setup.h"
 #include "sim/live/live_env.h"
 #include "sim/live/redis_node.h"
 
@@ -102,11 +103,11 @@ void Nemesis::set_world(ProxyHub* proxies, std::vector<LockServer*> nodes, LockS
     service_ = service;
 }
 
-void Nemesis::start(std::vector<pid_t> clients, long long start_at_ns) {
+void Nemesis::start(std::vector<pid_t> clients, long long start_at_ns, std::uint64_t seed) {
     pids_ = std::move(clients);
     {
         std::lock_guard lock(mutex_);
-        schedule_.start(static_cast<int>(pids_.size()), start_at_ns, monotonic_ns());
+        schedule_.start(static_cast<int>(pids_.size()), start_at_ns, monotonic_ns(), seed);
     }
     running_ = true;
     thread_ = std::thread([this] { loop(); });
@@ -261,6 +262,15 @@ int Nemesis::resolve_node(int node) {
     }
     if (node == kLeaderNode) return *leader;
     return *leader == 0 ? 1 : 0;
+}
+
+// Asked of the store directly, not through a proxy: a link fault must not hide the answer.
+// A store that does not answer within a second names no holder (the occurrence is skipped).
+std::optional<int> Nemesis::current_holder() {
+    if (!store_port_) return std::nullopt;
+    LiveEnv env({{{"127.0.0.1", store_port_}}});
+    const Reply r = env.command(NodeId{0}, store_holder_command(), std::chrono::seconds(1), std::nullopt);
+    return r.ok() ? holder_from(r.value) : std::nullopt;
 }
 
 // keep_data: what the node's persistence kept (nothing, without AOF) comes back.

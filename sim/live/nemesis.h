@@ -29,6 +29,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <cstdint>
 #include <filesystem>
 #include <mutex>
 #include <optional>
@@ -73,11 +74,13 @@ public:
     // restarted by a crash fault is started from the fault thread, so it dies with that
     // thread at stop(): after the clients are done, which is when nodes are let go.
     void set_world(ProxyHub* proxies, std::vector<LockServer*> nodes, LockService* service = nullptr);
+    // The protected store's port: a fault aimed at "holder" asks it who entered last.
+    void set_store_port(int port) { store_port_ = port; }
     const std::filesystem::path& socket_path() const { return socket_path_; }
 
     // Starts the fault thread; clients[i] is client i's process id. Time-based faults count
-    // from `start_at_ns` (CLOCK_MONOTONIC).
-    void start(std::vector<pid_t> clients, long long start_at_ns);
+    // from `start_at_ns` (CLOCK_MONOTONIC); `seed` seeds a repeating fault's draws.
+    void start(std::vector<pid_t> clients, long long start_at_ns, std::uint64_t seed = 0);
     // Heals every fault still in force (resumes paused clients, lets held ones go) and
     // stops the thread.
     void stop();
@@ -111,6 +114,7 @@ private:
     void resume_node(int node) override;
     int resolve_node(int node) override;
     int node_count() const override { return static_cast<int>(nodes_.size()); }
+    std::optional<int> current_holder() override;
     void set_peer_link(int from, int to, std::optional<Direction> direction, const LinkFault& fault);
     ClockControl& clock_of(ClockOf clock) const;
 
@@ -123,6 +127,7 @@ private:
     ProxyHub* proxies_ = nullptr;
     std::vector<LockServer*> nodes_;
     LockService* service_ = nullptr;
+    int store_port_ = 0;
     std::vector<Connection> connections_;
     mutable std::mutex mutex_;       // guards the schedule: report() and killed() read it
     FaultSchedule schedule_;

@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "sim/engine/run_setup.h"
+
 namespace lockbench::sim {
 
 namespace {
@@ -19,8 +21,15 @@ SimNemesis::SimNemesis(World& world, Net& net, std::vector<Process>& processes, 
     if (!log_) throw std::runtime_error(log.string() + ": cannot write");
 }
 
-void SimNemesis::start(VTime start_at) {
-    schedule_.start(static_cast<int>(processes_.size()), start_at, world_.now());
+void SimNemesis::start(VTime start_at, std::uint64_t seed) {
+    schedule_.start(static_cast<int>(processes_.size()), start_at, world_.now(), seed);
+}
+
+// Read from the modelled store at this instant, as the live nemesis asks the real one.
+std::optional<int> SimNemesis::current_holder() {
+    SimNode& store = net_.node(store_);
+    std::string error;
+    return holder_from(store.model.execute(store_holder_command(), store.wall_ms(world_.now()), &error));
 }
 
 // A client held at a gate sleeps here until a release timer wakes it; a killed one has

@@ -33,7 +33,8 @@ public:
                std::vector<FaultSpec> faults, const std::filesystem::path& log);
 
     // Faults at a time: at 0, before any client starts; later, from `start_at`.
-    void start(VTime start_at);
+    // `seed` seeds a repeating fault's draws.
+    void start(VTime start_at, std::uint64_t seed = 0);
     // A client reached a point (from its fiber); returns once the client may go on.
     void reached(int client, Point p);
 
@@ -57,6 +58,7 @@ private:
     void resume_node(int node) override;
     int resolve_node(int node) override;
     int node_count() const override { return static_cast<int>(store_); }
+    std::optional<int> current_holder() override;
     Process& process(int client) { return processes_.at(static_cast<std::size_t>(client)); }
     SimClock& clock_of(ClockOf clock);
 

@@ -89,7 +89,7 @@ RunOutcome run_simulated(const Scenario& s, const RunSpec& run, std::uint64_t se
         });
         p.fibers.push_back(fiber);
     }
-    nemesis.start(start_at);
+    nemesis.start(start_at, seed);
     // Every worker stops at its deadline; the margin lets the last replies and faults land.
     world.run(start_at + (s.workload.duration_ms + 60'000) * kMs);
     world.end_all();

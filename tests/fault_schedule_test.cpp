@@ -20,6 +20,8 @@ public:
 
     void pause(int c) override { calls.push_back("pause " + std::to_string(c)); }
     void resume(int c) override { calls.push_back("resume " + std::to_string(c)); }
+    void pause_background(int c) override { calls.push_back("pause background " + std::to_string(c)); }
+    void resume_background(int c) override { calls.push_back("resume background " + std::to_string(c)); }
     void kill(int c) override { calls.push_back("kill " + std::to_string(c)); }
     void hold(int c) override { calls.push_back("hold " + std::to_string(c)); }
     void let_go(int c) override { calls.push_back("let_go " + std::to_string(c)); }

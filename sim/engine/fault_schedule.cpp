@@ -94,6 +94,7 @@ bool FaultSchedule::fire(std::size_t i, int client, long long now_ns) {
     switch (f.kind) {
         case FaultSpec::Kind::pause:
             if (f.node) world_.pause_node(s.node);
+            else if (f.background) world_.pause_background(client);
             else world_.pause(client);
             log(now_ns, "start", i, client);
             book(now_ns + f.duration_ms * kNsPerMs, Timer::What::resume, i, client);
@@ -186,6 +187,7 @@ void FaultSchedule::run(const Timer& t, long long now_ns) {
 
 void FaultSchedule::end_pause(std::size_t fault, int client, long long now_ns) {
     if (specs_[fault].node) world_.resume_node(state_[fault].node);
+    else if (specs_[fault].background) world_.resume_background(client);
     else world_.resume(client);
     log(now_ns, "end", fault, client);
 }

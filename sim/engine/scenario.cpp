@@ -182,6 +182,19 @@ int parse_node(Fields& f) {
     return static_cast<int>(f.integer("node", 0, 0, kMaxNodes - 1));
 }
 
+// A pause's "task": the whole client (the default) or only its background tasks. A lock
+// server has no background task of the client's: a node pause cannot take it.
+void parse_task(Fields& f, FaultSpec& s) {
+    if (!f.get("task")) return;
+    const std::string task = f.string("task", "client");
+    if (s.kind != FaultSpec::Kind::pause) f.fail(f.at("task"), "only a pause stops a task; give \"fault\": \"pause\"");
+    if (task != "client" && task != "background")
+        f.fail(f.at("task"), "expected \"client\" or \"background\", got " + quoted_excerpt(task));
+    if (task == "background" && f.get("node"))
+        f.fail(f.at("task"), "a background task is a client's: a pause of a node cannot name one");
+    s.background = task == "background";
+}
+
 void parse_link(Fields& f, FaultSpec& s, const WorkloadSpec& w) {
     const std::string mode = f.required_string("mode");
     const std::map<std::string, LinkFault::Kind> modes{{"pass", LinkFault::Kind::pass}, {"delay", LinkFault::Kind::delay},
@@ -264,6 +277,7 @@ FaultSpec parse_fault(const nlohmann::json& j, const std::string& path, const st
         s.duration_ms = f.integer("duration_ms", 0, 1, w.duration_ms - s.at_ms.value_or(0),
                                   "the pause would end after the run: " + run_ends(w));
     }
+    parse_task(f, s);
     if (s.kind == FaultSpec::Kind::clock) {
         const bool jumps = f.get("jump_ms") != nullptr, drifts = f.get("rate") != nullptr;
         if (!jumps && !drifts) f.fail(path, "a clock fault needs \"jump_ms\", \"rate\" or both");

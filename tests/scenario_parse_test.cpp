@@ -362,4 +362,7 @@ TEST(ScenarioParse, ABackgroundTaskIsPausedOnlyByAClientPause) {
     expect_refused(with_fault(node), "faults[0].task", {"node"});
     const Json number = {{"fault", "pause"}, {"point", "after_acquire"}, {"duration_ms", 100}, {"task", 1}};
     expect_refused(with_fault(number), "faults[0].task");
+    Json library = with_fault({{"fault", "pause"}, {"point", "after_acquire"}, {"duration_ms", 100}, {"task", "background"}});
+    library["runs"] = Json::parse(R"([{"algorithm": "external", "name": "redis-py", "command": ["/usr/bin/python3", "x.py"]}])");
+    expect_refused(library, "faults[0].task", {"external library"});
 }

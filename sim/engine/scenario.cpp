@@ -370,6 +370,15 @@ void check_fault_nodes(Fields& f, const RunSpec& r, const std::string& faults_at
     }
 }
 
+// A background pause reaches the tasks a built-in algorithm runs through Env::background; an
+// external library's own threads (etcd's keepalive, a watchdog in Java) are out of its reach.
+void check_background_faults(Fields& f, const RunSpec& r, const std::string& faults_at) {
+    for (size_t i = 0; i < r.faults.size(); ++i)
+        if (r.faults[i].background && !r.command.empty())
+            f.fail(faults_at + "[" + std::to_string(i) + "].task",
+                   "an external library's background tasks cannot be paused alone (only a built-in algorithm's)");
+}
+
 RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::string& file,
                   const WorkloadSpec& w, const nlohmann::json& scenario_faults) {
     Fields f(j, path, file);
@@ -407,6 +416,7 @@ RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::s
     const std::string faults_at = own ? f.at("faults") : std::string("faults");
     parse_run_service(f, r, algorithm, faults_at);
     check_fault_nodes(f, r, faults_at);
+    check_background_faults(f, r, faults_at);
     const std::string topology = f.string("topology", "plain");
     if (topology != "plain" && topology != "sentinel")
         f.fail(f.at("topology"), "expected \"plain\" or \"sentinel\", got " + quoted_excerpt(topology));

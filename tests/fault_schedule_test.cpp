@@ -21,6 +21,8 @@ public:
 
     void pause(int c) override { calls.push_back("pause " + std::to_string(c)); }
     void resume(int c) override { calls.push_back("resume " + std::to_string(c)); }
+    void pause_background(int c) override { calls.push_back("pause background " + std::to_string(c)); }
+    void resume_background(int c) override { calls.push_back("resume background " + std::to_string(c)); }
     void kill(int c) override { calls.push_back("kill " + std::to_string(c)); }
     void hold(int c) override { calls.push_back("hold " + std::to_string(c)); }
     void let_go(int c) override { calls.push_back("let_go " + std::to_string(c)); }
@@ -125,6 +127,26 @@ TEST(FaultSchedule, APointFaultFiresOnItsOccurrenceAndThenDisarms) {
     EXPECT_EQ(r.schedule.reach(0, Point::before_write, 5 * kMs), FaultSchedule::Answer::disarm);
     EXPECT_EQ(r.world.calls, Strings{"pause 2"});
     EXPECT_EQ(r.log, Strings{"start pause c2 @4"});
+}
+
+// A background pause reaches the client's background tasks alone, at a point or a time,
+// and ends (or is healed) the same way.
+TEST(FaultSchedule, ABackgroundPauseHoldsOnlyTheBackgroundTasks) {
+    FaultSpec watchdog = at_point(FaultSpec::Kind::pause, Point::after_acquire);
+    watchdog.background = true;
+    watchdog.duration_ms = 600;
+    FaultSpec timed = at_time(FaultSpec::Kind::pause, 100, 2);
+    timed.background = true;
+    timed.duration_ms = 5000;
+    ScheduleRun r({watchdog, timed});
+    EXPECT_EQ(r.schedule.reach(1, Point::after_acquire, 10 * kMs), FaultSchedule::Answer::disarm);
+    EXPECT_EQ(r.world.calls, Strings{"pause background 1"});
+    r.schedule.run_due(100 * kMs);
+    r.schedule.run_due(610 * kMs);
+    EXPECT_EQ(r.world.calls, (Strings{"pause background 1", "pause background 2", "resume background 1"}));
+    r.schedule.heal(700 * kMs);
+    EXPECT_EQ(r.world.calls.back(), "resume background 2");
+    EXPECT_EQ(r.log, (Strings{"start pause c1 @10", "start pause c2 @100", "end pause c1 @610", "end pause c2 @700"}));
 }
 
 TEST(FaultSchedule, AFaultForOneClientCountsOnlyThatClientsReaches) {

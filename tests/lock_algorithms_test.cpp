@@ -5,10 +5,17 @@
 // for an outcome (the PTTL going back up) with a bounded poll, and asserts no durations.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
 #include <bit>
+#include <cstring>
 #include <thread>
 
 #include "lockimpl/registry.h"
+#include "sim/live/background_control.h"
 #include "sim/live/live_env.h"
 #include "sim/live/redis_node.h"
 
@@ -329,6 +336,88 @@ TEST_F(LockAlgorithms, ReentrantWithoutWatchdogExpires) {
     auto lock = make("reentrant", {{"lease_ms", 300}, {"watchdog", false}});
     ASSERT_EQ(lock->try_acquire(e).outcome, Outcome::ok);
     EXPECT_TRUE(observe(probe, true)) << "the lease should run out";
+}
+
+// ---- a background pause (issue 16): the nemesis's signals hold the watchdog alone ----------
+
+// The nemesis's end of a client's background channel: a listening socket, the one connection.
+class BackgroundChannel {
+public:
+    explicit BackgroundChannel(const std::filesystem::path& path) : path_(path) {
+        listen_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_un addr{};
+        addr.sun_family = AF_UNIX;
+        std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+        EXPECT_EQ(::bind(listen_, reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0);
+        EXPECT_EQ(::listen(listen_, 1), 0);
+    }
+    ~BackgroundChannel() {
+        if (fd_ >= 0) ::close(fd_);
+        ::close(listen_);
+        std::filesystem::remove(path_);
+    }
+    // Signals this process and returns the line the client answered with.
+    std::string signal(int sig) {
+        ::kill(::getpid(), sig);
+        return line();
+    }
+    std::string line() {
+        if (fd_ < 0) fd_ = ::accept(listen_, nullptr, nullptr);
+        std::string out;
+        char c = 0;
+        while (::read(fd_, &c, 1) == 1 && c != '\n') out += c;
+        return out;
+    }
+
+private:
+    std::filesystem::path path_;
+    int listen_ = -1, fd_ = -1;
+};
+
+TEST_F(LockAlgorithms, ABackgroundPauseHoldsTheWatchdogAndTheLeaseRunsOut) {
+    BackgroundChannel nemesis(*dir_ / "bg-held.sock");
+    auto gate = std::make_shared<BackgroundGate>();
+    BackgroundControl control((*dir_ / "bg-held.sock").string(), 3, gate);
+    EXPECT_EQ(nemesis.line(), "background 3");
+    LiveEnvConfig c;
+    c.nodes.push_back({"127.0.0.1", (*nodes_)[0].port()});
+    c.background_gate = gate;
+    LiveEnv e(std::move(c));
+    LiveEnv probe = env(1, 409);
+    auto lock = make("reentrant", {{"lease_ms", 300}});
+    const AcquireResult r = lock->try_acquire(e);
+    ASSERT_EQ(r.outcome, Outcome::ok);
+    ASSERT_EQ(nemesis.signal(SIGUSR1), "held");
+    EXPECT_TRUE(observe(probe, true)) << "the held watchdog renewed: the lease should run out";
+    ASSERT_EQ(nemesis.signal(SIGUSR2), "released");
+    lock->release(e, *r.lease);  // the watchdog, let go, finds the lease gone and stops
+}
+
+TEST_F(LockAlgorithms, AWatchdogLetGoRenewsLateNotNever) {
+    BackgroundChannel nemesis(*dir_ / "bg-late.sock");
+    auto gate = std::make_shared<BackgroundGate>();
+    BackgroundControl control((*dir_ / "bg-late.sock").string(), 0, gate);
+    EXPECT_EQ(nemesis.line(), "background 0");
+    LiveEnvConfig c;
+    c.nodes.push_back({"127.0.0.1", (*nodes_)[0].port()});
+    c.background_gate = gate;
+    LiveEnv e(std::move(c));
+    LiveEnv probe = env(1, 411);
+    auto lock = make("reentrant", {{"lease_ms", 3000}});
+    const AcquireResult r = lock->try_acquire(e);
+    ASSERT_EQ(r.outcome, Outcome::ok);
+    ASSERT_EQ(nemesis.signal(SIGUSR1), "held");
+    // Held past its period (1 s), the lease runs below 1.5 s: not renewed meanwhile.
+    long long pttl = 3000;
+    for (int i = 0; i < 500 && pttl > 1500; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        pttl = raw(probe, 0, {"PTTL", kKey}).value.integer;
+    }
+    EXPECT_LE(pttl, 1500) << "the held watchdog renewed";
+    EXPECT_GT(pttl, 0) << "the lease ran out before the test let the watchdog go";
+    ASSERT_EQ(nemesis.signal(SIGUSR2), "released");
+    EXPECT_TRUE(observe(probe, false)) << "the watchdog, let go, never renewed";
+    lock->release(e, *r.lease);
 }
 
 }  // namespace

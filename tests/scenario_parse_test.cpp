@@ -441,3 +441,30 @@ TEST(ScenarioParse, WhatCannotRepeatIsRefusedInOneLine) {
 }
 
 }  // namespace repeating
+
+// ---- issue 16: a pause of the client's background tasks alone ---------------------------------
+
+TEST(ScenarioParse, APauseTakesTheClientOrItsBackgroundTasks) {
+    const Json fault = {{"fault", "pause"}, {"point", "after_acquire"}, {"duration_ms", 100}, {"task", "background"}};
+    const Scenario s = parse_scenario(with_fault(fault), kFile);
+    ASSERT_EQ(s.runs.front().faults.size(), 1u);
+    EXPECT_TRUE(s.runs.front().faults.front().background);
+    EXPECT_NE(s.runs.front().faults.front().label().find("background"), std::string::npos);
+    Json client = fault;
+    client["task"] = "client";
+    EXPECT_FALSE(parse_scenario(with_fault(client), kFile).runs.front().faults.front().background);
+}
+
+TEST(ScenarioParse, ABackgroundTaskIsPausedOnlyByAClientPause) {
+    const Json watchdog = {{"fault", "pause"}, {"point", "after_acquire"}, {"duration_ms", 100}, {"task", "watchdog"}};
+    expect_refused(with_fault(watchdog), "faults[0].task", {"\"client\" or \"background\"", "watchdog"});
+    const Json kill = {{"fault", "kill"}, {"point", "after_acquire"}, {"task", "background"}};
+    expect_refused(with_fault(kill), "faults[0].task", {"only a pause"});
+    const Json node = {{"fault", "pause"}, {"at_ms", 10}, {"node", 0}, {"duration_ms", 100}, {"task", "background"}};
+    expect_refused(with_fault(node), "faults[0].task", {"node"});
+    const Json number = {{"fault", "pause"}, {"point", "after_acquire"}, {"duration_ms", 100}, {"task", 1}};
+    expect_refused(with_fault(number), "faults[0].task");
+    Json library = with_fault({{"fault", "pause"}, {"point", "after_acquire"}, {"duration_ms", 100}, {"task", "background"}});
+    library["runs"] = Json::parse(R"([{"algorithm": "external", "name": "redis-py", "command": ["/usr/bin/python3", "x.py"]}])");
+    expect_refused(library, "faults[0].task", {"external library"});
+}

@@ -229,6 +229,38 @@ void jepsen_pauses_checks(const fs::path& out, const nlohmann::json& summary) {
     }
 }
 
+// Only the watchdog was paused: the starved one lets a second holder in while the slow
+// holder works on; without the fault, or paused for less than the lease has left, it saves
+// the holder. The fault was the background pause, at the slow holder, ended in the run.
+void watchdog_starved_checks(const fs::path& out, const nlohmann::json& summary) {
+    EXPECT_GT(safety(run_named(summary, "watchdog-starved"), "mutual_exclusion_violations"), 0);
+    EXPECT_EQ(safety(run_named(summary, "watchdog-free"), "mutual_exclusion_violations"), 0);
+    EXPECT_EQ(safety(run_named(summary, "watchdog-late"), "mutual_exclusion_violations"), 0);
+    std::vector<std::string> types;
+    std::vector<long long> at_ns;
+    const fs::path run = out / "runs" / "watchdog-starved";
+    std::ifstream log(run / "nemesis.jsonl");
+    for (std::string line; std::getline(log, line);) {
+        const auto e = nlohmann::json::parse(line);
+        EXPECT_EQ(e.at("client"), 0);
+        EXPECT_NE(e.at("label").get<std::string>().find("of background tasks"), std::string::npos) << line;
+        types.push_back(e.at("type"));
+        at_ns.push_back(e.at("t_ns"));
+    }
+    ASSERT_EQ(types, (std::vector<std::string>{"start", "end"}));
+    // The holder worked on: it wrote while its watchdog was still paused (a whole-client
+    // pause would have kept it from writing until the end).
+    std::ifstream history(run / "history" / "client-0.jsonl");
+    for (std::string line; std::getline(history, line);) {
+        const auto e = nlohmann::json::parse(line);
+        if (e.at("op") != "write" || e.at("type") != "invoke") continue;
+        EXPECT_GT(e.at("t_ns").get<long long>(), at_ns[0]);
+        EXPECT_LT(e.at("t_ns").get<long long>(), at_ns[1]) << "the holder did not write while its watchdog was paused";
+        return;
+    }
+    ADD_FAILURE() << "client 0 never wrote";
+}
+
 class Catalog : public ::testing::TestWithParam<std::string> {};
 
 // Every case of the catalog, run as a user runs it: each expectation in the file must hold,
@@ -252,6 +284,7 @@ TEST_P(Catalog, EveryExpectationHolds) {
     if (name == "acquire-pause") acquire_pause_checks(out);
     if (name == "consensus-clock-jump") consensus_clock_jump_checks(out);
     if (name == "jepsen-pauses") jepsen_pauses_checks(out, r.summary);
+    if (name == "watchdog-starved") watchdog_starved_checks(out, r.summary);
     fs::remove_all(out);
 }
 

@@ -12,6 +12,8 @@
 //                 `--replay SEED` rebuilds that schedule byte for byte; fenced token-lua on one
 //                 node accepts no stale write in any schedule; each run's search is timed from
 //                 its own start; a repeating fault aimed at the holder is explored too
+#include <optional>
+
 #include "cli_util.h"
 
 namespace {
@@ -81,6 +83,28 @@ TEST_P(SimCatalog, EveryExpectationOfTheLiveCaseHolds) {
         for (std::string line; std::getline(in, line);) events.push_back(Json::parse(line).at("event"));
         EXPECT_EQ(events, (std::vector<std::string>{"+sdown", "+odown", "+failover-end", "+switch-master"})) << d;
     }
+}
+
+// The simulated watchdog is held alone: its holder writes while the pause is still in force
+// (a pause of the whole process would keep it from writing until the end).
+TEST_F(CliTest, TheStarvedWatchdogsHolderWritesWhileItsWatchdogIsPaused) {
+    const fs::path out = dir() / "out";
+    const Result r = run({"run", (kScenarios / "watchdog-starved.json").string(), "--backend", "sim", "--out", out.string()});
+    ASSERT_EQ(r.exit_code(), 0) << r.describe();
+    const fs::path d = out / "runs" / "watchdog-starved";
+    std::vector<long long> fault_ns;
+    std::ifstream log(d / "nemesis.jsonl");
+    for (std::string line; std::getline(log, line);) fault_ns.push_back(Json::parse(line).at("t_ns"));
+    ASSERT_EQ(fault_ns.size(), 2u);
+    std::optional<long long> write_ns;
+    std::ifstream history(d / "history" / "client-0.jsonl");
+    for (std::string line; std::getline(history, line) && !write_ns;) {
+        const Json e = Json::parse(line);
+        if (e.at("op") == "write" && e.at("type") == "invoke") write_ns = e.at("t_ns").get<long long>();
+    }
+    ASSERT_TRUE(write_ns.has_value());
+    EXPECT_GT(*write_ns, fault_ns[0]);
+    EXPECT_LT(*write_ns, fault_ns[1]);
 }
 
 INSTANTIATE_TEST_SUITE_P(Scenarios, SimCatalog, ::testing::ValuesIn(catalog()), [](const auto& info) {

@@ -45,6 +45,11 @@ public:
     // The client stops where it is (SIGSTOP, or its fibers stop being scheduled) until resumed.
     virtual void pause(int client) = 0;
     virtual void resume(int client) = 0;
+    // Only the client's background tasks (Env::background) stop: a held task neither sleeps
+    // to completion nor sends commands; resumed, a sleep already over ends at once. The
+    // client itself runs on. Returns once the hold is in place.
+    virtual void pause_background(int client) = 0;
+    virtual void resume_background(int client) = 0;
     // The client dies for good. In the simulator, when the client itself reached the point,
     // this call does not return: its fiber unwinds. The schedule calls it last.
     virtual void kill(int client) = 0;

@@ -102,6 +102,7 @@ bool FaultSchedule::fire(std::size_t i, int client, long long now_ns) {
     switch (f.kind) {
         case FaultSpec::Kind::pause:
             if (f.node) world_.pause_node(s.node);
+            else if (f.background) world_.pause_background(client);
             else world_.pause(client);
             log(now_ns, "start", i, client);
             s.in_force.push_back(client);
@@ -205,6 +206,7 @@ void FaultSchedule::run(const Timer& t, long long now_ns) {
 
 void FaultSchedule::end_pause(std::size_t fault, int client, long long now_ns, std::optional<int> occurrence) {
     if (specs_[fault].node) world_.resume_node(state_[fault].node);
+    else if (specs_[fault].background) world_.resume_background(client);
     else world_.resume(client);
     ended(fault, client);
     log(now_ns, "end", fault, client, occurrence);

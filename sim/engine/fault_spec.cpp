@@ -52,6 +52,7 @@ std::string FaultSpec::label() const {
     std::string s = fault_kind_name(kind);
     if (kind == Kind::pause) s += " " + (duration_drawn_ms ? describe_ms(*duration_drawn_ms) : std::to_string(duration_ms) + " ms");
     if (kind == Kind::pause && node) s += " of node " + node_text(*node);
+    if (kind == Kind::pause && background) s += " of background tasks";
     if (kind == Kind::gate) s += " " + std::to_string(count) + " clients";
     if (kind == Kind::clock) {
         if (jump_ms) s += " " + std::string(jump_ms > 0 ? "+" : "") + std::to_string(jump_ms) + " ms";

@@ -27,6 +27,9 @@ struct FaultSpec {
     std::optional<long long> at_ms;  // ... or at this time after the clients start
     std::optional<int> client;       // only this client (required with at_ms)
     long long duration_ms = 0;       // pause: how long the client stays stopped
+    // pause ("task": "background"): only the client's background tasks (a watchdog, a
+    // renewal timer) stop; the client itself works on.
+    bool background = false;
     int count = 2;                   // gate: how many clients it holds before letting go
     long long stagger_ms = 0;        // gate: lets them go one by one, this far apart
     long long jump_ms = 0;           // clock: step the wall clock by this much (negative: back)

@@ -182,6 +182,19 @@ int parse_node(Fields& f) {
     return static_cast<int>(f.integer("node", 0, 0, kMaxNodes - 1));
 }
 
+// A pause's "task": the whole client (the default) or only its background tasks. A lock
+// server has no background task of the client's: a node pause cannot take it.
+void parse_task(Fields& f, FaultSpec& s) {
+    if (!f.get("task")) return;
+    const std::string task = f.string("task", "client");
+    if (s.kind != FaultSpec::Kind::pause) f.fail(f.at("task"), "only a pause stops a task; give \"fault\": \"pause\"");
+    if (task != "client" && task != "background")
+        f.fail(f.at("task"), "expected \"client\" or \"background\", got " + quoted_excerpt(task));
+    if (task == "background" && f.get("node"))
+        f.fail(f.at("task"), "a background task is a client's: a pause of a node cannot name one");
+    s.background = task == "background";
+}
+
 void parse_link(Fields& f, FaultSpec& s, const WorkloadSpec& w) {
     const std::string mode = f.required_string("mode");
     const std::map<std::string, LinkFault::Kind> modes{{"pass", LinkFault::Kind::pass}, {"delay", LinkFault::Kind::delay},
@@ -305,6 +318,7 @@ FaultSpec parse_fault(const nlohmann::json& j, const std::string& path, const st
         if (!s.duration_drawn_ms) s.duration_ms = f.integer("duration_ms", 0, 1, w.duration_ms - s.at_ms.value_or(0),
                                                             "the pause would end after the run: " + run_ends(w));
     }
+    parse_task(f, s);
     if (s.kind == FaultSpec::Kind::clock) {
         const bool jumps = f.get("jump_ms") != nullptr, drifts = f.get("rate") != nullptr;
         if (!jumps && !drifts) f.fail(path, "a clock fault needs \"jump_ms\", \"rate\" or both");
@@ -422,6 +436,16 @@ RenewSpec parse_renew(const nlohmann::json& j, const std::string& path, const st
     return r;
 }
 
+// A background pause reaches the tasks lockbench runs through Env::background (a built-in
+// algorithm's watchdog, the worker's renewal policy); an external library's own threads
+// (etcd's keepalive, a watchdog in Java) are out of its reach.
+void check_background_faults(Fields& f, const RunSpec& r, const std::string& faults_at) {
+    for (size_t i = 0; i < r.faults.size(); ++i)
+        if (r.faults[i].background && !r.command.empty() && !r.renew)
+            f.fail(faults_at + "[" + std::to_string(i) + "].task",
+                   "an external library's own background tasks cannot be paused alone (only a built-in algorithm's, or a \"renew\" policy's)");
+}
+
 RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::string& file,
                   const WorkloadSpec& w, const nlohmann::json& scenario_faults) {
     Fields f(j, path, file);
@@ -471,6 +495,7 @@ RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::s
     r.check_lease_before_write =
         f.value<bool>("check_lease_before_write", false, [](const auto& x) { return x.is_boolean(); }, "true or false");
     if (const nlohmann::json* renew = f.get("renew")) r.renew = parse_renew(*renew, f.at("renew"), file);
+    check_background_faults(f, r, faults_at);
     const std::string persistence = f.string("persistence", "none");
     if (persistence == "aof-always") r.persistence = Persistence::aof_always;
     else if (persistence == "aof-everysec") r.persistence = Persistence::aof_everysec;

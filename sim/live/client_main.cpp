@@ -8,6 +8,7 @@
 #include "sim/engine/recorder.h"
 #include "sim/engine/run_setup.h"
 #include "sim/engine/workload.h"
+#include "sim/live/background_control.h"
 #include "sim/live/client_spec.h"
 #include "sim/live/live_env.h"
 #include "sim/live/nemesis.h"
@@ -93,9 +94,16 @@ int client_main(const fs::path& spec_file) {
     if (spec.preflight) return preflight_main(s, *run, spec);
 
     Recorder rec(spec.history, spec.client);
+    // First, before any thread starts: the signal mask it sets must be every thread's.
+    const auto background_gate = std::make_shared<BackgroundGate>();
+    std::optional<BackgroundControl> background;
+    if (std::ranges::any_of(run->faults, &FaultSpec::background))
+        background.emplace(spec.control_socket, spec.client, background_gate);
     std::optional<PointGate> gate;
     if (!spec.armed.empty()) gate.emplace(spec.control_socket, spec.client, spec.armed);
-    LiveEnv lock_env(lock_env_config(s, spec, rec, gate));
+    LiveEnvConfig lock_config = lock_env_config(s, spec, rec, gate);
+    lock_config.background_gate = background_gate;
+    LiveEnv lock_env(std::move(lock_config));
     LiveEnv store_env({{{"127.0.0.1", spec.store_port}}, std::chrono::milliseconds(s.connect_timeout_ms),
                        derive_seed(spec.seed, 7), {}});
     // The worker starts at the run's common instant, told once this client's lock exists.

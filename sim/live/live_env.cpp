@@ -72,27 +72,23 @@ Reply to_reply(NodeId node, redisReply* r) {
     return out;
 }
 
+// Waits on the task's gate, which a background pause may hold.
 class LiveStopSignal final : public StopSignal {
 public:
-    bool sleep_unless_stopped(Duration d) override {
-        std::unique_lock lock(mutex_);
-        return !cv_.wait_for(lock, d, [this] { return stop_; });
-    }
-    void request_stop() {
-        { std::lock_guard lock(mutex_); stop_ = true; }
-        cv_.notify_all();
-    }
+    explicit LiveStopSignal(std::shared_ptr<BackgroundGate> gate) : gate_(std::move(gate)) {}
+    bool sleep_unless_stopped(Duration d) override { return gate_->sleep_unless_stopped(d, stop_); }
+    void request_stop() { gate_->request_stop(stop_); }
 
 private:
-    std::mutex mutex_;
-    std::condition_variable cv_;
+    std::shared_ptr<BackgroundGate> gate_;
     bool stop_ = false;
 };
 
 class LiveTask final : public BackgroundTask {
 public:
     LiveTask(LiveEnvConfig config, std::function<void(Env&, StopSignal&)> task)
-        : env_(std::make_unique<LiveEnv>(std::move(config))),
+        : signal_(config.background_gate),
+          env_(std::make_unique<LiveEnv>(std::move(config))),
           thread_([this, task = std::move(task)] { task(*env_, signal_); }) {}
     ~LiveTask() override { stop(); }
     void stop() override {
@@ -101,12 +97,39 @@ public:
     }
 
 private:
-    std::unique_ptr<LiveEnv> env_;
     LiveStopSignal signal_;
+    std::unique_ptr<LiveEnv> env_;
     std::thread thread_;
 };
 
 }  // namespace
+
+void BackgroundGate::hold() {
+    std::lock_guard lock(mutex_);
+    held_ = true;
+}
+
+void BackgroundGate::release() {
+    { std::lock_guard lock(mutex_); held_ = false; }
+    cv_.notify_all();
+}
+
+void BackgroundGate::wait_released() {
+    std::unique_lock lock(mutex_);
+    cv_.wait(lock, [this] { return !held_; });
+}
+
+bool BackgroundGate::sleep_unless_stopped(Duration d, const bool& stop) {
+    std::unique_lock lock(mutex_);
+    if (cv_.wait_for(lock, d, [&stop] { return stop; })) return false;
+    cv_.wait(lock, [this, &stop] { return stop || !held_; });
+    return !stop;
+}
+
+void BackgroundGate::request_stop(bool& stop) {
+    { std::lock_guard lock(mutex_); stop = true; }
+    cv_.notify_all();
+}
 
 LiveEnv::LiveEnv(LiveEnvConfig config)
     : config_(std::move(config)), connections_(config_.nodes.size()), rng_(config_.seed) {}
@@ -205,6 +228,7 @@ Reply LiveEnv::read_one(int i, Reply reply) {
 }
 
 Reply LiveEnv::command(NodeId node, const Command& cmd, Duration timeout, std::optional<Point> after_send) {
+    if (config_.in_background) config_.background_gate->wait_released();  // a held task sends nothing
     const int i = node.value;
     if (auto err = ensure_connected(i, timeout)) return Reply{node, Reply::Status::error, {}, *err, false};
     Reply reply{node, Reply::Status::unknown, {}, "", false};
@@ -214,6 +238,7 @@ Reply LiveEnv::command(NodeId node, const Command& cmd, Duration timeout, std::o
 }
 
 std::vector<Reply> LiveEnv::fan_out(const Command& cmd, Duration timeout, std::optional<Point> after_send) {
+    if (config_.in_background) config_.background_gate->wait_released();
     std::vector<Reply> replies;
     std::vector<int> pending;
     replies.reserve(static_cast<size_t>(node_count()));
@@ -273,6 +298,7 @@ long long LiveEnv::wall_ms() {
 
 void LiveEnv::sleep(Duration d) {
     if (d > Duration::zero()) std::this_thread::sleep_for(d);
+    if (config_.in_background) config_.background_gate->wait_released();
 }
 
 void LiveEnv::reach(Point p) {
@@ -282,6 +308,8 @@ void LiveEnv::reach(Point p) {
 std::unique_ptr<BackgroundTask> LiveEnv::background(std::function<void(Env&, StopSignal&)> task) {
     LiveEnvConfig config = config_;
     config.seed = rng_();
+    if (!config.background_gate) config.background_gate = std::make_shared<BackgroundGate>();
+    config.in_background = true;
     return std::make_unique<LiveTask>(std::move(config), std::move(task));
 }
 

@@ -9,7 +9,10 @@
 // sending is unknown, and the connection is dropped so the next command starts clean.
 #pragma once
 
+#include <condition_variable>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <map>
 #include <random>
 #include <string>
@@ -32,12 +35,34 @@ struct SentinelDiscovery {
     std::map<std::string, Endpoint> address_map;
 };
 
+// Holds a client's background tasks while a "task": "background" pause is in force
+// (sim/live/background_control.h sets it on the nemesis's signal). A held task's sleep does
+// not end and its commands wait; released, a sleep already over ends at once.
+class BackgroundGate {
+public:
+    void hold();
+    void release();
+    void wait_released();
+    // Sleeps for d, then on while held; returns false (at once) if *stop is or becomes true.
+    // `stop` is guarded by this gate's mutex: set it through request_stop().
+    bool sleep_unless_stopped(Duration d, const bool& stop);
+    void request_stop(bool& stop);
+
+private:
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    bool held_ = false;
+};
+
 struct LiveEnvConfig {
     std::vector<Endpoint> nodes;
     Duration connect_timeout = std::chrono::milliseconds(200);
     std::uint64_t seed = 1;
     std::function<void(Point)> on_point;   // called on every reach(); may be empty
     std::map<int, SentinelDiscovery> discovery;  // nodes found through Sentinel, by index
+    // The gate a background task's env and sleeps wait at; unset: one of the task's own.
+    std::shared_ptr<BackgroundGate> background_gate;
+    bool in_background = false;  // set by background(): this env's commands wait at the gate
 };
 
 class LiveEnv final : public Env {

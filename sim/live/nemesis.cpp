@@ -24,6 +24,7 @@ struct Nemesis::Connection {
     int fd = -1;
     std::optional<int> client;
     std::string buffer;
+    bool background = false;  // the client's background channel: acknowledgements only
 };
 
 namespace {
@@ -160,7 +161,7 @@ void Nemesis::read_from(Connection& c) {
         // Gone (finished or killed): out of the poll set, and let go of any gate.
         ::close(c.fd);
         c.fd = -1;
-        if (!c.client) return;
+        if (!c.client || c.background) return;
         std::lock_guard lock(mutex_);
         schedule_.client_gone(*c.client, monotonic_ns());
         return;
@@ -176,6 +177,9 @@ void Nemesis::read_from(Connection& c) {
 void Nemesis::on_line(Connection& c, const std::string& line) {
     if (line.rfind("hello ", 0) == 0) {
         c.client = std::stoi(line.substr(6));
+    } else if (line.rfind("background ", 0) == 0) {
+        c.client = std::stoi(line.substr(11));
+        c.background = true;
     } else if (line.rfind("reach ", 0) == 0 && c.client) {
         if (const auto p = parse_point(line.substr(6))) on_reach(*c.client, *p);
         else reply(*c.client, "go\n");
@@ -196,7 +200,7 @@ void Nemesis::on_reach(int client, Point p) {
 
 void Nemesis::reply(int client, const char* word) {
     for (const auto& c : connections_)
-        if (c.client == client && c.fd >= 0) write_all(c.fd, word);
+        if (c.client == client && !c.background && c.fd >= 0) write_all(c.fd, word);
 }
 
 // ---- the actuator -------------------------------------------------------------------------
@@ -205,6 +209,36 @@ void Nemesis::reply(int client, const char* word) {
 void Nemesis::pause(int client) { ::kill(-pids_.at(static_cast<size_t>(client)), SIGSTOP); }
 void Nemesis::resume(int client) { ::kill(-pids_.at(static_cast<size_t>(client)), SIGCONT); }
 void Nemesis::kill(int client) { ::kill(-pids_.at(static_cast<size_t>(client)), SIGKILL); }
+
+// Only the client process itself (its sigwait thread, background_control.h), not its group:
+// an adapter's children would die of SIGUSR1. The schedule goes on once the client says the
+// hold or the release is in place, or after kAckLimit (a client that is SIGSTOPped too, or
+// gone, cannot answer; at at_ms 0 its channel is not read yet).
+void Nemesis::signal_background(int client, int signal, const std::string& ack) {
+    constexpr int kAckLimitMs = 2000;
+    if (::kill(pids_.at(static_cast<size_t>(client)), signal) != 0) return;
+    const auto channel = std::ranges::find_if(connections_, [&](const Connection& c) {
+        return c.background && c.client == client && c.fd >= 0;
+    });
+    if (channel == connections_.end()) return;
+    const long long deadline_ns = monotonic_ns() + kAckLimitMs * 1000000LL;
+    for (;;) {
+        const size_t nl = channel->buffer.find('\n');
+        if (nl != std::string::npos) {
+            const std::string line = channel->buffer.substr(0, nl);
+            channel->buffer.erase(0, nl + 1);
+            if (line == ack) return;
+            continue;
+        }
+        pollfd fd{channel->fd, POLLIN, 0};
+        const long long left_ms = (deadline_ns - monotonic_ns()) / 1000000;
+        if (left_ms <= 0 || ::poll(&fd, 1, static_cast<int>(left_ms)) <= 0) return;
+        char buf[64];
+        const ssize_t n = ::read(channel->fd, buf, sizeof buf);
+        if (n <= 0) return;
+        channel->buffer.append(buf, static_cast<size_t>(n));
+    }
+}
 
 ClockControl& Nemesis::clock_of(ClockOf clock) const {
     const auto& clocks = clock.whose == ClockOf::Whose::node ? node_clocks_ : client_clocks_;

@@ -26,6 +26,8 @@
 // force: no client is left stopped or held.
 #pragma once
 
+#include <csignal>
+
 #include <sys/types.h>
 
 #include <atomic>
@@ -102,6 +104,9 @@ private:
     // The actuator: what the schedule orders, with signals, proxies, the clock shim, nodes.
     void pause(int client) override;
     void resume(int client) override;
+    void pause_background(int client) override { signal_background(client, SIGUSR1, "held"); }
+    void resume_background(int client) override { signal_background(client, SIGUSR2, "released"); }
+    void signal_background(int client, int signal, const std::string& ack);
     void kill(int client) override;
     void hold(int) override {}  // a client held at a gate is one not answered yet
     void let_go(int client) override { reply(client, "go\n"); }

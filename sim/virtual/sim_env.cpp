@@ -228,9 +228,22 @@ void SimEnv::run_if_paused(World& world, Process& process) {
     }
 }
 
+void SimEnv::run_if_background_paused(World& world, Process& process, std::uint64_t* token, const bool* stopped) {
+    run_if_paused(world, process);
+    while (process.background_paused && !(stopped && *stopped)) {
+        Fiber* f = world.current();
+        const std::uint64_t t = world.prepare_wait();
+        if (token) *token = t;
+        process.on_background_resume.push_back([&world, f, t] { world.wake(f, t); });
+        world.wait();
+        run_if_paused(world, process);
+    }
+}
+
 std::vector<Reply> SimEnv::exchange(const std::vector<std::pair<int, Command>>& requests, Duration timeout,
                                     std::optional<Point> after_send) {
     World& w = net_.world();
+    if (background_) run_if_background_paused(w, process_);  // a held task sends nothing
     struct Call {
         std::vector<Reply> replies;
         std::vector<bool> done;
@@ -304,7 +317,8 @@ std::vector<Reply> SimEnv::fan_out(const Command& cmd, Duration timeout, std::op
 void SimEnv::sleep(Duration d) {
     World& w = net_.world();
     w.sleep_until(w.now() + std::max<long long>(0, d.count()));
-    run_if_paused(w, process_);
+    if (background_) run_if_background_paused(w, process_);
+    else run_if_paused(w, process_);
 }
 
 void SimEnv::reach(Point p) {
@@ -320,6 +334,7 @@ public:
     SimTask(Net& net, Process& process, std::vector<std::size_t> targets, std::function<void(Point)> on_point,
             std::function<void(Env&, StopSignal&)> task)
         : world_(net.world()), process_(process), env_(net, process, std::move(targets), std::move(on_point)) {
+        env_.mark_background();
         fiber_ = world_.spawn("task", [this, task = std::move(task)] {
             task(env_, *this);
             if (stopper_) world_.at(world_.now(), [w = &world_, f = stopper_, t = stopper_token_] { w->wake(f, t); });
@@ -339,7 +354,8 @@ public:
         sleep_token_ = world_.prepare_wait();
         world_.at(world_.now() + d.count(), [w = &world_, f = fiber_, t = sleep_token_] { w->wake(f, t); });
         world_.wait();
-        SimEnv::run_if_paused(world_, process_);
+        // Held, the sleep ends only when the tasks are resumed (at once, if it was over).
+        SimEnv::run_if_background_paused(world_, process_, &sleep_token_, &stop_);
         return !stop_;
     }
 

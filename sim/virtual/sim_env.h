@@ -80,6 +80,8 @@ struct Process {
     bool dead = false;
     std::vector<Fiber*> fibers;
     std::vector<std::function<void()>> on_resume;
+    bool background_paused = false;  // a "task": "background" pause: its background fibers wait
+    std::vector<std::function<void()>> on_background_resume;
     std::mt19937_64 rng;
 };
 
@@ -170,6 +172,13 @@ public:
 
     // From the fiber: waits while its process is paused.
     static void run_if_paused(World& world, Process& process);
+    // From a background fiber: waits while its process's background tasks are paused (and
+    // the process itself). `token`, if given, is set to each wait's token, so that a stop
+    // can wake it; `stopped` ends the wait.
+    static void run_if_background_paused(World& world, Process& process, std::uint64_t* token = nullptr,
+                                         const bool* stopped = nullptr);
+    // This env belongs to a background task: its commands wait while the tasks are paused.
+    void mark_background() { background_ = true; }
 
 private:
     std::vector<Reply> exchange(const std::vector<std::pair<int, Command>>& requests, Duration timeout,
@@ -180,6 +189,7 @@ private:
     int channel_;
     std::vector<std::size_t> targets_;
     std::function<void(Point)> on_point_;
+    bool background_ = false;
 };
 
 }  // namespace lockbench::sim

@@ -48,6 +48,17 @@ void SimNemesis::resume(int client) {
     for (auto& w : waiting) w();
 }
 
+// The client's background fibers stop at their next sleep's end or command (sim_env.cpp).
+void SimNemesis::pause_background(int client) { process(client).background_paused = true; }
+
+void SimNemesis::resume_background(int client) {
+    Process& p = process(client);
+    p.background_paused = false;
+    auto waiting = std::move(p.on_background_resume);
+    p.on_background_resume.clear();
+    for (auto& w : waiting) w();
+}
+
 void SimNemesis::kill(int client) {
     Process& p = process(client);
     p.dead = true;

@@ -44,6 +44,8 @@ public:
 private:
     void pause(int client) override;
     void resume(int client) override;
+    void pause_background(int client) override;
+    void resume_background(int client) override;
     void kill(int client) override;
     void hold(int client) override;
     void let_go(int client) override;

@@ -356,6 +356,14 @@ void check_fault_nodes(Fields& f, const RunSpec& r, const std::string& faults_at
     }
 }
 
+// "resource_check": what the protected store refuses (store.h); "fence", today's check, by default.
+ResourceCheck parse_run_resource_check(Fields& f) {
+    const std::string name = f.string("resource_check", "fence");
+    const std::optional<ResourceCheck> check = parse_resource_check(name);
+    if (!check) f.fail(f.at("resource_check"), "expected \"none\", \"fence\" or \"token\", got " + quoted_excerpt(name));
+    return *check;
+}
+
 RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::string& file,
                   const WorkloadSpec& w, const nlohmann::json& scenario_faults) {
     Fields f(j, path, file);
@@ -404,6 +412,7 @@ RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::s
                    "there is a replication link only with \"topology\": \"sentinel\"");
     r.check_lease_before_write =
         f.value<bool>("check_lease_before_write", false, [](const auto& x) { return x.is_boolean(); }, "true or false");
+    r.resource_check = parse_run_resource_check(f);
     const std::string persistence = f.string("persistence", "none");
     if (persistence == "aof-always") r.persistence = Persistence::aof_always;
     else if (persistence == "aof-everysec") r.persistence = Persistence::aof_everysec;

@@ -17,6 +17,7 @@
 #include "lockimpl/env.h"
 #include "lockimpl/lock.h"
 #include "sim/engine/recorder.h"
+#include "sim/engine/store.h"
 #include "sim/engine/workload.h"
 
 namespace lockbench {
@@ -28,6 +29,7 @@ struct WorkerSpec {
     Duration store_timeout = std::chrono::milliseconds(1000);
     std::optional<Instant> start_at;   // wait until then, so that every client starts together
     bool check_lease_before_write = false;  // skip the write if the lease's validity has run out
+    ResourceCheck resource_check = ResourceCheck::fence;  // what the store refuses (store.h)
 };
 
 struct WorkerTotals {

@@ -173,6 +173,28 @@ void consensus_clock_jump_checks(const fs::path& out) {
     EXPECT_GE(*std::ranges::max_element(seconds) - *std::ranges::min_element(seconds), 60) << "the +60 s step never showed";
 }
 
+// resource-check: the store logged what each check decided. Before-write under token: the
+// stale write is refused because the newer lease registered since; before-enter under token:
+// the legitimate holder's write is refused because the stale lease registered last, and the
+// stale lease's write is accepted. Every record of a fenced lease keeps its fence.
+void resource_check_checks(const fs::path& out, const nlohmann::json& summary) {
+    for (const auto& run : summary.at("runs")) {
+        const std::string name = run.at("name");
+        EXPECT_EQ(run.value("resource_check", std::string("fence")), name.substr(name.find('+') + 1)) << name;
+        const auto log = jsonl(out / "runs" / name / "store.jsonl");
+        for (const auto& e : log) {
+            if (e.contains("abandoned")) continue;   // an abandon's exit names only the lease
+            EXPECT_TRUE(e.contains("fence")) << name << ": " << e.dump();
+        }
+        if (!name.ends_with("+token")) continue;
+        const auto reject = std::ranges::find_if(log, [](const auto& e) { return e.at("kind") == "reject"; });
+        ASSERT_NE(reject, log.end()) << name;
+        const bool stale_refused = name.starts_with("before-write");
+        EXPECT_EQ(reject->at("client"), stale_refused ? 0 : 1) << name;
+        EXPECT_EQ(reject->at("registered").template get<std::string>().substr(0, 2), stale_refused ? "c1" : "c0") << name;
+    }
+}
+
 class Catalog : public ::testing::TestWithParam<std::string> {};
 
 // Every case of the catalog, run as a user runs it: each expectation in the file must hold,
@@ -194,6 +216,7 @@ TEST_P(Catalog, EveryExpectationHolds) {
     if (name.starts_with("failover-")) failover_checks(out, r.summary);
     if (name == "acquire-pause") acquire_pause_checks(out);
     if (name == "consensus-clock-jump") consensus_clock_jump_checks(out);
+    if (name == "resource-check") resource_check_checks(out, r.summary);
     fs::remove_all(out);
 }
 

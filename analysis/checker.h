@@ -8,14 +8,20 @@
 //   abandon was lost too) is inside at its enter only: its enter landing inside another's
 //   section counts, an enter after it never counts against it. So a definite enter into an
 //   open section is always an overlap, and an interval that never closes swallows nothing.
-//   Counted once per such pair. If the fence rejected either section's write, the pair is
+//   Counted once per such pair. If the store's check rejected either section's write, the pair is
 //   a fenced overlap instead: the store stopped the damage.
 // - lost update: completed sections (accepted writes) minus the final counter.
 // - stale write accepted: an accepted write of lease A after another lease entered later
 //   than A did (unless both carry fences and the later one's is lower), or after the store
 //   saw a fence from another lease that is higher than A's or equal to it (two leases with
 //   one token is a failure of the fence: once the store has seen both, neither's write is
-//   safe); rejected: the store's fence refused the write.
+//   safe); rejected: the store's check refused the write (the fence, or with resource_check
+//   "token" a token other than the registered one: then it may be the legitimate holder's
+//   write, refused because a stale holder registered after it). The store logs every
+//   lease's fence whatever it enforces, so a write that check-and-set let through is still
+//   known stale here from the fences.
+// - lost update share: lost updates over the writes the store accepted (Jepsen's share of
+//   acknowledged updates lost), 0 when none was accepted.
 // - foreign release: a release of lease A whose reply says it removed the key on node n,
 //   although another lease acquired node n with an attempt that began after A acquired it
 //   and ended before A's release began. That acquire's SET landed after A's, so A's own

@@ -36,6 +36,12 @@ const std::vector<Metric> kMetrics = {
      [](const CheckResult& r) { return as_double(r.safety.fenced_overlaps); }},
     {"lost_updates", G::safety, U::count, true, A::spread, "", Column{"lost", 6}, Column{"lost/rep", 9, 1},
      [](const CheckResult& r) { return as_double(r.safety.lost_updates); }},
+    // Jepsen's figure: the share of acknowledged writes (those the store accepted) that the
+    // final counter lacks; 0 when nothing was written.
+    {"lost_update_share", G::safety, U::ratio, true, A::mean_max, "", std::nullopt, Column{"lost/ack", 9, 2},
+     [](const CheckResult& r) {
+         return r.ops.sections_completed ? as_double(r.safety.lost_updates) / as_double(r.ops.sections_completed) : 0.0;
+     }},
     {"stale_writes_accepted", G::safety, U::count, true, A::spread, "", Column{"stale", 5}, std::nullopt,
      [](const CheckResult& r) { return as_double(r.safety.stale_writes_accepted); }},
     {"stale_writes_rejected", G::safety, U::count, true, A::spread, "", Column{"rejected", 9}, std::nullopt,

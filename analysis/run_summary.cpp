@@ -80,6 +80,7 @@ void add_identity(Json& j, const RunIdentity& id) {
     j["clients"] = id.clients;
     j["seed"] = id.seed;
     if (!id.command.empty()) j["command"] = id.command;  // an external library's adapter
+    if (id.resource_check != "fence") j["resource_check"] = id.resource_check;
 }
 
 RunIdentity run_identity_from_json(const Json& j) {
@@ -91,6 +92,7 @@ RunIdentity run_identity_from_json(const Json& j) {
     id.clients = j.at("clients").get<int>();
     id.seed = j.at("seed").get<std::uint64_t>();
     id.command = j.value("command", std::vector<std::string>{});
+    id.resource_check = j.value("resource_check", std::string("fence"));
     return id;
 }
 

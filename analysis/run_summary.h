@@ -57,8 +57,10 @@ struct RunIdentity {
     int clients = 0;
     std::uint64_t seed = 0;
     std::vector<std::string> command;    // an external library's adapter; empty otherwise
+    std::string resource_check = "fence";  // what the protected store refused (sim/engine/store.h)
 };
-// Writes the identity's fields into `j` (command only when there is one).
+// Writes the identity's fields into `j` (command only when there is one, resource_check only
+// when it is not the default "fence", so that a default run's record reads as before).
 void add_identity(nlohmann::json& j, const RunIdentity& id);
 // Throws nlohmann::json's exception naming the first of name..seed missing.
 RunIdentity run_identity_from_json(const nlohmann::json& j);

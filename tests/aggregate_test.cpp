@@ -36,6 +36,7 @@ TEST(Wilson, EdgesStayInsideZeroOne) {
 
 nlohmann::json rep(long long violations, double unavailable_ms, bool held) {
     return {{"mutual_exclusion_violations", violations}, {"fenced_overlaps", 0}, {"lost_updates", violations / 2},
+            {"lost_update_share", static_cast<double>(violations / 2) / 100},
             {"stale_writes_accepted", 0}, {"stale_writes_rejected", 1}, {"foreign_releases", 0},
             {"unavailable_ms", unavailable_ms}, {"sections_completed", 100}, {"expectations_held", held},
             {"expectations", nlohmann::json::array({{{"expect", "x"}, {"held", held}}})}};
@@ -52,6 +53,8 @@ TEST(Aggregate, CountsRatesAndPooledLatency) {
     EXPECT_DOUBLE_EQ(a.at("violation_rate").get<double>(), 2.0 / 3.0);
     EXPECT_DOUBLE_EQ(a.at("violation_rate_ci95").at(0).get<double>(), wilson_interval(2, 3).lo);
     EXPECT_EQ(a.at("lost_updates").at("total"), 3.0);
+    EXPECT_DOUBLE_EQ(a.at("lost_update_share").at("mean").get<double>(), 0.03 / 3);
+    EXPECT_DOUBLE_EQ(a.at("lost_update_share").at("max").get<double>(), 0.02);
     EXPECT_EQ(a.at("stale_writes_rejected").at("mean"), 1.0);
     EXPECT_DOUBLE_EQ(a.at("unavailable_ms").at("mean").get<double>(), 40.0 / 3.0);
     EXPECT_EQ(a.at("unavailable_ms").at("max"), 30.0);

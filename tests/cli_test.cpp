@@ -352,7 +352,7 @@ TEST_F(CliTest, RunThenCheckRealResults) {
     EXPECT_TRUE(run0.contains("seed") && run0["seed"].is_number_integer());
     for (const auto& [group, keys] : std::vector<std::pair<std::string, std::vector<std::string>>>{
              {"ops", {"acquire_attempts", "acquired", "released", "sections_completed"}},
-             {"safety", {"mutual_exclusion_violations", "lost_updates", "stale_writes_accepted",
+             {"safety", {"mutual_exclusion_violations", "lost_updates", "lost_update_share", "stale_writes_accepted",
                          "stale_writes_rejected", "foreign_releases"}},
              {"availability", {"unavailable_ms", "longest_unavailable_ms"}}}) {
         expect_member(run0, "runs[0]", group);

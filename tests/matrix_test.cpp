@@ -354,6 +354,36 @@ TEST_F(ReportTest, DrawsEveryFigureIntoOnePageThatOpensInChromium) {
     EXPECT_NE(check.out.find(std::to_string(images) + " images loaded"), std::string::npos) << check.describe();
 }
 
+// resource-check in the simulator: the report sets the store's checks side by side, one row
+// per case, and says in which reps each check let the stale write through.
+TEST_F(ReportTest, RunsThatDifferOnlyInTheStoresCheckAreComparedInOneTable) {
+    const fs::path results = dir() / "results";
+    const fs::path scenario = fs::path(LOCKBENCH_SOURCE_DIR) / "scenarios" / "resource-check.json";
+    ASSERT_EQ(run({"matrix", scenario.string(), "--backend", "sim", "--out", (results / "m").string()}).exit_code(), 0);
+    const Result r = report(results);
+    ASSERT_EQ(r.exit_code(), 0) << r.describe();
+    const std::vector<std::string> md = lines_of(read_text(results / "report.md"));
+    EXPECT_NE(std::ranges::find(md, "| case | check none | check fence | check token |"), md.end());
+    const auto row = [&](const std::string& name) {
+        const auto it = std::ranges::find_if(md, [&](const std::string& l) { return l.starts_with("| resource-check: " + name + " |"); });
+        return it == md.end() ? std::string() : *it;
+    };
+    const auto cells = [](const std::string& line) {  // the three checks' cells, in order
+        std::vector<std::string> out;
+        for (size_t at = line.find(" | "); at != std::string::npos; at = line.find(" | ", at + 1))
+            out.push_back(line.substr(at + 3, line.find(" |", at + 3) - at - 3));
+        return out;
+    };
+    const std::vector<std::string> write = cells(row("before-write")), enter = cells(row("before-enter"));
+    ASSERT_EQ(write.size(), 3u) << row("before-write");
+    ASSERT_EQ(enter.size(), 3u) << row("before-enter");
+    EXPECT_TRUE(write[0].starts_with("stale accepted in 1/1, refused 0 writes")) << write[0];
+    EXPECT_TRUE(write[1].starts_with("stale accepted in 0/1, refused 1 write,")) << write[1];
+    EXPECT_TRUE(write[2].starts_with("stale accepted in 0/1, refused 1 write,")) << write[2];
+    EXPECT_TRUE(enter[1].starts_with("stale accepted in 0/1, refused 1 write,")) << enter[1];
+    EXPECT_TRUE(enter[2].starts_with("stale accepted in 1/1, refused 1 write,")) << enter[2];
+}
+
 // A matrix and a sweep merged from one shard of two (--allow-incomplete): the fenced variant
 // never ran, and the report says so and nothing else about it.
 TEST_F(ReportTest, CellsThatNeverRanAreShownAsNotRunAndNoFindingSpeaksForThem) {

@@ -168,7 +168,7 @@ rc::Gen<Command> raw_command() {
 struct Step {
     enum class Kind { raw, advance, acquire, release, section } kind = Kind::raw;
     Command cmd;
-    long long ms = 0;
+    long long ms = 0;   // advance: by how much; section: the store's check (0 none, 1 fence, 2 token)
     int lock = 0;
 };
 
@@ -177,6 +177,7 @@ void showValue(const Step& s, std::ostream& os) {
     os << kinds[static_cast<int>(s.kind)];
     if (s.kind == Step::Kind::raw) os << " " << describe(s.cmd);
     if (s.kind == Step::Kind::advance) os << " " << s.ms << " ms";
+    if (s.kind == Step::Kind::section) os << " check " << s.ms;
     if (s.kind >= Step::Kind::acquire) os << " lock " << s.lock;
 }
 
@@ -205,7 +206,8 @@ rc::Gen<Step> step() {
                  [](long long ms) { return Step{Step::Kind::advance, {}, ms, 0}; }),
         gen::map(lock, [](int l) { return Step{Step::Kind::acquire, {}, 0, l}; }),
         gen::map(lock, [](int l) { return Step{Step::Kind::release, {}, 0, l}; }),
-        gen::map(lock, [](int l) { return Step{Step::Kind::section, {}, 0, l}; }));
+        gen::map(gen::pair(lock, gen::inRange(0, 3)),
+                 [](std::pair<int, int> p) { return Step{Step::Kind::section, {}, p.second, p.first}; }));
 }
 
 RC_GTEST_PROP(ModelDiff, TheModelRepliesAsRedisServerDoes, ()) {
@@ -225,7 +227,10 @@ RC_GTEST_PROP(ModelDiff, TheModelRepliesAsRedisServerDoes, ()) {
         RC_ASSERT(resolve_params(info->params, h.params, p, error));
         locks.push_back({info->make(p, LockContext{"lockbench:lock", h.client, std::chrono::seconds(1)}), {}});
     }
-    Store store(env, std::chrono::seconds(1));
+    // The section step's `ms` picks the store's check (none, fence, token).
+    Store none(env, std::chrono::seconds(1), ResourceCheck::none), fence(env, std::chrono::seconds(1)),
+        token(env, std::chrono::seconds(1), ResourceCheck::token);
+    Store* const stores[] = {&none, &fence, &token};
     const auto steps = *rc::gen::container<std::vector<Step>>(step());
     for (const Step& s : steps) {
         showValue(s, RC_LOG());
@@ -248,7 +253,9 @@ RC_GTEST_PROP(ModelDiff, TheModelRepliesAsRedisServerDoes, ()) {
                 break;
             case Step::Kind::section:  // the store's scripts: enter, then write and exit
                 if (l.lease) {
-                    const SectionId id{kHolders[static_cast<std::size_t>(s.lock)].client, l.lease->token, l.lease->fencing_token};
+                    const SectionId id{kHolders[static_cast<std::size_t>(s.lock)].client, l.lease->token,
+                                       l.lease->fencing_token, l.lease->token};
+                    Store& store = *stores[s.ms % 3];
                     const Reply read = store.enter(id);
                     if (read.ok()) store.write_and_exit(id, read.value.integer);
                 }

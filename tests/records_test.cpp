@@ -36,7 +36,7 @@ TEST(MetricTable, EachRowReadsItsOwnFigure) {
     const std::map<std::string, double> expected = {
         {"acquire_attempts", 10}, {"acquired", 4}, {"released", 3}, {"sections_completed", 2},
         {"acquire_success_rate", 0.4}, {"mutual_exclusion_violations", 11}, {"fenced_overlaps", 12},
-        {"lost_updates", 13}, {"stale_writes_accepted", 14}, {"stale_writes_rejected", 15},
+        {"lost_updates", 13}, {"lost_update_share", 13.0 / 2}, {"stale_writes_accepted", 14}, {"stale_writes_rejected", 15},
         {"foreign_releases", 16}, {"unavailable_ms", 17.5}, {"longest_unavailable_ms", 18.5}};
     const CheckResult r = distinct_figures();
     for (const Metric& m : metrics()) {
@@ -74,7 +74,7 @@ TEST(MetricTable, AnUnknownExpectationListsTheExpectableMetrics) {
     } catch (const ScenarioError& e) {
         EXPECT_EQ(std::string(e.what()),
                   "case.json: runs[0].expect.bogus: unknown metric (known: acquire_attempts, acquired, released, "
-                  "sections_completed, mutual_exclusion_violations, fenced_overlaps, lost_updates, "
+                  "sections_completed, mutual_exclusion_violations, fenced_overlaps, lost_updates, lost_update_share, "
                   "stale_writes_accepted, stale_writes_rejected, foreign_releases, unavailable_ms, "
                   "longest_unavailable_ms, faults_injected)");
     }

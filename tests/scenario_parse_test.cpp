@@ -468,3 +468,24 @@ TEST(ScenarioParse, ABackgroundTaskIsPausedOnlyByAClientPause) {
     library["runs"] = Json::parse(R"([{"algorithm": "external", "name": "redis-py", "command": ["/usr/bin/python3", "x.py"]}])");
     expect_refused(library, "faults[0].task", {"external library"});
 }
+
+namespace {
+
+// "resource_check": fence by default (today's store), none or token when asked; anything
+// else, or a non-string, is one line naming the run's field.
+TEST(ScenarioParse, AResourceCheckIsNoneFenceOrToken) {
+    EXPECT_EQ(parse_scenario(base(), kFile).runs.at(0).resource_check, ResourceCheck::fence);
+    for (const auto& [name, check] : {std::pair{"none", ResourceCheck::none}, {"fence", ResourceCheck::fence},
+                                      {"token", ResourceCheck::token}}) {
+        Json s = base();
+        s["runs"][0]["resource_check"] = name;
+        EXPECT_EQ(parse_scenario(s, kFile).runs.at(0).resource_check, check) << name;
+    }
+    Json bad = base();
+    bad["runs"][0]["resource_check"] = "cas";
+    expect_refused(bad, "runs[0].resource_check", {"\"none\", \"fence\" or \"token\"", "\"cas\""});
+    bad["runs"][0]["resource_check"] = true;
+    expect_refused(bad, "runs[0].resource_check", {"a string"});
+}
+
+}  // namespace

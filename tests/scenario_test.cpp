@@ -261,6 +261,28 @@ void watchdog_starved_checks(const fs::path& out, const nlohmann::json& summary)
     ADD_FAILURE() << "client 0 never wrote";
 }
 
+// resource-check: the store logged what each check decided. Before-write under token: the
+// stale write is refused because the newer lease registered since; before-enter under token:
+// the legitimate holder's write is refused because the stale lease registered last, and the
+// stale lease's write is accepted. Every record of a fenced lease keeps its fence.
+void resource_check_checks(const fs::path& out, const nlohmann::json& summary) {
+    for (const auto& run : summary.at("runs")) {
+        const std::string name = run.at("name");
+        EXPECT_EQ(run.value("resource_check", std::string("fence")), name.substr(name.find('+') + 1)) << name;
+        const auto log = jsonl(out / "runs" / name / "store.jsonl");
+        for (const auto& e : log) {
+            if (e.contains("abandoned")) continue;   // an abandon's exit names only the lease
+            EXPECT_TRUE(e.contains("fence")) << name << ": " << e.dump();
+        }
+        if (!name.ends_with("+token")) continue;
+        const auto reject = std::ranges::find_if(log, [](const auto& e) { return e.at("kind") == "reject"; });
+        ASSERT_NE(reject, log.end()) << name;
+        const bool stale_refused = name.starts_with("before-write");
+        EXPECT_EQ(reject->at("client"), stale_refused ? 0 : 1) << name;
+        EXPECT_EQ(reject->at("registered").template get<std::string>().substr(0, 2), stale_refused ? "c1" : "c0") << name;
+    }
+}
+
 class Catalog : public ::testing::TestWithParam<std::string> {};
 
 // Every case of the catalog, run as a user runs it: each expectation in the file must hold,
@@ -285,6 +307,7 @@ TEST_P(Catalog, EveryExpectationHolds) {
     if (name == "consensus-clock-jump") consensus_clock_jump_checks(out);
     if (name == "jepsen-pauses") jepsen_pauses_checks(out, r.summary);
     if (name == "watchdog-starved") watchdog_starved_checks(out, r.summary);
+    if (name == "resource-check") resource_check_checks(out, r.summary);
     fs::remove_all(out);
 }
 

@@ -255,6 +255,49 @@ def families_table(trees):
     return (["scenario"] + [n for n, _ in FAMILIES], rows) if rows else None
 
 
+# The protected store's checks (a run's "resource_check", sim/engine/store.h), in table order.
+CHECKS = ("none", "fence", "token")
+
+
+def check_groups(tree, sc):
+    """[{check: cell}]: the scenario's runs that differ only in the store's check (the same
+    algorithm, parameters and faults), where at least two checks ran."""
+    groups = {}
+    for c in tree.cells_of(sc):
+        if not c.reps:
+            continue
+        run = c.run_of(c.reps[0])
+        faults = [f.get("label") for f in run.get("faults") or [] if isinstance(f, dict)]
+        key = (run.get("algorithm"), json.dumps(run.get("params"), sort_keys=True), json.dumps(faults))
+        groups.setdefault(key, {})[run.get("resource_check", "fence")] = c
+    return [g for g in groups.values() if len(g) >= 2]
+
+
+def check_cell(c):
+    """What one check came to over the reps: the stale writes it let through, the writes it
+    refused, and the share of acknowledged writes lost."""
+    n = len(c.reps)
+    return (f"stale accepted in {c.reps_with('stale_writes_accepted')}/{n}, "
+            f"refused {plural(c.total('stale_writes_rejected'), 'write')}, "
+            f"lost/ack {c.aggregate('lost_update_share', 'mean'):.2f}")
+
+
+def resource_check_table(trees):
+    """(header, rows): per group of runs that differ only in the store's check, each check's
+    outcome side by side; None when no scenario compares checks."""
+    rows = []
+    for t in trees:
+        if t.kind != "matrix":
+            continue
+        for sc in t.scenario_order:
+            for g in check_groups(t, sc):
+                name = next(iter(g.values())).run
+                for check in CHECKS:
+                    name = name[:-len(check) - 1] if name.endswith("+" + check) else name
+                rows.append([f"{sc}: {name}"] + [check_cell(g[k]) if k in g else "—" for k in CHECKS])
+    return (["case"] + [f"check {k}" for k in CHECKS], rows) if rows else None
+
+
 def write_findings(trees, page):
     page.heading(2, "Findings", "findings")
     page.para("Per scenario, from the checker's figures over every rep (details, timelines and plots below). "
@@ -264,6 +307,13 @@ def write_findings(trees, page):
         page.para("Side by side: a single Redis, Redlock, ZooKeeper and etcd under the same faults (\"fenced:\" the "
                   "store checked the lock's fencing token; \"—\": the case does not apply or was not run).", cls="note")
         page.table(*families)
+    checks = resource_check_table(trees)
+    if checks:
+        page.para("The same lock and faults under each check of the protected store (\"resource_check\": none; the "
+                  "lock's fencing token; check-and-set on its random token): in how many reps a stale write was "
+                  "accepted, how many writes the check refused, and the mean share of acknowledged writes lost.",
+                  cls="note")
+        page.table(*checks)
     items = []
     for t in trees:
         if t.kind == "sweep":

@@ -16,8 +16,10 @@ std::unique_ptr<Lock> make_client_lock(const Scenario& s, const RunSpec& run, in
 }
 
 WorkerSpec worker_spec(const Scenario& s, const RunSpec& run, int client, std::uint64_t seed, Instant start) {
-    return WorkerSpec{client, seed, s.workload, std::chrono::milliseconds(s.store_timeout_ms), start,
-                      run.check_lease_before_write, run.renew};
+    WorkerSpec w{client, seed, s.workload, std::chrono::milliseconds(s.store_timeout_ms), start,
+                 run.check_lease_before_write, run.renew};
+    w.resource_check = run.resource_check;
+    return w;
 }
 
 Command store_log_command() { return {"LRANGE", StoreKeys{}.log, "0", "-1"}; }
@@ -51,6 +53,7 @@ RunRecord run_record(const Scenario& s, const RunSpec& run, std::uint64_t seed, 
     r.connect_timeout_ms = s.connect_timeout_ms;
     r.command = run.command;
     if (run.renew) r.renew = run.renew->to_json();
+    r.resource_check = resource_check_name(run.resource_check);
     r.clients_failed = outcome.clients_failed;
     r.sim_events = outcome.sim_events;
     r.faults = outcome.faults;

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "analysis/metrics.h"
+#include "sim/engine/scenario_fields.h"
 
 namespace lockbench {
 
@@ -22,106 +23,9 @@ const AlgorithmInfo& external_algorithm() {
         nullptr};
     return info;
 }
+using namespace scenario_parse;
+
 namespace {
-
-// A string from the file, quoted and cut for a message.
-std::string quoted_excerpt(const std::string& text) { return excerpt(nlohmann::json(text)); }
-
-// A JSON object under validation: every field read is ticked off, and finish() rejects the
-// rest, so a typo is an error rather than a silently ignored setting. Numbers are read only
-// through integer() and number(), which check the value as written against its range.
-class Fields {
-public:
-    Fields(const nlohmann::json& j, std::string path, const std::string& file)
-        : j_(j), path_(std::move(path)), file_(file) {
-        if (!j_.is_object()) fail(path_, "expected an object, got " + excerpt(j_));
-    }
-
-    [[noreturn]] void fail(const std::string& field, const std::string& what) const {
-        throw ScenarioError(file_ + ": " + (field.empty() ? "(top level)" : field) + ": " + what);
-    }
-    std::string at(const std::string& key) const {
-        return path_.empty() ? excerpt_text(key) : path_ + "." + excerpt_text(key);
-    }
-
-    const nlohmann::json* get(const std::string& key) {
-        seen_.insert(key);
-        auto it = j_.find(key);
-        return it == j_.end() || it->is_null() ? nullptr : &*it;
-    }
-    template <typename T, typename Check>
-    T value(const std::string& key, T fallback, Check ok, const char* expected) {
-        const nlohmann::json* v = get(key);
-        if (!v) return fallback;
-        if (!ok(*v)) fail(at(key), std::string("expected ") + expected + ", got " + excerpt(*v));
-        return v->get<T>();
-    }
-    // An integer within [min, max]; `why` says where a bound comes from (the run's length).
-    long long integer(const std::string& key, long long fallback, long long min, long long max,
-                      const std::string& why = "") {
-        const nlohmann::json* v = get(key);
-        if (!v) return fallback;
-        if (const auto x = integer_within(*v, min, max)) return *x;
-        fail(at(key), "expected " + range_text("an integer", static_cast<double>(min), static_cast<double>(max)) +
-                          (why.empty() ? "" : " (" + why + ")") + ", got " + excerpt(*v));
-    }
-    double number(const std::string& key, double fallback, double min, double max) {
-        const nlohmann::json* v = get(key);
-        if (!v) return fallback;
-        if (const auto x = number_within(*v, min, max)) return *x;
-        fail(at(key), "expected " + range_text("a number", min, max) + ", got " + excerpt(*v));
-    }
-    std::string string(const std::string& key, std::string fallback) {
-        return value<std::string>(key, fallback, [](const auto& x) { return x.is_string(); }, "a string");
-    }
-    std::string required_string(const std::string& key) {
-        if (!get(key)) fail(at(key), "required, expected a string");
-        return string(key, "");
-    }
-    void finish() const {
-        for (const auto& [key, _] : j_.items())
-            if (!seen_.contains(key)) fail(at(key), "unknown field");
-    }
-
-private:
-    const nlohmann::json& j_;
-    std::string path_;
-    const std::string& file_;
-    std::set<std::string> seen_;
-};
-
-constexpr long long kMaxLong = std::numeric_limits<long long>::max();
-constexpr long long kMaxNodes = 16;                       // lock nodes in a run
-constexpr long long kMaxOccurrence = 1'000'000'000;       // reaches of a point: an int with room
-constexpr long long kMaxJumpMs = 365LL * 24 * 3'600'000;  // a clock step: a year either way
-constexpr double kMaxRate = 1000;                         // a skewed clock's seconds per second
-
-// "workload.duration_ms is 3000": why a time or a duration has its bound.
-std::string run_ends(const WorkloadSpec& w) { return "workload.duration_ms is " + std::to_string(w.duration_ms); }
-
-// Every value a distribution names (the fixed value, both bounds, the mean) is a finite
-// number of milliseconds within the run, so that no draw is infinite or outlasts it absurdly.
-Distribution parse_distribution(const nlohmann::json& j, const std::string& path, const std::string& file,
-                                long long run_ms) {
-    const std::string expected = "{\"fixed\": MS}, {\"uniform\": [MIN_MS, MAX_MS]} or {\"exponential\": MEAN_MS}, "
-                                 "each from 0 to " + std::to_string(run_ms) + " (workload.duration_ms)";
-    const auto bad = [&] { throw ScenarioError(file + ": " + path + ": expected " + expected + ", got " + excerpt(j)); };
-    if (!j.is_object() || j.size() != 1) bad();
-    const auto& [kind, v] = *j.items().begin();
-    const auto ms = [&](const nlohmann::json& x) { return number_within(x, 0, static_cast<double>(run_ms)); };
-    if (kind == "fixed" && ms(v)) return {Distribution::Kind::fixed, *ms(v), 0};
-    if (kind == "exponential" && ms(v)) return {Distribution::Kind::exponential, *ms(v), 0};
-    if (kind == "uniform" && v.is_array() && v.size() == 2 && ms(v[0]) && ms(v[1]) && *ms(v[0]) <= *ms(v[1]))
-        return {Distribution::Kind::uniform, *ms(v[0]), *ms(v[1])};
-    bad();
-    return {};  // not reached: bad() throws
-}
-
-Distribution distribution(Fields& f, const std::string& key, Distribution fallback, const std::string& file,
-                          long long run_ms) {
-    const nlohmann::json* v = f.get(key);
-    return v ? parse_distribution(*v, f.at(key), file, run_ms) : fallback;
-}
 
 WorkloadSpec parse_workload(const nlohmann::json& j, const std::string& file) {
     Fields f(j, "workload", file);
@@ -167,200 +71,6 @@ Expectation parse_expectation(const std::string& metric, const nlohmann::json& v
     if (!v.is_string() || !in || !ops.contains(e.op) || (in >> rest))
         throw ScenarioError(file + ": " + path + ": expected a comparison such as \"== 0\" or \">= 1\", got " + excerpt(v));
     return e;
-}
-
-// A fault's node: an index, or "leader" / "follower" (whichever server leads, or the first
-// that does not, when the fault fires; the run checks that its service has a leader).
-int parse_node(Fields& f) {
-    const nlohmann::json* node = f.get("node");
-    if (node && node->is_string()) {
-        const std::string role = node->get<std::string>();
-        if (role == "leader") return kLeaderNode;
-        if (role == "follower") return kFollowerNode;
-        f.fail(f.at("node"), "expected a node index, \"leader\" or \"follower\", got " + quoted_excerpt(role));
-    }
-    return static_cast<int>(f.integer("node", 0, 0, kMaxNodes - 1));
-}
-
-// A pause's "task": the whole client (the default) or only its background tasks. A lock
-// server has no background task of the client's: a node pause cannot take it.
-void parse_task(Fields& f, FaultSpec& s) {
-    if (!f.get("task")) return;
-    const std::string task = f.string("task", "client");
-    if (s.kind != FaultSpec::Kind::pause) f.fail(f.at("task"), "only a pause stops a task; give \"fault\": \"pause\"");
-    if (task != "client" && task != "background")
-        f.fail(f.at("task"), "expected \"client\" or \"background\", got " + quoted_excerpt(task));
-    if (task == "background" && f.get("node"))
-        f.fail(f.at("task"), "a background task is a client's: a pause of a node cannot name one");
-    s.background = task == "background";
-}
-
-void parse_link(Fields& f, FaultSpec& s, const WorkloadSpec& w) {
-    const std::string mode = f.required_string("mode");
-    const std::map<std::string, LinkFault::Kind> modes{{"pass", LinkFault::Kind::pass}, {"delay", LinkFault::Kind::delay},
-        {"blackhole", LinkFault::Kind::blackhole}, {"hold", LinkFault::Kind::hold}, {"reset", LinkFault::Kind::reset}};
-    if (!modes.contains(mode)) f.fail(f.at("mode"), "expected pass, delay, blackhole, hold or reset, got " + quoted_excerpt(mode));
-    s.link.kind = modes.at(mode);
-    s.link.latency = std::chrono::milliseconds(f.integer("latency_ms", 0, 0, w.duration_ms, run_ends(w)));
-    s.link.jitter = std::chrono::milliseconds(f.integer("jitter_ms", 0, 0, w.duration_ms, run_ends(w)));
-    const bool timed = s.link.latency.count() > 0 || s.link.jitter.count() > 0;
-    if (s.link.kind == LinkFault::Kind::delay && !timed)
-        f.fail(f.at("latency_ms"), "a delay needs latency_ms or jitter_ms above 0");
-    if (s.link.kind != LinkFault::Kind::delay && timed)
-        f.fail(f.at("latency_ms"), "latency_ms and jitter_ms belong to mode \"delay\" only");
-    const std::string direction = f.string("direction", "both");
-    if (direction == "upstream") s.direction = Direction::upstream;
-    else if (direction == "downstream") s.direction = Direction::downstream;
-    else if (direction != "both") f.fail(f.at("direction"), "expected both, upstream or downstream, got " + quoted_excerpt(direction));
-    if (const nlohmann::json* nodes = f.get("nodes")) {
-        if (!nodes->is_array()) f.fail(f.at("nodes"), "expected an array of lock node indices, got " + excerpt(*nodes));
-        for (const auto& n : *nodes) {
-            const auto index = integer_within(n, 0, kMaxNodes - 1);
-            if (!index) f.fail(f.at("nodes"), "expected node indices from 0 to " + std::to_string(kMaxNodes - 1) + ", got " + excerpt(n));
-            s.link_nodes.push_back(static_cast<int>(*index));
-        }
-    }
-    s.link_store = f.value<bool>("store", false, [](const auto& x) { return x.is_boolean(); }, "true or false");
-    s.link_replication = f.value<bool>("replication", false, [](const auto& x) { return x.is_boolean(); }, "true or false");
-    s.link_peers = f.value<bool>("peers", false, [](const auto& x) { return x.is_boolean(); }, "true or false");
-    if (s.link_peers != (f.get("node") != nullptr))
-        f.fail(f.at("node"), s.link_peers ? "required with \"peers\": the server cut off from its peers"
-                                          : "a link fault aims at a node only with \"peers\": true");
-    if (s.link_peers) s.node = parse_node(f);
-    if (s.link_nodes.empty() && !s.link_store && !s.link_replication && !s.link_peers)
-        f.fail(f.at("nodes"), "a link fault needs \"nodes\", \"store\", \"replication\" or \"peers\"");
-    // Whose paths: every client's ("clients": "all"), the given client's, or at a point the
-    // client that reached it; at a time with no client named, everyone's.
-    if (f.get("clients")) {
-        const std::string clients = f.string("clients", "");
-        if (clients != "all") f.fail(f.at("clients"), "expected \"all\" (or leave it out and give \"client\"), got " + quoted_excerpt(clients));
-        if (s.client) f.fail(f.at("clients"), "give either \"clients\": \"all\" or \"client\", not both");
-    }
-    s.all_clients = f.get("clients") != nullptr || ((s.at_ms || s.repeats()) && !s.client && s.target == FaultSpec::Target::named);
-    if (f.get("clients") && s.target != FaultSpec::Target::named)
-        f.fail(f.at("clients"), "give either \"clients\": \"all\" or \"client\", not both");
-    // Unset: until the run ends. Set, it ends within the run (at a point its start is unknown).
-    if (!s.duration_drawn_ms) s.duration_ms = f.integer("duration_ms", 0, 1, w.duration_ms - s.at_ms.value_or(0),
-                              "the fault would end after the run: " + run_ends(w));
-}
-
-// The repeating nemesis's fields: "every_ms" (a number or a distribution), "until_ms",
-// "client": "random" or "holder", and "duration_ms" as a distribution. The rest of the fault
-// is read as for a fault at a time (at_ms optional: one interval in).
-void parse_repeat(Fields& f, FaultSpec& s, const WorkloadSpec& w, const std::string& file) {
-    const nlohmann::json* every = f.get("every_ms");
-    const nlohmann::json* client = f.get("client");
-    const nlohmann::json* duration = f.get("duration_ms");
-    if (!every) {
-        if (f.get("until_ms")) f.fail(f.at("until_ms"), "only a repeating fault (every_ms) has an end");
-        if (client && client->is_string()) f.fail(f.at("client"), "\"random\" and \"holder\" aim a repeating fault: give every_ms");
-        if (duration && duration->is_object()) f.fail(f.at("duration_ms"), "a drawn length belongs to a repeating fault: give every_ms");
-        return;
-    }
-    if (f.get("point")) f.fail(f.at("point"), "a repeating fault (every_ms) fires at times, not at a point");
-    if (every->is_object()) s.every_ms = parse_distribution(*every, f.at("every_ms"), file, w.duration_ms);
-    else s.every_ms = Distribution{Distribution::Kind::fixed, static_cast<double>(f.integer("every_ms", 1, 1, w.duration_ms, run_ends(w))), 0};
-    s.until_ms = f.integer("until_ms", w.duration_ms, 1, w.duration_ms, run_ends(w));
-    if (client && client->is_string()) {
-        const std::string target = client->get<std::string>();
-        if (target == "random") s.target = FaultSpec::Target::random;
-        else if (target == "holder") s.target = FaultSpec::Target::holder;
-        else f.fail(f.at("client"), "expected a client index, \"random\" or \"holder\", got " + quoted_excerpt(target));
-    }
-    if (duration && duration->is_object()) s.duration_drawn_ms = parse_distribution(*duration, f.at("duration_ms"), file, w.duration_ms);
-}
-
-// Which faults may repeat, and how: each occurrence must end before it can strike again.
-void check_repeat(Fields& f, const FaultSpec& s) {
-    if (!s.repeats()) return;
-    if (s.kind == FaultSpec::Kind::kill || s.kind == FaultSpec::Kind::gate)
-        f.fail(f.at("every_ms"), "only a pause, link, clock or crash fault repeats (a kill or a gate happens once)");
-    if (s.kind == FaultSpec::Kind::link && !s.duration_ms && !s.duration_drawn_ms)
-        f.fail(f.at("duration_ms"), "required for a repeating link fault: each occurrence heals before the next");
-    if (s.kind == FaultSpec::Kind::crash && !s.restart_after_ms)
-        f.fail(f.at("restart_after_ms"), "required for a repeating crash: the node comes back before the next");
-    if (s.node && s.target != FaultSpec::Target::named) f.fail(f.at("client"), "a fault on a node aims at no client");
-}
-
-FaultSpec parse_fault(const nlohmann::json& j, const std::string& path, const std::string& file,
-                      const WorkloadSpec& w) {
-    Fields f(j, path, file);
-    FaultSpec s;
-    const std::string kind = f.required_string("fault");
-    if (kind == "pause") s.kind = FaultSpec::Kind::pause;
-    else if (kind == "kill") s.kind = FaultSpec::Kind::kill;
-    else if (kind == "gate") s.kind = FaultSpec::Kind::gate;
-    else if (kind == "clock") s.kind = FaultSpec::Kind::clock;
-    else if (kind == "link") s.kind = FaultSpec::Kind::link;
-    else if (kind == "crash") s.kind = FaultSpec::Kind::crash;
-    else f.fail(f.at("fault"), "expected \"pause\", \"kill\", \"gate\", \"clock\", \"link\" or \"crash\", got " + quoted_excerpt(kind));
-    parse_repeat(f, s, w, file);
-    const bool by_point = f.get("point") != nullptr, by_time = f.get("at_ms") != nullptr;
-    if (by_point == by_time && !s.repeats()) f.fail(path, "expected exactly one of \"point\" or \"at_ms\"");
-    if (by_point) {
-        const std::string name = f.string("point", "");
-        s.point = parse_point(name);
-        if (!s.point) f.fail(f.at("point"), "expected before_acquire, after_acquire, during_acquire, after_seen_expired, before_write, "
-                                            "between_setnx_and_expire or before_release, got " + quoted_excerpt(name));
-        s.occurrence = static_cast<int>(f.integer("occurrence", 1, 1, kMaxOccurrence));
-    } else {
-        if (by_time) s.at_ms = f.integer("at_ms", 0, 0, w.duration_ms - 1, run_ends(w));
-        const bool has_target = f.get("client") || f.get("node") || s.kind == FaultSpec::Kind::link;
-        if (!has_target) f.fail(f.at("client"), std::string("required with ") + (s.repeats() ? "every_ms" : "at_ms") + ": which client");
-    }
-    if (f.get("client") && s.target == FaultSpec::Target::named) {
-        s.client = static_cast<int>(
-            f.integer("client", 0, 0, w.clients - 1, "no such client: the workload has " + std::to_string(w.clients)));
-    }
-    if (s.kind == FaultSpec::Kind::pause) {
-        if (!f.get("duration_ms")) f.fail(f.at("duration_ms"), "required for a pause");
-        // At a point its start is unknown; at the least it must fit in the run.
-        if (!s.duration_drawn_ms) s.duration_ms = f.integer("duration_ms", 0, 1, w.duration_ms - s.at_ms.value_or(0),
-                                                            "the pause would end after the run: " + run_ends(w));
-    }
-    parse_task(f, s);
-    if (s.kind == FaultSpec::Kind::clock) {
-        const bool jumps = f.get("jump_ms") != nullptr, drifts = f.get("rate") != nullptr;
-        if (!jumps && !drifts) f.fail(path, "a clock fault needs \"jump_ms\", \"rate\" or both");
-        s.jump_ms = f.integer("jump_ms", 0, -kMaxJumpMs, kMaxJumpMs, "a year either way");
-        if (drifts) {
-            s.rate = f.number("rate", 1.0, 0, kMaxRate);
-            if (*s.rate == 0) f.fail(f.at("rate"), "expected a number above 0 (seconds per second), got 0");
-        }
-        if (f.get("node")) s.node = parse_node(f);
-    } else if (s.kind == FaultSpec::Kind::crash) {
-        if (!f.get("node")) f.fail(f.at("node"), "required: which lock node crashes");
-        s.node = parse_node(f);
-        if (f.get("restart_after_ms"))
-            s.restart_after_ms = f.integer("restart_after_ms", 0, 0, w.duration_ms - 1 - s.at_ms.value_or(0),
-                                           "the restart would come after the run: " + run_ends(w));
-    } else if (s.kind == FaultSpec::Kind::pause && f.get("node")) {
-        s.node = parse_node(f);  // a lock server stops, not a client
-        if (f.get("client") && (s.at_ms || s.repeats())) f.fail(f.at("client"), "a pause of a node at a time names no client");
-    } else if (f.get("node") && s.kind != FaultSpec::Kind::link) {
-        f.fail(f.at("node"), "only a pause, clock, crash or peer link fault aims at a node");
-    }
-    if (s.kind == FaultSpec::Kind::link) parse_link(f, s, w);
-    if (s.kind != FaultSpec::Kind::pause && s.kind != FaultSpec::Kind::link && f.get("duration_ms"))
-        f.fail(f.at("duration_ms"), "only a pause or a link fault lasts a duration");
-    if (s.kind == FaultSpec::Kind::gate) {
-        s.count = static_cast<int>(
-            f.integer("count", 2, 2, w.clients, "at most the workload's " + std::to_string(w.clients) + " clients"));
-        s.stagger_ms = f.integer("stagger_ms", 0, 0, w.duration_ms, run_ends(w));
-        if (!s.point) f.fail(path, "a gate holds clients at a point: give \"point\"");
-        if (s.client) f.fail(f.at("client"), "a gate gathers several clients: it cannot name one");
-    }
-    check_repeat(f, s);
-    f.finish();
-    return s;
-}
-
-std::vector<FaultSpec> parse_faults(const nlohmann::json& j, const std::string& path, const std::string& file,
-                                    const WorkloadSpec& w) {
-    if (!j.is_array()) throw ScenarioError(file + ": " + path + ": expected an array of faults, got " + excerpt(j));
-    std::vector<FaultSpec> out;
-    for (size_t i = 0; i < j.size(); ++i) out.push_back(parse_fault(j[i], path + "[" + std::to_string(i) + "]", file, w));
-    return out;
 }
 
 // "service": which servers the run locks on. ZooKeeper and etcd speak their own protocols:
@@ -446,6 +156,14 @@ void check_background_faults(Fields& f, const RunSpec& r, const std::string& fau
                    "an external library's own background tasks cannot be paused alone (only a built-in algorithm's, or a \"renew\" policy's)");
 }
 
+// "resource_check": what the protected store refuses (store.h); "fence", today's check, by default.
+ResourceCheck parse_run_resource_check(Fields& f) {
+    const std::string name = f.string("resource_check", "fence");
+    const std::optional<ResourceCheck> check = parse_resource_check(name);
+    if (!check) f.fail(f.at("resource_check"), "expected \"none\", \"fence\" or \"token\", got " + quoted_excerpt(name));
+    return *check;
+}
+
 RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::string& file,
                   const WorkloadSpec& w, const nlohmann::json& scenario_faults) {
     Fields f(j, path, file);
@@ -496,6 +214,7 @@ RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::s
         f.value<bool>("check_lease_before_write", false, [](const auto& x) { return x.is_boolean(); }, "true or false");
     if (const nlohmann::json* renew = f.get("renew")) r.renew = parse_renew(*renew, f.at("renew"), file);
     check_background_faults(f, r, faults_at);
+    r.resource_check = parse_run_resource_check(f);
     const std::string persistence = f.string("persistence", "none");
     if (persistence == "aof-always") r.persistence = Persistence::aof_always;
     else if (persistence == "aof-everysec") r.persistence = Persistence::aof_everysec;

@@ -16,6 +16,7 @@
 #include "sim/engine/fault_spec.h"
 #include "sim/engine/persistence.h"
 #include "sim/engine/service.h"
+#include "sim/engine/store.h"
 #include "sim/engine/workload.h"
 
 namespace lockbench {
@@ -44,6 +45,7 @@ struct RunSpec {
     Persistence persistence = Persistence::none;   // of the lock nodes
     bool check_lease_before_write = false;          // the worker checks its lease's validity first
     std::optional<RenewSpec> renew;                 // the worker renews each lease while held
+    ResourceCheck resource_check = ResourceCheck::fence;  // what the protected store refuses (store.h)
     bool sentinel = false;             // topology "sentinel": lock0 with a replica and Sentinels
     std::vector<std::string> command;  // "algorithm": "external": the adapter's argv
     std::vector<FaultSpec> faults;     // the scenario's, unless the run names its own

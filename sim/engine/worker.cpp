@@ -16,7 +16,7 @@ Duration from_ms(double ms) {
 class Worker {
 public:
     Worker(Env& lock_env, Env& store_env, Lock& lock, Recorder& rec, const WorkerSpec& spec)
-        : env_(lock_env), store_(store_env, spec.store_timeout), lock_(lock), rec_(rec), spec_(spec),
+        : env_(lock_env), store_(store_env, spec.store_timeout, spec.resource_check), lock_(lock), rec_(rec), spec_(spec),
           work_rng_(derive_seed(spec.seed, 1)), retry_rng_(derive_seed(spec.seed, 2)) {}
 
     WorkerTotals run() {
@@ -116,7 +116,7 @@ private:
 
     void section(const std::string& lease_id, HeldLease& held, double work_ms) {
         const Lease lease = held.snapshot();
-        const SectionId id{spec_.client, lease_id, lease.fencing_token};
+        const SectionId id{spec_.client, lease_id, lease.fencing_token, lease.token};
         rec_.line("read", "invoke").str("lease", lease_id).commit();
         const Reply read = store_.enter(id);
         record_store_op("read", lease_id, read, read.ok() ? "ok" : outcome_name(reply_outcome(read)));

@@ -18,6 +18,7 @@
 #include "lockimpl/env.h"
 #include "lockimpl/lock.h"
 #include "sim/engine/recorder.h"
+#include "sim/engine/store.h"
 #include "sim/engine/workload.h"
 
 namespace lockbench {
@@ -30,6 +31,7 @@ struct WorkerSpec {
     std::optional<Instant> start_at;   // wait until then, so that every client starts together
     bool check_lease_before_write = false;  // skip the write if the lease's validity has run out
     std::optional<RenewSpec> renew;         // extend the lease while held (sim/engine/renewal.h)
+    ResourceCheck resource_check = ResourceCheck::fence;  // what the store refuses (store.h)
 };
 
 struct WorkerTotals {

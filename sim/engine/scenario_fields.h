@@ -1,0 +1,119 @@
+// The scenario parser's own tools, shared by its files (scenario.cpp, fault_parse.cpp) and by
+// nothing else: a JSON object under validation, the bounds every field is checked against.
+#pragma once
+
+#include <limits>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/engine/scenario.h"
+
+namespace lockbench::scenario_parse {
+
+// A string from the file, quoted and cut for a message.
+inline std::string quoted_excerpt(const std::string& text) { return excerpt(nlohmann::json(text)); }
+
+// A JSON object under validation: every field read is ticked off, and finish() rejects the
+// rest, so a typo is an error rather than a silently ignored setting. Numbers are read only
+// through integer() and number(), which check the value as written against its range.
+class Fields {
+public:
+    Fields(const nlohmann::json& j, std::string path, const std::string& file)
+        : j_(j), path_(std::move(path)), file_(file) {
+        if (!j_.is_object()) fail(path_, "expected an object, got " + excerpt(j_));
+    }
+
+    [[noreturn]] void fail(const std::string& field, const std::string& what) const {
+        throw ScenarioError(file_ + ": " + (field.empty() ? "(top level)" : field) + ": " + what);
+    }
+    std::string at(const std::string& key) const {
+        return path_.empty() ? excerpt_text(key) : path_ + "." + excerpt_text(key);
+    }
+
+    const nlohmann::json* get(const std::string& key) {
+        seen_.insert(key);
+        auto it = j_.find(key);
+        return it == j_.end() || it->is_null() ? nullptr : &*it;
+    }
+    template <typename T, typename Check>
+    T value(const std::string& key, T fallback, Check ok, const char* expected) {
+        const nlohmann::json* v = get(key);
+        if (!v) return fallback;
+        if (!ok(*v)) fail(at(key), std::string("expected ") + expected + ", got " + excerpt(*v));
+        return v->get<T>();
+    }
+    // An integer within [min, max]; `why` says where a bound comes from (the run's length).
+    long long integer(const std::string& key, long long fallback, long long min, long long max,
+                      const std::string& why = "") {
+        const nlohmann::json* v = get(key);
+        if (!v) return fallback;
+        if (const auto x = integer_within(*v, min, max)) return *x;
+        fail(at(key), "expected " + range_text("an integer", static_cast<double>(min), static_cast<double>(max)) +
+                          (why.empty() ? "" : " (" + why + ")") + ", got " + excerpt(*v));
+    }
+    double number(const std::string& key, double fallback, double min, double max) {
+        const nlohmann::json* v = get(key);
+        if (!v) return fallback;
+        if (const auto x = number_within(*v, min, max)) return *x;
+        fail(at(key), "expected " + range_text("a number", min, max) + ", got " + excerpt(*v));
+    }
+    std::string string(const std::string& key, std::string fallback) {
+        return value<std::string>(key, fallback, [](const auto& x) { return x.is_string(); }, "a string");
+    }
+    std::string required_string(const std::string& key) {
+        if (!get(key)) fail(at(key), "required, expected a string");
+        return string(key, "");
+    }
+    void finish() const {
+        for (const auto& [key, _] : j_.items())
+            if (!seen_.contains(key)) fail(at(key), "unknown field");
+    }
+
+private:
+    const nlohmann::json& j_;
+    std::string path_;
+    const std::string& file_;
+    std::set<std::string> seen_;
+};
+
+constexpr long long kMaxLong = std::numeric_limits<long long>::max();
+constexpr long long kMaxNodes = 16;                       // lock nodes in a run
+constexpr long long kMaxOccurrence = 1'000'000'000;       // reaches of a point: an int with room
+constexpr long long kMaxJumpMs = 365LL * 24 * 3'600'000;  // a clock step: a year either way
+constexpr double kMaxRate = 1000;                         // a skewed clock's seconds per second
+
+// "workload.duration_ms is 3000": why a time or a duration has its bound.
+inline std::string run_ends(const WorkloadSpec& w) { return "workload.duration_ms is " + std::to_string(w.duration_ms); }
+
+// Every value a distribution names (the fixed value, both bounds, the mean) is a finite
+// number of milliseconds within the run, so that no draw is infinite or outlasts it absurdly.
+inline Distribution parse_distribution(const nlohmann::json& j, const std::string& path, const std::string& file,
+                                long long run_ms) {
+    const std::string expected = "{\"fixed\": MS}, {\"uniform\": [MIN_MS, MAX_MS]} or {\"exponential\": MEAN_MS}, "
+                                 "each from 0 to " + std::to_string(run_ms) + " (workload.duration_ms)";
+    const auto bad = [&] { throw ScenarioError(file + ": " + path + ": expected " + expected + ", got " + excerpt(j)); };
+    if (!j.is_object() || j.size() != 1) bad();
+    const auto& [kind, v] = *j.items().begin();
+    const auto ms = [&](const nlohmann::json& x) { return number_within(x, 0, static_cast<double>(run_ms)); };
+    if (kind == "fixed" && ms(v)) return {Distribution::Kind::fixed, *ms(v), 0};
+    if (kind == "exponential" && ms(v)) return {Distribution::Kind::exponential, *ms(v), 0};
+    if (kind == "uniform" && v.is_array() && v.size() == 2 && ms(v[0]) && ms(v[1]) && *ms(v[0]) <= *ms(v[1]))
+        return {Distribution::Kind::uniform, *ms(v[0]), *ms(v[1])};
+    bad();
+    return {};  // not reached: bad() throws
+}
+
+inline Distribution distribution(Fields& f, const std::string& key, Distribution fallback, const std::string& file,
+                          long long run_ms) {
+    const nlohmann::json* v = f.get(key);
+    return v ? parse_distribution(*v, f.at(key), file, run_ms) : fallback;
+}
+
+// The "faults" array of a scenario or a run (fault_parse.cpp).
+std::vector<FaultSpec> parse_faults(const nlohmann::json& j, const std::string& path, const std::string& file,
+                                    const WorkloadSpec& w);
+
+}  // namespace lockbench::scenario_parse

@@ -485,7 +485,7 @@ void make_older(const fs::path& tree, int version) {
 
 // A version 2 tree (before each run's sections.json) is refused by the report and by a
 // matrix in one line naming `lockbench check TREE --write`, which writes what a run of this
-// version writes (the same bytes) and marks the tree version 3: then both take it.
+// version writes (the same bytes) and marks the tree this version: then both take it.
 TEST_F(ReportTest, AnOlderTreeIsRefusedUntilCheckWritesWhatTheReportReads) {
     const fs::path tree = dir() / "m";
     ASSERT_EQ(run({"matrix", kTiny.string(), "--backend", "sim", "--out", tree.string()}).exit_code(), 0);
@@ -501,8 +501,8 @@ TEST_F(ReportTest, AnOlderTreeIsRefusedUntilCheckWritesWhatTheReportReads) {
     const Result fixed = run({"check", tree.string(), "--write"});
     ASSERT_EQ(fixed.exit_code(), 0) << fixed.describe();
     EXPECT_EQ(sections_files(tree), written);
-    EXPECT_EQ(read_json(tree / "lockbench-results.json").at("version"), 3);
-    EXPECT_EQ(read_json(tree / "summary.json").at("version"), 3);
+    EXPECT_EQ(read_json(tree / "lockbench-results.json").at("version"), 4);
+    EXPECT_EQ(read_json(tree / "summary.json").at("version"), 4);
     const Result drawn = report(tree);
     EXPECT_EQ(drawn.exit_code(), 0) << drawn.describe();
     const Result continued = run({"matrix", kTiny.string(), "--backend", "sim", "--out", tree.string()});

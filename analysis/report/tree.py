@@ -9,7 +9,9 @@ from .common import Fail, load_json, num, slug
 
 # The results format this report reads. Version 3 added each run's sections.json, which the
 # checker writes for the report; `lockbench check DIR --write` adds it to an older tree.
-RESULTS_VERSION = 3
+RESULTS_VERSION = 4
+# Version 4 only added figures and fields (sim/harness/matrix.h): a version 3 tree reads as it is.
+READABLE_VERSIONS = (3, 4)
 
 
 class Tree:
@@ -20,7 +22,7 @@ class Tree:
         self.kind = meta["kind"]
         spath = os.path.join(path, "summary.json")
         s = load_json(spath)
-        if not isinstance(s, dict) or s.get("format") != "lockbench-results" or s.get("version") != RESULTS_VERSION:
+        if not isinstance(s, dict) or s.get("format") != "lockbench-results" or s.get("version") not in READABLE_VERSIONS:
             raise Fail(spath, f'expected {{"format": "lockbench-results", "version": {RESULTS_VERSION}, ...}}, the '
                               "summary `lockbench matrix`/`sweep`/`merge` writes")
         if not isinstance(s.get("cells"), list):
@@ -208,7 +210,7 @@ def open_tree(p):
     if version in (1, 2):  # before each run's sections.json: `check --write` adds them from the histories
         raise Fail(mpath, f"version {version}, from before the checker wrote what the report draws: run "
                           f"`lockbench check {p} --write`, then the report again")
-    if version != RESULTS_VERSION:
+    if version not in READABLE_VERSIONS:
         raise Fail(mpath, f'version {json.dumps(version)} is not supported, expected {RESULTS_VERSION} '
                           "(a newer lockbench wrote it: use the report of that version)")
     if meta.get("kind") not in ("matrix", "sweep"):

@@ -47,7 +47,9 @@ void differences_under(const nlohmann::json* stored, const nlohmann::json& recom
         }
         return;
     }
-    if (stored && *stored == recomputed) return;
+    // A figure the summary lacks was added to lockbench after the summary was written
+    // (lost_update_share, results version 4): there is nothing to compare it with.
+    if (!stored || *stored == recomputed) return;
     out.push_back(path + ": summary.json has " + shown(stored) + ", the histories give " + shown(&recomputed));
 }
 

@@ -37,8 +37,12 @@ inline constexpr const char* kResultsFormat = "lockbench-results";
 // Version 2 added to summary.json: `budget` (a time budget ended the rounds),
 // `incomplete_cells` and, in a shard's own tree, `shard`. Version 3 added each run's
 // sections.json (analysis/report_data.h), which the report reads: `lockbench check TREE
-// --write` brings an older tree to version 3.
-inline constexpr int kResultsVersion = 3;
+// --write` brings an older tree to version 3. Version 4 added `safety.lost_update_share` (each
+// run's summary and each cell's aggregates), run.json's `resource_check` and `renew`, the
+// history ops `renew` and `lost`, and nemesis.jsonl's `occurrence` and `skipped` lines: all
+// additions, so the report reads version 3 as it is (its runs have none of them), and
+// `lockbench check TREE --write` marks a version 3 tree as 4 for a matrix to continue it.
+inline constexpr int kResultsVersion = 4;
 
 struct MatrixOptions {
     std::filesystem::path out;

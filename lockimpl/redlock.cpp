@@ -60,10 +60,12 @@ public:
                                                        node_timeout_);                 // [X1]
         const size_t extended = nodes_answering_one(replies).size();
         const Duration validity = ttl - (env.now() - start) - drift();                  // [X2]
-        const std::string why = std::to_string(extended) + " of " + std::to_string(env.node_count()) + " nodes";
-        if (static_cast<int>(extended) >= quorum(env) && (validity > Duration::zero() || !check_validity_))
-            return {Outcome::ok, start + validity, {}, ""};
-        const bool maybe = static_cast<int>(extended + unknown(replies)) >= quorum(env);
+        const bool in_time = validity > Duration::zero() || !check_validity_;
+        const std::string why = std::to_string(extended) + " of " + std::to_string(env.node_count()) + " nodes" +
+                                (in_time ? "" : ", validity used up");
+        if (static_cast<int>(extended) >= quorum(env) && in_time) return {Outcome::ok, start + validity, {}, ""};
+        // As in acquire: a majority that arrived with its validity used up is a failure, not a maybe.
+        const bool maybe = in_time && static_cast<int>(extended + unknown(replies)) >= quorum(env);
         return {maybe ? Outcome::info : Outcome::fail, {}, {}, why};
     }
 

@@ -374,13 +374,7 @@ TEST(FaultSchedule, ALogLineIsOneJsonObjectWithTheFaultsLabel) {
               "\"label\":\"pause 600 ms at after_acquire #1\",\"client\":3}\n");
 }
 
-}  // namespace
-}  // namespace lockbench
-
 // ---- the repeating nemesis (every_ms) -------------------------------------------------------
-
-namespace lockbench {
-namespace {
 
 // A pause that repeats every `every_ms` until 2000 ms, on client `client` unless aimed otherwise.
 FaultSpec repeating_pause(long long every_ms, long long pause_ms, int client = 1) {
@@ -420,6 +414,32 @@ TEST(RepeatingFault, AnAtMsStartsTheFirstOccurrenceThere) {
     EXPECT_EQ(r.world.calls, Strings{"pause 1"});  // at 0 ms: now
     r.advance(10'000);
     EXPECT_EQ(r.schedule.injected(), 4);  // 0, 500, 1000, 1500
+}
+
+// Every draw is at least 1 ms, so with until_ms 1 the first draw always falls past the end;
+// so does an at_ms after until_ms. Neither fires, in a world that runs on past the deadline.
+TEST(RepeatingFault, AFirstOccurrencePastUntilMsIsNotBooked) {
+    FaultSpec drawn = repeating_pause(0, 100);
+    drawn.every_ms = Distribution{Distribution::Kind::exponential, 500, 0};
+    drawn.until_ms = 1;
+    FaultSpec late = repeating_pause(500, 100, 2);
+    late.at_ms = 2500;
+    ScheduleRun r({drawn, late}, 3, 5);
+    EXPECT_FALSE(r.schedule.next_due_ns());
+    r.advance(100'000);
+    EXPECT_TRUE(r.log.empty());
+    EXPECT_EQ(r.schedule.injected(), 0);
+}
+
+// A drawn length past the clients' duration ends with them: here at 2000 ms, not 5 s later.
+TEST(RepeatingFault, ADrawnLengthIsCutToEndWithTheRun) {
+    FaultSpec f = repeating_pause(1000, 0);
+    f.duration_drawn_ms = Distribution{Distribution::Kind::uniform, 5000, 6000};
+    f.ends_by_ms = 2000;
+    ScheduleRun r({f});
+    r.advance(100'000);
+    EXPECT_EQ(r.log, (Strings{"start pause c1 @1000", "end pause c1 @2000"}));
+    EXPECT_EQ(r.lines[0]["duration_ms"], 1000);
 }
 
 TEST(RepeatingFault, AnOccurrenceWhoseTargetIsStillPausedIsSkipped) {

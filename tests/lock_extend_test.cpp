@@ -109,6 +109,20 @@ TEST_F(LockExtend, RedlockExtendsOnAMajorityOnly) {
     }
 }
 
+// T shorter than the drift allowance (1% of a minute): every node extends, yet the validity is
+// used up on arrival, so the extend fails outright, as an acquire would ([S3]); "maybe" (info)
+// would leave the lease unmarked as lost.
+TEST_F(LockExtend, RedlockExtendOnAMajorityWithItsValidityUsedUpFails) {
+    LiveEnv e = env(3, 20);
+    auto lock = make("redlock", {{"ttl_ms", kMinute}});
+    const AcquireResult a = lock->try_acquire(e);
+    ASSERT_EQ(a.outcome, Outcome::ok) << a.detail;
+    const ExtendResult r = lock->extend(e, *a.lease, std::chrono::milliseconds(kMinute / 200), ExtendMode::replace);
+    EXPECT_EQ(r.outcome, Outcome::fail) << r.detail;
+    EXPECT_NE(r.detail.find("3 of 3 nodes, validity used up"), std::string::npos) << r.detail;
+    EXPECT_FALSE(r.valid_until);
+}
+
 TEST_F(LockExtend, SetnxExtendsWhoeverHoldsTheKey) {
     LiveEnv e = env(1, 3);
     auto lock = make("setnx", {{"ttl_ms", kMinute}});

@@ -413,6 +413,8 @@ TEST(ScenarioParse, ARepeatingFaultReadsItsIntervalTargetAndDrawnLength) {
     EXPECT_EQ(g.until_ms, 1000);
     EXPECT_EQ(g.target, FaultSpec::Target::random);
     EXPECT_FALSE(g.all_clients) << "each occurrence cuts the paths of the client it drew";
+    EXPECT_FALSE(g.ends_by_ms) << "a stated length is checked against the run when read";
+    EXPECT_EQ(f.ends_by_ms, 1000) << "a drawn one is cut to end with the clients";
 }
 
 TEST(ScenarioParse, WhatCannotRepeatIsRefusedInOneLine) {
@@ -433,6 +435,9 @@ TEST(ScenarioParse, WhatCannotRepeatIsRefusedInOneLine) {
         {R"({"fault": "pause", "client": 0, "every_ms": {"exponential": 5000}, "duration_ms": 5})", "faults[0].every_ms", "each from 0 to 1000"},
         {R"({"fault": "pause", "client": 0, "every_ms": 100, "duration_ms": 5, "until_ms": 1001})", "faults[0].until_ms", "from 1 to 1000"},
         {R"({"fault": "pause", "client": 0, "every_ms": 100, "duration_ms": {"normal": 5}})", "faults[0].duration_ms", "{\"fixed\": MS}"},
+        {R"({"fault": "clock", "client": 0, "every_ms": 100, "jump_ms": 50})", "faults[0].every_ms", "a jump never ends"},
+        {R"({"fault": "pause", "client": 0, "every_ms": 100, "duration_ms": 5, "at_ms": 600, "until_ms": 600})", "faults[0].at_ms",
+         "before until_ms (600)"},
     };
     for (const Case& c : cases) {
         SCOPED_TRACE(c.fault);
@@ -444,9 +449,15 @@ TEST(ScenarioParse, WhatCannotRepeatIsRefusedInOneLine) {
 
 // ---- issue 16: a pause of the client's background tasks alone ---------------------------------
 
+// The one run of `j` as reentrant with its watchdog (its default): it runs a background task.
+Json on_reentrant(Json j) {
+    j["runs"][0]["algorithm"] = "reentrant";
+    return j;
+}
+
 TEST(ScenarioParse, APauseTakesTheClientOrItsBackgroundTasks) {
     const Json fault = {{"fault", "pause"}, {"point", "after_acquire"}, {"duration_ms", 100}, {"task", "background"}};
-    const Scenario s = parse_scenario(with_fault(fault), kFile);
+    const Scenario s = parse_scenario(on_reentrant(with_fault(fault)), kFile);
     ASSERT_EQ(s.runs.front().faults.size(), 1u);
     EXPECT_TRUE(s.runs.front().faults.front().background);
     EXPECT_NE(s.runs.front().faults.front().label().find("background"), std::string::npos);
@@ -469,6 +480,26 @@ TEST(ScenarioParse, ABackgroundTaskIsPausedOnlyByAClientPause) {
     expect_refused(library, "faults[0].task", {"external library"});
 }
 
+// A run with no background task (no renew policy, no watchdog) would count the pause as
+// injected while it did nothing: refused. A renew policy or reentrant's watchdog is one.
+TEST(ScenarioParse, ABackgroundPauseNeedsABackgroundTaskToPause) {
+    const Json fault = {{"fault", "pause"}, {"point", "after_acquire"}, {"duration_ms", 100}, {"task", "background"}};
+    for (const char* algorithm : {"setnx", "token-lua", "getset", "redlock"}) {
+        Json s = with_fault(fault);
+        s["runs"][0]["algorithm"] = algorithm;
+        SCOPED_TRACE(algorithm);
+        expect_refused(s, "faults[0].task", {"no background task", "\"renew\""});
+        s["runs"][0]["renew"] = {{"every_ms", 100}, {"ttl_ms", 300}};
+        EXPECT_EQ(refusal(s), "");
+    }
+    Json without_watchdog = on_reentrant(with_fault(fault));
+    without_watchdog["runs"][0]["params"] = {{"watchdog", false}};
+    expect_refused(without_watchdog, "faults[0].task", {"no background task"});
+    Json own = without_watchdog;
+    own["runs"][0]["faults"] = Json::array({fault});
+    expect_refused(own, "runs[0].faults[0].task", {"no background task"});
+}
+
 namespace {
 
 // "resource_check": fence by default (today's store), none or token when asked; anything
@@ -486,6 +517,16 @@ TEST(ScenarioParse, AResourceCheckIsNoneFenceOrToken) {
     expect_refused(bad, "runs[0].resource_check", {"\"none\", \"fence\" or \"token\"", "\"cas\""});
     bad["runs"][0]["resource_check"] = true;
     expect_refused(bad, "runs[0].resource_check", {"a string"});
+}
+
+// Reentrant's token is one per client, not per lease: check-and-set on it cannot see a stale
+// lease of the same client, so the combination is refused; its fence is checked as any other.
+TEST(ScenarioParse, TheTokenCheckRefusesReentrant) {
+    Json s = on_reentrant(base());
+    s["runs"][0]["resource_check"] = "token";
+    expect_refused(s, "runs[0].resource_check", {"reentrant", "\"fence\""});
+    s["runs"][0]["resource_check"] = "fence";
+    EXPECT_EQ(refusal(s), "");
 }
 
 }  // namespace

@@ -283,8 +283,6 @@ TEST_F(CliTest, ExploreFindsNoStaleWriteAcceptedByTheFencedLockOnOneNode) {
     EXPECT_EQ(e.at("runs").at("token-lua+ttl_ms=300+fence").at("invalid"), 0);
 }
 
-}  // namespace
-
 // The renewal policy in virtual time: a renewal too short for its period fails once the key
 // has expired; "stop" ends the renewals there, "retry" goes on trying (and failing) until
 // the release. One client alone: nobody else takes the key, so each retry fails the same way.
@@ -311,3 +309,5 @@ TEST_F(CliTest, RenewalStopsAfterAFailureUnlessTheRunRetries) {
     EXPECT_EQ(renewals["retry"]["fail"], 8) << "every 100 ms from 200 ms to the write at 1000 ms";
     EXPECT_EQ(renewals["retry"]["invoke"], 9);
 }
+
+}  // namespace

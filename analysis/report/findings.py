@@ -2,8 +2,9 @@
 sentences under each scenario, all from the checker's figures."""
 
 import json
+import os
 
-from .common import fmt_ms, fmt_n, join_en, num, plural, slug
+from .common import fmt_ms, fmt_n, join_en, load_json, num, plural, slug
 from .phase import boundary, sweep_lines
 
 
@@ -259,17 +260,35 @@ def families_table(trees):
 CHECKS = ("none", "fence", "token")
 
 
+# What a run's record (run.json) or its object in the scenario holds that is not a setting of
+# the run: its name and check (what the table compares), its expectations (which differ with
+# the check), the repetition's seed, and what came out (the faults as they fired, by label).
+NOT_SETTINGS = ("name", "resource_check", "expect", "seed", "faults_injected", "final_counter", "sim_events",
+                "clients_failed", "faults")
+
+
+def run_settings(c, rep):
+    """Everything the run was set to do but its check: its record (run.json: algorithm, resolved
+    parameters, nodes, command, renew, workload, ...) and its object as the scenario wrote it
+    (topology, persistence, check_lease_before_write, ...), so that no setting is left out."""
+    run = c.run_of(rep)
+    record = load_json(os.path.join(c.rep_path(rep), run.get("run_dir", "runs/" + c.run), "run.json"))
+    scenario = load_json(os.path.join(c.rep_path(rep), "scenario.json"))
+    written = next((r for r in scenario.get("runs", []) if isinstance(r, dict) and r.get("name") == run.get("name")), {})
+    settings = {k: v for k, v in written.items() if k not in NOT_SETTINGS}
+    settings.update({k: v for k, v in record.items() if k not in NOT_SETTINGS})
+    settings["fault_labels"] = [f.get("label") for f in record.get("faults") or [] if isinstance(f, dict)]
+    return json.dumps(settings, sort_keys=True)
+
+
 def check_groups(tree, sc):
-    """[{check: cell}]: the scenario's runs that differ only in the store's check (the same
-    algorithm, parameters and faults), where at least two checks ran."""
+    """[{check: cell}]: the scenario's runs that differ only in the store's check (every other
+    setting the same), where at least two checks ran."""
     groups = {}
     for c in tree.cells_of(sc):
         if not c.reps:
             continue
-        run = c.run_of(c.reps[0])
-        faults = [f.get("label") for f in run.get("faults") or [] if isinstance(f, dict)]
-        key = (run.get("algorithm"), json.dumps(run.get("params"), sort_keys=True), json.dumps(faults))
-        groups.setdefault(key, {})[run.get("resource_check", "fence")] = c
+        groups.setdefault(run_settings(c, c.reps[0]), {})[c.run_of(c.reps[0]).get("resource_check", "fence")] = c
     return [g for g in groups.values() if len(g) >= 2]
 
 

@@ -77,7 +77,8 @@ void parse_link(Fields& f, FaultSpec& s, const WorkloadSpec& w) {
     s.all_clients = f.get("clients") != nullptr || ((s.at_ms || s.repeats()) && !s.client && s.target == FaultSpec::Target::named);
     if (f.get("clients") && s.target != FaultSpec::Target::named)
         f.fail(f.at("clients"), "give either \"clients\": \"all\" or \"client\", not both");
-    // Unset: until the run ends. Set, it ends within the run (at a point its start is unknown).
+    // Unset: until the run ends. Stated, it ends within the run (at a point its start is
+    // unknown); drawn, the schedule cuts each draw to end with the run (ends_by_ms).
     if (!s.duration_drawn_ms) s.duration_ms = f.integer("duration_ms", 0, 1, w.duration_ms - s.at_ms.value_or(0),
                               "the fault would end after the run: " + run_ends(w));
 }
@@ -105,14 +106,21 @@ void parse_repeat(Fields& f, FaultSpec& s, const WorkloadSpec& w, const std::str
         else if (target == "holder") s.target = FaultSpec::Target::holder;
         else f.fail(f.at("client"), "expected a client index, \"random\" or \"holder\", got " + quoted_excerpt(target));
     }
-    if (duration && duration->is_object()) s.duration_drawn_ms = parse_distribution(*duration, f.at("duration_ms"), file, w.duration_ms);
+    if (duration && duration->is_object()) {
+        s.duration_drawn_ms = parse_distribution(*duration, f.at("duration_ms"), file, w.duration_ms);
+        s.ends_by_ms = w.duration_ms;
+    }
 }
 
 // Which faults may repeat, and how: each occurrence must end before it can strike again.
 void check_repeat(Fields& f, const FaultSpec& s) {
     if (!s.repeats()) return;
     if (s.kind == FaultSpec::Kind::kill || s.kind == FaultSpec::Kind::gate)
-        f.fail(f.at("every_ms"), "only a pause, link, clock or crash fault repeats (a kill or a gate happens once)");
+        f.fail(f.at("every_ms"), "only a pause, link or crash fault repeats (a kill or a gate happens once)");
+    if (s.kind == FaultSpec::Kind::clock)
+        f.fail(f.at("every_ms"), "a clock fault does not repeat: a jump never ends, so each occurrence would add to the last");
+    if (s.at_ms && *s.at_ms >= *s.until_ms)
+        f.fail(f.at("at_ms"), "the first occurrence must come before until_ms (" + std::to_string(*s.until_ms) + ")");
     if (s.kind == FaultSpec::Kind::link && !s.duration_ms && !s.duration_drawn_ms)
         f.fail(f.at("duration_ms"), "required for a repeating link fault: each occurrence heals before the next");
     if (s.kind == FaultSpec::Kind::crash && !s.restart_after_ms)
@@ -120,18 +128,55 @@ void check_repeat(Fields& f, const FaultSpec& s) {
     if (s.node && s.target != FaultSpec::Target::named) f.fail(f.at("client"), "a fault on a node aims at no client");
 }
 
+FaultSpec::Kind parse_kind(Fields& f) {
+    const std::string kind = f.required_string("fault");
+    const std::map<std::string, FaultSpec::Kind> kinds{{"pause", FaultSpec::Kind::pause}, {"kill", FaultSpec::Kind::kill},
+        {"gate", FaultSpec::Kind::gate}, {"clock", FaultSpec::Kind::clock}, {"link", FaultSpec::Kind::link},
+        {"crash", FaultSpec::Kind::crash}};
+    if (!kinds.contains(kind))
+        f.fail(f.at("fault"), "expected \"pause\", \"kill\", \"gate\", \"clock\", \"link\" or \"crash\", got " + quoted_excerpt(kind));
+    return kinds.at(kind);
+}
+
+// What each kind reads of its own: a clock's jump and rate, a crash's node and restart, a
+// paused node, a gate's count and stagger.
+void parse_kind_fields(Fields& f, FaultSpec& s, const WorkloadSpec& w, const std::string& path) {
+    if (s.kind == FaultSpec::Kind::clock) {
+        const bool jumps = f.get("jump_ms") != nullptr, drifts = f.get("rate") != nullptr;
+        if (!jumps && !drifts) f.fail(path, "a clock fault needs \"jump_ms\", \"rate\" or both");
+        s.jump_ms = f.integer("jump_ms", 0, -kMaxJumpMs, kMaxJumpMs, "a year either way");
+        if (drifts) {
+            s.rate = f.number("rate", 1.0, 0, kMaxRate);
+            if (*s.rate == 0) f.fail(f.at("rate"), "expected a number above 0 (seconds per second), got 0");
+        }
+        if (f.get("node")) s.node = parse_node(f);
+    } else if (s.kind == FaultSpec::Kind::crash) {
+        if (!f.get("node")) f.fail(f.at("node"), "required: which lock node crashes");
+        s.node = parse_node(f);
+        if (f.get("restart_after_ms"))
+            s.restart_after_ms = f.integer("restart_after_ms", 0, 0, w.duration_ms - 1 - s.at_ms.value_or(0),
+                                           "the restart would come after the run: " + run_ends(w));
+    } else if (s.kind == FaultSpec::Kind::pause && f.get("node")) {
+        s.node = parse_node(f);  // a lock server stops, not a client
+        if (f.get("client") && (s.at_ms || s.repeats())) f.fail(f.at("client"), "a pause of a node at a time names no client");
+    } else if (f.get("node") && s.kind != FaultSpec::Kind::link) {
+        f.fail(f.at("node"), "only a pause, clock, crash or peer link fault aims at a node");
+    }
+    if (s.kind == FaultSpec::Kind::link) parse_link(f, s, w);
+    if (s.kind == FaultSpec::Kind::gate) {
+        s.count = static_cast<int>(
+            f.integer("count", 2, 2, w.clients, "at most the workload's " + std::to_string(w.clients) + " clients"));
+        s.stagger_ms = f.integer("stagger_ms", 0, 0, w.duration_ms, run_ends(w));
+        if (!s.point) f.fail(path, "a gate holds clients at a point: give \"point\"");
+        if (s.client) f.fail(f.at("client"), "a gate gathers several clients: it cannot name one");
+    }
+}
+
 FaultSpec parse_fault(const nlohmann::json& j, const std::string& path, const std::string& file,
                       const WorkloadSpec& w) {
     Fields f(j, path, file);
     FaultSpec s;
-    const std::string kind = f.required_string("fault");
-    if (kind == "pause") s.kind = FaultSpec::Kind::pause;
-    else if (kind == "kill") s.kind = FaultSpec::Kind::kill;
-    else if (kind == "gate") s.kind = FaultSpec::Kind::gate;
-    else if (kind == "clock") s.kind = FaultSpec::Kind::clock;
-    else if (kind == "link") s.kind = FaultSpec::Kind::link;
-    else if (kind == "crash") s.kind = FaultSpec::Kind::crash;
-    else f.fail(f.at("fault"), "expected \"pause\", \"kill\", \"gate\", \"clock\", \"link\" or \"crash\", got " + quoted_excerpt(kind));
+    s.kind = parse_kind(f);
     parse_repeat(f, s, w, file);
     const bool by_point = f.get("point") != nullptr, by_time = f.get("at_ms") != nullptr;
     if (by_point == by_time && !s.repeats()) f.fail(path, "expected exactly one of \"point\" or \"at_ms\"");
@@ -157,37 +202,9 @@ FaultSpec parse_fault(const nlohmann::json& j, const std::string& path, const st
                                                             "the pause would end after the run: " + run_ends(w));
     }
     parse_task(f, s);
-    if (s.kind == FaultSpec::Kind::clock) {
-        const bool jumps = f.get("jump_ms") != nullptr, drifts = f.get("rate") != nullptr;
-        if (!jumps && !drifts) f.fail(path, "a clock fault needs \"jump_ms\", \"rate\" or both");
-        s.jump_ms = f.integer("jump_ms", 0, -kMaxJumpMs, kMaxJumpMs, "a year either way");
-        if (drifts) {
-            s.rate = f.number("rate", 1.0, 0, kMaxRate);
-            if (*s.rate == 0) f.fail(f.at("rate"), "expected a number above 0 (seconds per second), got 0");
-        }
-        if (f.get("node")) s.node = parse_node(f);
-    } else if (s.kind == FaultSpec::Kind::crash) {
-        if (!f.get("node")) f.fail(f.at("node"), "required: which lock node crashes");
-        s.node = parse_node(f);
-        if (f.get("restart_after_ms"))
-            s.restart_after_ms = f.integer("restart_after_ms", 0, 0, w.duration_ms - 1 - s.at_ms.value_or(0),
-                                           "the restart would come after the run: " + run_ends(w));
-    } else if (s.kind == FaultSpec::Kind::pause && f.get("node")) {
-        s.node = parse_node(f);  // a lock server stops, not a client
-        if (f.get("client") && (s.at_ms || s.repeats())) f.fail(f.at("client"), "a pause of a node at a time names no client");
-    } else if (f.get("node") && s.kind != FaultSpec::Kind::link) {
-        f.fail(f.at("node"), "only a pause, clock, crash or peer link fault aims at a node");
-    }
-    if (s.kind == FaultSpec::Kind::link) parse_link(f, s, w);
+    parse_kind_fields(f, s, w, path);
     if (s.kind != FaultSpec::Kind::pause && s.kind != FaultSpec::Kind::link && f.get("duration_ms"))
         f.fail(f.at("duration_ms"), "only a pause or a link fault lasts a duration");
-    if (s.kind == FaultSpec::Kind::gate) {
-        s.count = static_cast<int>(
-            f.integer("count", 2, 2, w.clients, "at most the workload's " + std::to_string(w.clients) + " clients"));
-        s.stagger_ms = f.integer("stagger_ms", 0, 0, w.duration_ms, run_ends(w));
-        if (!s.point) f.fail(path, "a gate holds clients at a point: give \"point\"");
-        if (s.client) f.fail(f.at("client"), "a gate gathers several clients: it cannot name one");
-    }
     check_repeat(f, s);
     f.finish();
     return s;

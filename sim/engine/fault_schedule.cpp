@@ -18,13 +18,18 @@ bool open_link(const FaultSpec& f) {
     return f.kind == FaultSpec::Kind::link && !f.duration_ms;
 }
 
+// What every fault line starts with, up to the label; the caller adds the rest and the "}".
+std::string fault_line_head(long long t_ns, const char* type, const FaultSpec& fault) {
+    return "{\"t_ns\":" + std::to_string(t_ns) + ",\"op\":\"fault\",\"type\":\"" + type + "\",\"fault\":\"" +
+           fault_kind_name(fault.kind) + "\",\"label\":" + json_escape(fault.label());
+}
+
 }  // namespace
 
 std::string fault_log_line(long long t_ns, const char* type, const FaultSpec& fault, int client,
                            std::optional<int> node, const std::string& extra) {
-    return "{\"t_ns\":" + std::to_string(t_ns) + ",\"op\":\"fault\",\"type\":\"" + type + "\",\"fault\":\"" +
-           fault_kind_name(fault.kind) + "\",\"label\":" + json_escape(fault.label()) + ",\"client\":" +
-           std::to_string(client) + (node ? ",\"node\":" + std::to_string(*node) : "") + extra + "}\n";
+    return fault_line_head(t_ns, type, fault) + ",\"client\":" + std::to_string(client) +
+           (node ? ",\"node\":" + std::to_string(*node) : "") + extra + "}\n";
 }
 
 FaultSchedule::FaultSchedule(std::vector<FaultSpec> faults, FaultActuator& world, LogSink log, TimerBooked booked)
@@ -49,6 +54,7 @@ void FaultSchedule::start(int clients, long long start_at_ns, long long now_ns, 
         if (f.repeats()) {
             state_[i].rng = Rng(derive_seed(seed, 1000 + i));
             const long long first_ns = f.at_ms ? *f.at_ms * kNsPerMs : draw_ns(i, *f.every_ms);
+            if (!before_until(i, start_at_ns + first_ns)) continue;  // the first is past the end too
             if (first_ns == 0) fire_repeat(i, now_ns);
             else book(start_at_ns + first_ns, Timer::What::fire, i, 0);
             continue;
@@ -301,13 +307,27 @@ void FaultSchedule::fire_repeat(std::size_t i, long long now_ns) {
     State& s = state_[i];
     ++s.occurrences;
     const std::optional<int> client = aim(i);
-    if (f.duration_drawn_ms) s.length_ns = draw_ns(i, *f.duration_drawn_ms);
+    if (f.duration_drawn_ms) s.length_ns = capped_draw_ns(i, now_ns);
     const bool busy = client && (f.node ? !s.in_force.empty() : std::ranges::find(s.in_force, *client) != s.in_force.end());
     if (!client) log_skipped(now_ns, i, std::nullopt, "no holder yet");
     else if (busy) log_skipped(now_ns, i, client, "its previous occurrence is still in force");
     else fire(i, *client, now_ns);
     const long long next_ns = now_ns + draw_ns(i, *f.every_ms);
-    if (next_ns < start_at_ns_ + f.until_ms.value_or(0) * kNsPerMs) book(next_ns, Timer::What::fire, i, 0);
+    if (before_until(i, next_ns)) book(next_ns, Timer::What::fire, i, 0);
+}
+
+// An occurrence is booked only before until_ms, the first as every other: both worlds then
+// fire the same ones, although the simulator runs on past the deadline and the live run stops.
+bool FaultSchedule::before_until(std::size_t i, long long at_ns) const {
+    return at_ns < start_at_ns_ + specs_[i].until_ms.value_or(0) * kNsPerMs;
+}
+
+// A drawn length is unbounded (an exponential's tail): it is cut so that the occurrence ends
+// when the clients stop, as a length that is stated must.
+long long FaultSchedule::capped_draw_ns(std::size_t i, long long now_ns) {
+    const long long drawn_ns = draw_ns(i, *specs_[i].duration_drawn_ms);
+    if (!specs_[i].ends_by_ms) return drawn_ns;
+    return std::clamp(start_at_ns_ + *specs_[i].ends_by_ms * kNsPerMs - now_ns, 0LL, drawn_ns);
 }
 
 // The client this occurrence strikes; a fault on a node strikes the node its `node` names.
@@ -338,9 +358,7 @@ void FaultSchedule::ended(std::size_t i, int client) {
 
 void FaultSchedule::log_skipped(long long t_ns, std::size_t i, std::optional<int> client, const char* why) {
     ++state_[i].skipped;
-    const FaultSpec& f = specs_[i];
-    std::string line = "{\"t_ns\":" + std::to_string(t_ns) + ",\"op\":\"fault\",\"type\":\"skipped\",\"fault\":\"" +
-                       fault_kind_name(f.kind) + "\",\"label\":" + json_escape(f.label());
+    std::string line = fault_line_head(t_ns, "skipped", specs_[i]);
     if (client) line += ",\"client\":" + std::to_string(*client);
     line += ",\"occurrence\":" + std::to_string(state_[i].occurrences) + ",\"why\":\"" + why + "\"}\n";
     if (log_) log_(line);

@@ -111,6 +111,8 @@ private:
     void fire_repeat(std::size_t fault, long long now_ns);
     std::optional<int> aim(std::size_t fault);
     long long draw_ns(std::size_t fault, const Distribution& d);
+    bool before_until(std::size_t fault, long long at_ns) const;
+    long long capped_draw_ns(std::size_t fault, long long now_ns);
     long long length_ns(std::size_t fault) const;
     void ended(std::size_t fault, int client);
     void log_skipped(long long t_ns, std::size_t fault, std::optional<int> client, const char* why);

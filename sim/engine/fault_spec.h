@@ -56,6 +56,7 @@ struct FaultSpec {
     std::optional<long long> until_ms;
     Target target = Target::named;
     std::optional<Distribution> duration_drawn_ms;
+    std::optional<long long> ends_by_ms;  // a drawn length is cut to end by then (the clients' duration)
     bool repeats() const { return every_ms.has_value(); }
 
     std::string label() const;       // "pause 600 ms at after_acquire #1"

@@ -149,11 +149,26 @@ RenewSpec parse_renew(const nlohmann::json& j, const std::string& path, const st
 // A background pause reaches the tasks lockbench runs through Env::background (a built-in
 // algorithm's watchdog, the worker's renewal policy); an external library's own threads
 // (etcd's keepalive, a watchdog in Java) are out of its reach.
+// A run with neither has no background task, and a pause of one would do nothing while it
+// counted as injected: the only built-in algorithm that runs one is reentrant, its watchdog.
 void check_background_faults(Fields& f, const RunSpec& r, const std::string& faults_at) {
-    for (size_t i = 0; i < r.faults.size(); ++i)
-        if (r.faults[i].background && !r.command.empty() && !r.renew)
-            f.fail(faults_at + "[" + std::to_string(i) + "].task",
-                   "an external library's own background tasks cannot be paused alone (only a built-in algorithm's, or a \"renew\" policy's)");
+    const bool watchdog = r.command.empty() && r.params.json().contains("watchdog") && r.params.flag("watchdog");
+    for (size_t i = 0; i < r.faults.size(); ++i) {
+        if (!r.faults[i].background || r.renew) continue;
+        const std::string at = faults_at + "[" + std::to_string(i) + "].task";
+        if (!r.command.empty())
+            f.fail(at, "an external library's own background tasks cannot be paused alone (only a built-in algorithm's, or a \"renew\" policy's)");
+        if (!watchdog)
+            f.fail(at, "this run has no background task to pause: give it a \"renew\" policy (or reentrant's watchdog)");
+    }
+}
+
+// Reentrant's lease token is the client's hash field, the same for every lease one client
+// takes: a check on it cannot tell that client's stale lease from its new one.
+void check_resource_check(Fields& f, const RunSpec& r) {
+    if (r.resource_check == ResourceCheck::token && r.command.empty() && r.algorithm->name == "reentrant")
+        f.fail(f.at("resource_check"), "\"token\" cannot check reentrant, whose token is the same for every lease "
+                                       "of one client: use \"fence\" or \"none\"");
 }
 
 // "resource_check": what the protected store refuses (store.h); "fence", today's check, by default.
@@ -215,6 +230,7 @@ RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::s
     if (const nlohmann::json* renew = f.get("renew")) r.renew = parse_renew(*renew, f.at("renew"), file);
     check_background_faults(f, r, faults_at);
     r.resource_check = parse_run_resource_check(f);
+    check_resource_check(f, r);
     const std::string persistence = f.string("persistence", "none");
     if (persistence == "aof-always") r.persistence = Persistence::aof_always;
     else if (persistence == "aof-everysec") r.persistence = Persistence::aof_everysec;

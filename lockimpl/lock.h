@@ -59,6 +59,7 @@ struct ExtendResult {
     std::optional<Instant> valid_until;       // the new validity, if the algorithm computes one
     std::optional<std::string> token;         // the value now at the key, if the extend changed it
     std::string detail;
+    bool final = false;                       // no later extend can succeed (an adapter that died)
 };
 
 // Who the lock is for: the key it guards and the client that holds the object.

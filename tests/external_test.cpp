@@ -319,3 +319,24 @@ TEST_F(ExternalTest, RenewalSendsExtendAndALostEventMakesTheHolderAbandon) {
     EXPECT_EQ(history_lines(run_dir, "release", "ok").size(), 1u);
     EXPECT_EQ(read_json(run_dir / "run.json").at("renew").at("abandon"), true);
 }
+
+TEST_F(ExternalTest, AnAdapterThatDiesDuringARenewalFailsTheClientOnceAndTheRenewalStops) {
+    const std::string dying = (kSource / "tests" / "data" / "dying_adapter.py").string();
+    const std::string run_text = R"({"algorithm": "external", "name": "dying", "command": ["/usr/bin/python3", ")" + dying +
+                                 R"("], "params": {"ttl_ms": 900}, "renew": {"every_ms": 50, "ttl_ms": 700}})";
+    const fs::path s = write_file("scenario.json", R"({"name": "ext", "seed": 3, "workload": {"clients": 1,
+        "duration_ms": 2000, "sections_per_client": 1, "work_ms": {"fixed": 600}}, "runs": [)" + run_text + "]}");
+    const fs::path out = dir() / "out";
+    const Result r = run({"run", s.string(), "--out", out.string()});
+    EXPECT_EQ(r.exit_code(), 1) << r.describe();
+    // One renewal met the dead adapter; none after it wrote to a closed pipe.
+    const fs::path run_dir = out / "runs" / "dying";
+    EXPECT_EQ(history_lines(run_dir, "renew", "invoke").size(), 1u);
+    EXPECT_EQ(history_lines(run_dir, "renew", "info").size(), 1u);
+    // The worker's release says why the adapter is gone, in the words of its first failure.
+    const Json summary = read_json(out / "summary.json");
+    ASSERT_EQ(summary.at("runs").at(0).at("clients_failed").size(), 1u) << summary.dump(2);
+    const std::string error = summary.at("runs").at(0).at("clients_failed").at(0).at("error");
+    EXPECT_NE(error.find("exited with status 3 while lockbench waited for its answer to extend"), std::string::npos)
+        << error;
+}

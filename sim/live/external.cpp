@@ -124,6 +124,7 @@ void ExternalLock::fail(const std::string& what, bool with_last_line) {
     std::string msg = "adapter " + spec_.name + " (" + cmd + "): " + what;
     if (with_last_line)
         msg += last_line_.empty() ? "; it printed nothing" : "; the last thing it printed: " + one_line(last_line_);
+    gone_why_ = msg;  // what every later call says
     // Whatever it was doing, it is done: no adapter outlives a broken conversation, and no
     // descriptor outlives it (a constructor that throws runs no destructor).
     if (pid_ > 0) {
@@ -143,6 +144,7 @@ void ExternalLock::fail(const std::string& what, bool with_last_line) {
 // gets 200 ms to exit, then SIGKILL, so that the client never hangs on it.
 int ExternalLock::reap() {
     int status = 0;
+    if (pid_ <= 0) return status;  // already reaped: waitpid(-1) or kill(-1) would strike others
     for (int i = 0; i < 40 && ::waitpid(pid_, &status, WNOHANG) == 0; ++i) {
         std::this_thread::sleep_for(5ms);
         if (i == 39) {
@@ -194,6 +196,8 @@ bool ExternalLock::keep_if_event(const std::string& line) {
 
 nlohmann::json ExternalLock::call(const nlohmann::json& request) {
     const std::lock_guard hold(mutex_);
+    // fail() has killed it and closed the pipes: nothing to write to, nobody to reap.
+    if (pid_ <= 0 || to_ < 0) throw AdapterError(gone_why_.empty() ? "adapter " + spec_.name + ": already gone" : gone_why_);
     const std::string text = request.dump() + "\n";
     for (size_t done = 0; done < text.size();) {
         const ssize_t n = ::write(to_, text.data() + done, text.size() - done);
@@ -253,7 +257,10 @@ ExtendResult ExternalLock::extend(Env& env, const Lease&, Duration ttl, ExtendMo
         r = call({{"op", "extend"}, {"key", key_}, {"ttl_ms", ttl_ms}, {"replace", mode == ExtendMode::replace}});
     } catch (const AdapterError& e) {
         // On the renewal task: the adapter is gone, and the worker's next call says so.
-        return {Outcome::info, {}, {}, e.what()};
+        // No later extend can succeed, so the renewal stops.
+        ExtendResult gone{Outcome::info, {}, {}, e.what()};
+        gone.final = true;
+        return gone;
     }
     if (!r.at("ok").get<bool>()) return {Outcome::fail, {}, {}, r.value("error", std::string("not extended"))};
     ExtendResult out{Outcome::ok, {}, {}, ""};

@@ -79,6 +79,7 @@ private:
     std::string buffer_;
     std::string last_line_;
     std::string library_;
+    std::string gone_why_;                 // fail()'s line, once the adapter is gone
     std::mutex mutex_;                     // one request at a time, from either thread
     std::vector<std::string> lost_events_; // unsolicited "lost" lines not yet taken
 };

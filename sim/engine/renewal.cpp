@@ -1,11 +1,12 @@
 #include "sim/engine/renewal.h"
 
 namespace lockbench {
-namespace {
 
 Duration from_ms(double ms) {
     return std::chrono::duration_cast<Duration>(std::chrono::duration<double, std::milli>(ms));
 }
+
+namespace {
 
 // One renewal: invoke, extend, outcome.
 ExtendResult renew_once(Env& env, Lock& lock, Recorder& rec, const RenewSpec& spec, const std::string& lease_id,

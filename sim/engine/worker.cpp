@@ -9,10 +9,6 @@
 namespace lockbench {
 namespace {
 
-Duration from_ms(double ms) {
-    return std::chrono::duration_cast<Duration>(std::chrono::duration<double, std::milli>(ms));
-}
-
 class Worker {
 public:
     Worker(Env& lock_env, Env& store_env, Lock& lock, Recorder& rec, const WorkerSpec& spec)

@@ -59,6 +59,7 @@ struct ExtendResult {
     std::optional<Instant> valid_until;       // the new validity, if the algorithm computes one
     std::optional<std::string> token;         // the value now at the key, if the extend changed it
     std::string detail;
+    bool final = false;                       // no later extend can succeed (an adapter that died)
 };
 
 // Who the lock is for: the key it guards and the client that holds the object.
@@ -77,7 +78,9 @@ public:
     // while the worker works, so it must not change what try_acquire and release use.
     virtual ExtendResult extend(Env& env, const Lease& lease, Duration ttl, ExtendMode mode) = 0;
     // What the lock has announced on its own since the last call: its lease is lost (an
-    // external library's onLockLost), each with a detail. Most locks announce nothing.
+    // external library's onLockLost), each with a detail. A detail that is a JSON object
+    // with an "event" other than "lost" is an announcement of another kind, kept but not a
+    // loss. Most locks announce nothing.
     virtual std::vector<std::string> take_lost_events() { return {}; }
     // How many nested acquires (and releases) the worker makes around one critical section;
     // only a reentrant lock asks for more than one.

@@ -319,3 +319,57 @@ TEST_F(ExternalTest, RenewalSendsExtendAndALostEventMakesTheHolderAbandon) {
     EXPECT_EQ(history_lines(run_dir, "release", "ok").size(), 1u);
     EXPECT_EQ(read_json(run_dir / "run.json").at("renew").at("abandon"), true);
 }
+
+TEST_F(ExternalTest, AnAdapterThatDiesDuringARenewalFailsTheClientOnceAndTheRenewalStops) {
+    const std::string dying = (kSource / "tests" / "data" / "dying_adapter.py").string();
+    const std::string run_text = R"({"algorithm": "external", "name": "dying", "command": ["/usr/bin/python3", ")" + dying +
+                                 R"("], "params": {"ttl_ms": 900}, "renew": {"every_ms": 50, "ttl_ms": 700}})";
+    const fs::path s = write_file("scenario.json", R"({"name": "ext", "seed": 3, "workload": {"clients": 1,
+        "duration_ms": 2000, "sections_per_client": 1, "work_ms": {"fixed": 600}}, "runs": [)" + run_text + "]}");
+    const fs::path out = dir() / "out";
+    const Result r = run({"run", s.string(), "--out", out.string()});
+    EXPECT_EQ(r.exit_code(), 1) << r.describe();
+    // One renewal met the dead adapter; none after it wrote to a closed pipe.
+    const fs::path run_dir = out / "runs" / "dying";
+    EXPECT_EQ(history_lines(run_dir, "renew", "invoke").size(), 1u);
+    EXPECT_EQ(history_lines(run_dir, "renew", "info").size(), 1u);
+    // The worker's release says why the adapter is gone, in the words of its first failure.
+    const Json summary = read_json(out / "summary.json");
+    ASSERT_EQ(summary.at("runs").at(0).at("clients_failed").size(), 1u) << summary.dump(2);
+    const std::string error = summary.at("runs").at(0).at("clients_failed").at(0).at("error");
+    EXPECT_NE(error.find("exited with status 3 while lockbench waited for its answer to extend"), std::string::npos)
+        << error;
+}
+
+TEST_F(ExternalTest, ALateLostEventCountsForTheReleasedLeaseAndOtherEventsAreKept) {
+    const std::string lost = (kSource / "tests" / "data" / "lost_adapter.py").string();
+    const std::string run_text = R"({"algorithm": "external", "name": "late", "command": ["/usr/bin/python3", ")" + lost +
+                                 R"(", "late"], "params": {"ttl_ms": 900}, "renew": {"every_ms": 50, "ttl_ms": 700,
+                                 "abandon": true}, "faults": [{"fault": "pause", "task": "background",
+                                 "point": "after_acquire", "client": 0, "occurrence": 1, "duration_ms": 100}]})";
+    const fs::path s = write_file("scenario.json", R"({"name": "ext", "seed": 3, "workload": {"clients": 1,
+        "duration_ms": 3000, "sections_per_client": 2, "work_ms": {"fixed": 300}}, "runs": [)" + run_text + "]}");
+    const fs::path out = dir() / "out";
+    const Result r = run({"run", s.string(), "--out", out.string()});
+    EXPECT_EQ(r.exit_code(), 0) << r.describe();
+    const fs::path run_dir = out / "runs" / "late";
+    // The first lease's loss, announced during the second acquire, is the first lease's:
+    // the second holder does not abandon a valid write for it.
+    const std::vector<Json> lost_events = history_lines(run_dir, "lost", "info");
+    ASSERT_EQ(lost_events.size(), 1u);
+    EXPECT_EQ(lost_events[0].at("lease"), "c0.1");
+    EXPECT_EQ(history_lines(run_dir, "write", "ok").size(), 2u);
+    // An answer with an "event" field is an answer; an event of another kind is kept.
+    EXPECT_FALSE(history_lines(run_dir, "renew", "ok").empty());
+    EXPECT_TRUE(history_lines(run_dir, "renew", "info").empty());
+    const std::vector<Json> others = history_lines(run_dir, "adapter", "info");
+    ASSERT_FALSE(others.empty());
+    EXPECT_NE(others[0].at("detail").get<std::string>().find("reconnected"), std::string::npos);
+    // The adapters (preflight and client) started with no signal blocked, though the client
+    // blocks SIGUSR1/2 for its background control.
+    const std::string sigblk = read_text(dir() / "tmp" / "lost-adapter.sigblk");
+    EXPECT_NE(sigblk.find("SigBlk:"), std::string::npos);
+    std::istringstream lines(sigblk);
+    for (std::string line; std::getline(lines, line);)
+        EXPECT_EQ(line, "SigBlk:\t0000000000000000") << sigblk;
+}

@@ -5,11 +5,13 @@
 // for an outcome (the PTTL going back up) with a bounded poll, and asserts no durations.
 #include <gtest/gtest.h>
 
+#include <pthread.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <bit>
 #include <cstring>
 #include <thread>
@@ -374,7 +376,25 @@ private:
     int listen_ = -1, fd_ = -1;
 };
 
+// BackgroundControl blocks SIGUSR1/2 in the thread that makes it (in a client, every
+// thread's mask): the tests restore this process's mask after it, for the tests that follow.
+class SignalMaskGuard {
+public:
+    SignalMaskGuard() { pthread_sigmask(SIG_SETMASK, nullptr, &saved_); }
+    ~SignalMaskGuard() { pthread_sigmask(SIG_SETMASK, &saved_, nullptr); }
+
+private:
+    sigset_t saved_;
+};
+
+bool usr1_blocked() {
+    sigset_t now;
+    pthread_sigmask(SIG_SETMASK, nullptr, &now);
+    return sigismember(&now, SIGUSR1) == 1;
+}
+
 TEST_F(LockAlgorithms, ABackgroundPauseHoldsTheWatchdogAndTheLeaseRunsOut) {
+    SignalMaskGuard mask;
     BackgroundChannel nemesis(*dir_ / "bg-held.sock");
     auto gate = std::make_shared<BackgroundGate>();
     BackgroundControl control((*dir_ / "bg-held.sock").string(), 3, gate);
@@ -394,6 +414,7 @@ TEST_F(LockAlgorithms, ABackgroundPauseHoldsTheWatchdogAndTheLeaseRunsOut) {
 }
 
 TEST_F(LockAlgorithms, AWatchdogLetGoRenewsLateNotNever) {
+    SignalMaskGuard mask;
     BackgroundChannel nemesis(*dir_ / "bg-late.sock");
     auto gate = std::make_shared<BackgroundGate>();
     BackgroundControl control((*dir_ / "bg-late.sock").string(), 0, gate);
@@ -418,6 +439,36 @@ TEST_F(LockAlgorithms, AWatchdogLetGoRenewsLateNotNever) {
     ASSERT_EQ(nemesis.signal(SIGUSR2), "released");
     EXPECT_TRUE(observe(probe, false)) << "the watchdog, let go, never renewed";
     lock->release(e, *r.lease);
+}
+
+TEST_F(LockAlgorithms, TheBackgroundPauseTestsLeaveNoSignalBlocked) {
+    EXPECT_FALSE(usr1_blocked()) << "a test before this one left SIGUSR1 blocked";
+}
+
+// Stopping a held task ends its wait: a command it was about to send answers unknown at once,
+// so a background-only pause cannot delay the holder's release. (The safety net only keeps a
+// regression from hanging the test: it lets the task go far later than any stop should take.)
+TEST_F(LockAlgorithms, StoppingAHeldBackgroundTaskDoesNotWaitForTheRelease) {
+    auto gate = std::make_shared<BackgroundGate>();
+    LiveEnvConfig c;
+    c.nodes.push_back({"127.0.0.1", (*nodes_)[0].port()});
+    c.background_gate = gate;
+    LiveEnv e(std::move(c));
+    gate->hold();
+    Reply reply;
+    auto task = e.background([&reply](Env& bg, StopSignal&) {
+        reply = bg.command(NodeId{0}, {"PING"}, std::chrono::seconds(1), std::nullopt);
+    });
+    std::atomic<bool> stopped{false};
+    std::thread safety_net([&] {
+        for (int i = 0; i < 1000 && !stopped; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        gate->release();
+    });
+    task.reset();
+    stopped = true;
+    safety_net.join();
+    EXPECT_EQ(reply.status, Reply::Status::unknown) << "the PING waited for the release and was sent";
+    EXPECT_EQ(reply.error, "background task stopped");
 }
 
 }  // namespace

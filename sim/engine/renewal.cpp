@@ -1,14 +1,15 @@
 #include "sim/engine/renewal.h"
 
 namespace lockbench {
-namespace {
 
 Duration from_ms(double ms) {
     return std::chrono::duration_cast<Duration>(std::chrono::duration<double, std::milli>(ms));
 }
 
-// One renewal: invoke, extend, outcome. Returns the extend's outcome.
-Outcome renew_once(Env& env, Lock& lock, Recorder& rec, const RenewSpec& spec, const std::string& lease_id,
+namespace {
+
+// One renewal: invoke, extend, outcome.
+ExtendResult renew_once(Env& env, Lock& lock, Recorder& rec, const RenewSpec& spec, const std::string& lease_id,
                    HeldLease& held) {
     rec.line("renew", "invoke").str("lease", lease_id).num("ttl_ms", spec.ttl_ms).commit();
     const ExtendResult r = lock.extend(env, held.snapshot(), std::chrono::milliseconds(spec.ttl_ms),
@@ -21,7 +22,7 @@ Outcome renew_once(Env& env, Lock& lock, Recorder& rec, const RenewSpec& spec, c
     // info: nobody knows whether it extended; the next period tries again.
     if (r.outcome == Outcome::ok) held.renewed(r);
     if (r.outcome == Outcome::fail) held.mark_lost();
-    return r.outcome;
+    return r;
 }
 
 }  // namespace
@@ -49,6 +50,12 @@ void HeldLease::mark_lost() {
 
 void note_lost_events(Lock& lock, Recorder& rec, const std::string& lease_id, HeldLease& held) {
     for (const std::string& detail : lock.take_lost_events()) {
+        // An announcement of another kind is kept for the reader, and loses nothing.
+        const nlohmann::json j = nlohmann::json::parse(detail, nullptr, false);
+        if (j.is_object() && j.contains("event") && j.at("event") != "lost") {
+            rec.line("adapter", "info").str("lease", lease_id).str("detail", detail).commit();
+            continue;
+        }
         rec.line("lost", "info").str("lease", lease_id).str("detail", detail).commit();
         held.mark_lost();
     }
@@ -60,9 +67,10 @@ std::unique_ptr<BackgroundTask> start_renewal(Env& env, Lock& lock, Recorder& re
     // The worker stops (and joins) this task before `held` and the lease id go away.
     return env.background([&lock, &rec, &held, spec, lease_id, period](Env& bg, StopSignal& stop) {
         while (stop.sleep_unless_stopped(period)) {
-            const Outcome o = renew_once(bg, lock, rec, spec, lease_id, held);
+            const ExtendResult r = renew_once(bg, lock, rec, spec, lease_id, held);
             note_lost_events(lock, rec, lease_id, held);
-            if (o == Outcome::fail && !spec.retry) return;  // on_failure stop: the lease is gone
+            if (r.outcome == Outcome::fail && !spec.retry) return;  // on_failure stop: the lease is gone
+            if (r.final) return;  // nothing left to renew through (the adapter died)
         }
     });
 }

@@ -22,6 +22,10 @@
 
 namespace lockbench {
 
+// A duration of `ms` milliseconds, fractions kept (drawn work, think and retry times, and
+// the renewal period).
+Duration from_ms(double ms);
+
 // The lease as the worker and its renewal task share it.
 class HeldLease {
 public:

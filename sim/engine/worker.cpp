@@ -9,10 +9,6 @@
 namespace lockbench {
 namespace {
 
-Duration from_ms(double ms) {
-    return std::chrono::duration_cast<Duration>(std::chrono::duration<double, std::milli>(ms));
-}
-
 class Worker {
 public:
     Worker(Env& lock_env, Env& store_env, Lock& lock, Recorder& rec, const WorkerSpec& spec)
@@ -46,6 +42,7 @@ public:
             // and a naive DEL deleting the next holder's lock is what the checker should see.
             release_nested(lease_id, held.snapshot());
             note_lost_events(lock_, rec_, lease_id, held);
+            released_lease_id_ = lease_id;
             env_.sleep(from_ms(spec_.workload.think_ms.sample_ms(retry_rng_)));
         }
         return totals_;
@@ -79,7 +76,9 @@ private:
             env_.reach(Point::before_acquire);
             rec_.line("acquire", "invoke").num("depth", depth).commit();
             ++totals_.acquire_attempts;
+            note_released_lease_events();
             const AcquireResult r = lock_.try_acquire(env_);
+            note_released_lease_events();  // what the lock said before it answered
             record_acquire(lease_id, r, depth);
             if (r.outcome == Outcome::ok) return r.lease;
             Duration delay = from_ms(spec_.workload.retry_ms.sample_ms(retry_rng_));
@@ -87,6 +86,15 @@ private:
             env_.sleep(std::min(delay, deadline_ - env_.now()));
         }
         return std::nullopt;
+    }
+
+    // A lock's announcements that arrive after a release, before or while the next acquire
+    // is answered, are about the released lease: recorded against it, never the next one.
+    // (One the lock makes about the new lease in the instant after answering, read in the
+    // same look, would count for the old one: a window of one read.)
+    void note_released_lease_events() {
+        HeldLease released{Lease{}};
+        note_lost_events(lock_, rec_, released_lease_id_, released);
     }
 
     std::optional<Lease> acquire_nested(const std::string& lease_id) {
@@ -175,6 +183,7 @@ private:
     Rng retry_rng_;
     Instant deadline_;
     WorkerTotals totals_;
+    std::string released_lease_id_;  // the last lease released; empty before the first
 };
 
 }  // namespace

@@ -68,6 +68,12 @@ ExternalLock::ExternalLock(AdapterSpec spec, std::string key, long long ttl_ms)
         // on both. Dies with the client.
         ::prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (::getppid() != parent) _exit(126);
+        // A blocked mask and an ignored SIGPIPE survive exec: the client's (SIGUSR1/2 held
+        // for its background control, SIGPIPE for our pipes) are not the adapter's.
+        sigset_t none;
+        sigemptyset(&none);
+        ::sigprocmask(SIG_SETMASK, &none, nullptr);
+        ::signal(SIGPIPE, SIG_DFL);
         ::dup2(in[0], STDIN_FILENO);
         ::dup2(out[1], STDOUT_FILENO);
         if (!err_path.empty()) {
@@ -124,6 +130,7 @@ void ExternalLock::fail(const std::string& what, bool with_last_line) {
     std::string msg = "adapter " + spec_.name + " (" + cmd + "): " + what;
     if (with_last_line)
         msg += last_line_.empty() ? "; it printed nothing" : "; the last thing it printed: " + one_line(last_line_);
+    gone_why_ = msg;  // what every later call says
     // Whatever it was doing, it is done: no adapter outlives a broken conversation, and no
     // descriptor outlives it (a constructor that throws runs no destructor).
     if (pid_ > 0) {
@@ -143,6 +150,7 @@ void ExternalLock::fail(const std::string& what, bool with_last_line) {
 // gets 200 ms to exit, then SIGKILL, so that the client never hangs on it.
 int ExternalLock::reap() {
     int status = 0;
+    if (pid_ <= 0) return status;  // already reaped: waitpid(-1) or kill(-1) would strike others
     for (int i = 0; i < 40 && ::waitpid(pid_, &status, WNOHANG) == 0; ++i) {
         std::this_thread::sleep_for(5ms);
         if (i == 39) {
@@ -187,13 +195,18 @@ std::string ExternalLock::read_line(std::chrono::steady_clock::time_point deadli
 
 bool ExternalLock::keep_if_event(const std::string& line) {
     const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_object() || !j.contains("event")) return false;
-    if (j.at("event") == "lost") lost_events_.push_back(one_line(line));
-    return true;  // an event of another kind is not for lockbench: skipped
+    // An answer may carry an "event" field of its own: only a line without "ok" is an event.
+    if (!j.is_object() || !j.contains("event") || j.contains("ok")) return false;
+    // One of another kind goes to the history too (as an adapter info line), not lost.
+    const std::lock_guard hold(events_mutex_);
+    events_.push_back(one_line(line));
+    return true;
 }
 
 nlohmann::json ExternalLock::call(const nlohmann::json& request) {
     const std::lock_guard hold(mutex_);
+    // fail() has killed it and closed the pipes: nothing to write to, nobody to reap.
+    if (pid_ <= 0 || to_ < 0) throw AdapterError(gone_why_.empty() ? "adapter " + spec_.name + ": already gone" : gone_why_);
     const std::string text = request.dump() + "\n";
     for (size_t done = 0; done < text.size();) {
         const ssize_t n = ::write(to_, text.data() + done, text.size() - done);
@@ -241,10 +254,6 @@ ReleaseResult ExternalLock::release(Env&, const Lease&) {
     return {Outcome::ok, removed, ""};
 }
 
-}  // namespace lockbench
-
-namespace lockbench {
-
 ExtendResult ExternalLock::extend(Env& env, const Lease&, Duration ttl, ExtendMode mode) {
     const Instant start = env.now();
     const long long ttl_ms = std::chrono::duration_cast<std::chrono::milliseconds>(ttl).count();
@@ -253,7 +262,10 @@ ExtendResult ExternalLock::extend(Env& env, const Lease&, Duration ttl, ExtendMo
         r = call({{"op", "extend"}, {"key", key_}, {"ttl_ms", ttl_ms}, {"replace", mode == ExtendMode::replace}});
     } catch (const AdapterError& e) {
         // On the renewal task: the adapter is gone, and the worker's next call says so.
-        return {Outcome::info, {}, {}, e.what()};
+        // No later extend can succeed, so the renewal stops.
+        ExtendResult gone{Outcome::info, {}, {}, e.what()};
+        gone.final = true;
+        return gone;
     }
     if (!r.at("ok").get<bool>()) return {Outcome::fail, {}, {}, r.value("error", std::string("not extended"))};
     ExtendResult out{Outcome::ok, {}, {}, ""};
@@ -264,8 +276,15 @@ ExtendResult ExternalLock::extend(Env& env, const Lease&, Duration ttl, ExtendMo
 }
 
 // Reads, without waiting, whatever the adapter has printed on its own since the last call.
+// A call in flight (the renewal's extend) holds the pipe: it reads those lines itself, and
+// this takes only what is already kept, rather than wait for its round trip.
 std::vector<std::string> ExternalLock::take_lost_events() {
-    const std::lock_guard hold(mutex_);
+    if (std::unique_lock pipe(mutex_, std::try_to_lock); pipe.owns_lock()) read_unsolicited();
+    const std::lock_guard hold(events_mutex_);
+    return std::exchange(events_, {});
+}
+
+void ExternalLock::read_unsolicited() {
     for (pollfd p{from_, POLLIN, 0}; from_ >= 0 && ::poll(&p, 1, 0) > 0; p.revents = 0) {
         char chunk[4096];
         const ssize_t n = ::read(from_, chunk, sizeof chunk);
@@ -278,7 +297,6 @@ std::vector<std::string> ExternalLock::take_lost_events() {
         if (!line.empty()) last_line_ = line;
         keep_if_event(line);  // any other unsolicited line answers nothing: dropped
     }
-    return std::exchange(lost_events_, {});
 }
 
 }  // namespace lockbench

@@ -7,7 +7,8 @@
 //
 // The worker and its renewal task (on another thread) both talk to the one adapter, which
 // answers one request at a time: a mutex keeps each request and its answer together, and
-// event lines read while waiting for an answer are kept for take_lost_events().
+// event lines read while waiting for an answer are kept for take_lost_events() (under a
+// mutex of their own, so that taking them never waits for a call's round trip).
 //
 // The adapter is the client's child, in the client's process group, so a pause (SIGSTOP to
 // the group) stops both, a kill kills both, and it dies with the client (PR_SET_PDEATHSIG).
@@ -69,6 +70,7 @@ private:
     std::string read_line(std::chrono::steady_clock::time_point deadline, const std::string& waiting_for);
     [[noreturn]] void fail(const std::string& what, bool with_last_line = true);
     int reap();
+    void read_unsolicited();  // with mutex_ held
 
     AdapterSpec spec_;
     std::string key_;
@@ -79,8 +81,10 @@ private:
     std::string buffer_;
     std::string last_line_;
     std::string library_;
-    std::mutex mutex_;                     // one request at a time, from either thread
-    std::vector<std::string> lost_events_; // unsolicited "lost" lines not yet taken
+    std::string gone_why_;                 // fail()'s line, once the adapter is gone
+    std::mutex mutex_;                     // the pipe: one request at a time, from either thread
+    std::mutex events_mutex_;              // events_ alone: taking them never waits on a call
+    std::vector<std::string> events_;      // unsolicited event lines not yet taken
 };
 
 }  // namespace lockbench

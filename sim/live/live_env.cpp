@@ -78,6 +78,7 @@ public:
     explicit LiveStopSignal(std::shared_ptr<BackgroundGate> gate) : gate_(std::move(gate)) {}
     bool sleep_unless_stopped(Duration d) override { return gate_->sleep_unless_stopped(d, stop_); }
     void request_stop() { gate_->request_stop(stop_); }
+    const bool* stop_flag() const { return &stop_; }
 
 private:
     std::shared_ptr<BackgroundGate> gate_;
@@ -88,7 +89,7 @@ class LiveTask final : public BackgroundTask {
 public:
     LiveTask(LiveEnvConfig config, std::function<void(Env&, StopSignal&)> task)
         : signal_(config.background_gate),
-          env_(std::make_unique<LiveEnv>(std::move(config))),
+          env_(std::make_unique<LiveEnv>(with_stop(std::move(config), signal_.stop_flag()))),
           thread_([this, task = std::move(task)] { task(*env_, signal_); }) {}
     ~LiveTask() override { stop(); }
     void stop() override {
@@ -97,6 +98,11 @@ public:
     }
 
 private:
+    static LiveEnvConfig with_stop(LiveEnvConfig config, const bool* stop) {
+        config.background_stop = stop;
+        return config;
+    }
+
     LiveStopSignal signal_;
     std::unique_ptr<LiveEnv> env_;
     std::thread thread_;
@@ -117,6 +123,12 @@ void BackgroundGate::release() {
 void BackgroundGate::wait_released() {
     std::unique_lock lock(mutex_);
     cv_.wait(lock, [this] { return !held_; });
+}
+
+bool BackgroundGate::wait_released_unless_stopped(const bool& stop) {
+    std::unique_lock lock(mutex_);
+    cv_.wait(lock, [this, &stop] { return stop || !held_; });
+    return !stop;
 }
 
 bool BackgroundGate::sleep_unless_stopped(Duration d, const bool& stop) {
@@ -228,7 +240,8 @@ Reply LiveEnv::read_one(int i, Reply reply) {
 }
 
 Reply LiveEnv::command(NodeId node, const Command& cmd, Duration timeout, std::optional<Point> after_send) {
-    if (config_.in_background) config_.background_gate->wait_released();  // a held task sends nothing
+    // A held task sends nothing; a task asked to stop meanwhile gives up at once.
+    if (!background_released()) return Reply{node, Reply::Status::unknown, {}, "background task stopped", false};
     const int i = node.value;
     if (auto err = ensure_connected(i, timeout)) return Reply{node, Reply::Status::error, {}, *err, false};
     Reply reply{node, Reply::Status::unknown, {}, "", false};
@@ -238,7 +251,12 @@ Reply LiveEnv::command(NodeId node, const Command& cmd, Duration timeout, std::o
 }
 
 std::vector<Reply> LiveEnv::fan_out(const Command& cmd, Duration timeout, std::optional<Point> after_send) {
-    if (config_.in_background) config_.background_gate->wait_released();
+    if (!background_released()) {
+        std::vector<Reply> stopped;
+        for (int i = 0; i < node_count(); ++i)
+            stopped.push_back(Reply{NodeId{i}, Reply::Status::unknown, {}, "background task stopped", false});
+        return stopped;
+    }
     std::vector<Reply> replies;
     std::vector<int> pending;
     replies.reserve(static_cast<size_t>(node_count()));
@@ -298,7 +316,16 @@ long long LiveEnv::wall_ms() {
 
 void LiveEnv::sleep(Duration d) {
     if (d > Duration::zero()) std::this_thread::sleep_for(d);
-    if (config_.in_background) config_.background_gate->wait_released();
+    background_released();
+}
+
+bool LiveEnv::background_released() {
+    if (!config_.in_background) return true;
+    if (!config_.background_stop) {
+        config_.background_gate->wait_released();
+        return true;
+    }
+    return config_.background_gate->wait_released_unless_stopped(*config_.background_stop);
 }
 
 void LiveEnv::reach(Point p) {

@@ -43,6 +43,8 @@ public:
     void hold();
     void release();
     void wait_released();
+    // Waits while held; returns false (at once) if *stop is or becomes true.
+    bool wait_released_unless_stopped(const bool& stop);
     // Sleeps for d, then on while held; returns false (at once) if *stop is or becomes true.
     // `stop` is guarded by this gate's mutex: set it through request_stop().
     bool sleep_unless_stopped(Duration d, const bool& stop);
@@ -63,6 +65,7 @@ struct LiveEnvConfig {
     // The gate a background task's env and sleeps wait at; unset: one of the task's own.
     std::shared_ptr<BackgroundGate> background_gate;
     bool in_background = false;  // set by background(): this env's commands wait at the gate
+    const bool* background_stop = nullptr;  // set by the task: its stop request ends that wait
 };
 
 class LiveEnv final : public Env {
@@ -92,6 +95,8 @@ private:
 
     // Connects node i if needed; returns an error message if it cannot.
     std::optional<std::string> ensure_connected(int i, Duration timeout);
+    // A background task's env waits here while its gate is held; false if the task is stopped.
+    bool background_released();
     std::optional<Endpoint> discover(const SentinelDiscovery& d, Duration timeout);
     bool send(int i, const Command& cmd, Reply& reply);
     Reply fail_connection(int i, Reply::Status status, std::string what);

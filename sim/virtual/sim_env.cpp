@@ -243,7 +243,13 @@ void SimEnv::run_if_background_paused(World& world, Process& process, std::uint6
 std::vector<Reply> SimEnv::exchange(const std::vector<std::pair<int, Command>>& requests, Duration timeout,
                                     std::optional<Point> after_send) {
     World& w = net_.world();
-    if (background_) run_if_background_paused(w, process_);  // a held task sends nothing
+    if (background_) run_if_background_paused(w, process_, wait_token_, stopped_);  // a held task sends nothing
+    if (stopped_ && *stopped_) {
+        std::vector<Reply> replies;
+        for (const auto& [id, cmd] : requests)
+            replies.push_back(Reply{NodeId{id}, Reply::Status::unknown, {}, "background task stopped", false});
+        return replies;
+    }
     struct Call {
         std::vector<Reply> replies;
         std::vector<bool> done;
@@ -317,7 +323,7 @@ std::vector<Reply> SimEnv::fan_out(const Command& cmd, Duration timeout, std::op
 void SimEnv::sleep(Duration d) {
     World& w = net_.world();
     w.sleep_until(w.now() + std::max<long long>(0, d.count()));
-    if (background_) run_if_background_paused(w, process_);
+    if (background_) run_if_background_paused(w, process_, wait_token_, stopped_);
     else run_if_paused(w, process_);
 }
 
@@ -334,7 +340,7 @@ public:
     SimTask(Net& net, Process& process, std::vector<std::size_t> targets, std::function<void(Point)> on_point,
             std::function<void(Env&, StopSignal&)> task)
         : world_(net.world()), process_(process), env_(net, process, std::move(targets), std::move(on_point)) {
-        env_.mark_background();
+        env_.mark_background(&sleep_token_, &stop_);
         fiber_ = world_.spawn("task", [this, task = std::move(task)] {
             task(env_, *this);
             if (stopper_) world_.at(world_.now(), [w = &world_, f = stopper_, t = stopper_token_] { w->wake(f, t); });

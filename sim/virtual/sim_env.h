@@ -178,7 +178,13 @@ public:
     static void run_if_background_paused(World& world, Process& process, std::uint64_t* token = nullptr,
                                          const bool* stopped = nullptr);
     // This env belongs to a background task: its commands wait while the tasks are paused.
-    void mark_background() { background_ = true; }
+    // The task's `wait_token` and `stopped` let its stop end that wait (a stopped task's
+    // command then answers unknown at once).
+    void mark_background(std::uint64_t* wait_token = nullptr, const bool* stopped = nullptr) {
+        background_ = true;
+        wait_token_ = wait_token;
+        stopped_ = stopped;
+    }
 
 private:
     std::vector<Reply> exchange(const std::vector<std::pair<int, Command>>& requests, Duration timeout,
@@ -190,6 +196,8 @@ private:
     std::vector<std::size_t> targets_;
     std::function<void(Point)> on_point_;
     bool background_ = false;
+    std::uint64_t* wait_token_ = nullptr;
+    const bool* stopped_ = nullptr;
 };
 
 }  // namespace lockbench::sim

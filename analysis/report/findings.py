@@ -91,7 +91,7 @@ def safety_text(run):
         out.append("Store damage: " + "; ".join(other) + ".")
     fenced = [c for c in run if c.total("stale_writes_rejected") > 0]
     if fenced:
-        out.append("The fence rejected stale writes in " + join_en(
+        out.append("The store's check (the fence, or check-and-set on the token) rejected stale writes in " + join_en(
             f"{c.run} ({plural(c.total('stale_writes_rejected'), 'write')} in {c.reps_with('stale_writes_rejected')}/{len(c.reps)} reps"
             + (f"; {fmt_n(c.total('fenced_overlaps'))} overlapping sections neutralised" if c.total("fenced_overlaps") > 0 else "")
             + ")" for c in fenced) + ".")
@@ -179,7 +179,7 @@ def finding_of_scenario(t, sc):
             f"{cell_name(c, cells)} ({damage(c)})" for c in unsafe))
     fenced = [c for c in cells if c.outcome() == "fenced"]
     if fenced:
-        groups.append("the fence rejected the stale writes of " + join_en(cell_name(c, cells) for c in fenced))
+        groups.append("the store's check rejected the stale writes of " + join_en(cell_name(c, cells) for c in fenced))
     safe = [c for c in cells if c.outcome() == "safe"]
     if safe:
         groups.append("held: " + join_en(

@@ -78,13 +78,14 @@ std::string excerpt_text(const std::string& text, size_t max_chars) {
 }
 
 bool resolve_params(const std::vector<ParamSpec>& specs, const nlohmann::json& given,
-                    Params& out, std::string& error) {
+                    Params& out, std::string& error, bool keep_unknown) {
     if (!given.is_object()) {
         error = ": expected an object of parameters";
         return false;
     }
     for (const auto& [name, value] : given.items()) {
         auto spec = std::ranges::find(specs, name, &ParamSpec::name);
+        if (spec == specs.end() && keep_unknown) continue;
         if (spec == specs.end()) {
             std::string known;
             for (const auto& s : specs) known += (known.empty() ? "" : ", ") + s.name;
@@ -96,7 +97,7 @@ bool resolve_params(const std::vector<ParamSpec>& specs, const nlohmann::json& g
             return false;
         }
     }
-    nlohmann::json values = nlohmann::json::object();
+    nlohmann::json values = keep_unknown ? given : nlohmann::json::object();
     for (const auto& s : specs) {
         values[s.name] = given.contains(s.name) ? given.at(s.name) : s.default_value;
         if (s.type == ParamSpec::Type::number) values[s.name] = values[s.name].get<double>();

@@ -55,9 +55,11 @@ private:
 };
 
 // Checks `given` against `specs` and fills in defaults. On a problem, returns false and sets
-// `error` to "<field>: <what was expected>", field relative to the params object.
+// `error` to "<field>: <what was expected>", field relative to the params object. With
+// `keep_unknown` (an external library's run) a parameter `specs` does not name is kept as
+// given, for the adapter to read: lockbench checks only the ones it uses itself.
 bool resolve_params(const std::vector<ParamSpec>& specs, const nlohmann::json& given,
-                    Params& out, std::string& error);
+                    Params& out, std::string& error, bool keep_unknown = false);
 
 // "setnx", "token-lua+fence", "setnx+expiry=none": the algorithm plus every parameter that
 // differs from its default, in declaration order.

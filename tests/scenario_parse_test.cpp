@@ -530,3 +530,22 @@ TEST(ScenarioParse, TheTokenCheckRefusesReentrant) {
 }
 
 }  // namespace
+
+// ---- an external library's own parameters (issue 17) -----------------------------------------
+
+TEST(ScenarioParse, AnExternalRunKeepsTheLibrarysOwnParametersAsGiven) {
+    Json s = base();
+    s["runs"] = Json::parse(R"([{"algorithm": "external", "name": "lib", "command": ["/bin/true"],
+        "params": {"ttl_ms": 700, "variant": "redlock-mutex", "refresh": false, "retry": {"count": 3}}}])");
+    const Params p = parse_scenario(s, kFile).runs.at(0).params;
+    EXPECT_EQ(p.integer("ttl_ms"), 700);
+    EXPECT_FALSE(p.flag("fence"));  // lockbench's own still get their defaults
+    EXPECT_EQ(p.json().at("variant"), "redlock-mutex");
+    EXPECT_EQ(p.json().at("retry"), Json::parse(R"({"count": 3})"));
+    // The ones lockbench reads itself are still checked; a built-in algorithm has no others.
+    s["runs"][0]["params"]["fence"] = "yes";
+    expect_refused(s, "runs[0].params.fence", {"true or false"});
+    Json own = base();
+    own["runs"] = Json::parse(R"([{"algorithm": "token-lua", "params": {"variant": "x"}}])");
+    expect_refused(own, "runs[0].params.variant", {"unknown parameter"});
+}

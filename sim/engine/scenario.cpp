@@ -20,6 +20,7 @@ const AlgorithmInfo& external_algorithm() {
         1,
         {{"ttl_ms", ParamSpec::Type::integer, 500, "the lease asked of the library", {}, 1},
          {"fence", ParamSpec::Type::boolean, false, "the store checks the library's fencing token (its answer's fence)"}},
+        // Any other parameter is the library's own, passed to the adapter as given (LOCKBENCH_PARAMS).
         nullptr};
     return info;
 }
@@ -205,7 +206,9 @@ RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::s
     }
     std::string error;
     const nlohmann::json* params = f.get("params");
-    if (!resolve_params(r.algorithm->params, params ? *params : nlohmann::json::object(), r.params, error))
+    // An external run's other parameters are the library's own: the adapter reads them as given.
+    if (!resolve_params(r.algorithm->params, params ? *params : nlohmann::json::object(), r.params, error,
+                        algorithm == "external"))
         f.fail(f.at("params") + error.substr(0, error.find(':')), error.substr(error.find(':') + 2));
     r.nodes = static_cast<int>(f.integer("nodes", r.algorithm->default_nodes, 1, kMaxNodes));
     r.name = f.string("name", default_run_name(algorithm, r.algorithm->params, r.params));

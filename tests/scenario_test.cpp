@@ -75,6 +75,8 @@ void external_checks(const std::string& name, const nlohmann::json& summary) {
         {"redlock-minority-partition", {{"redis-py", false}, {"node-redlock", false}}},
         {"redlock-clock-jump", {{"node-redlock", true}}},
         {"redlock-restart-empty", {{"node-redlock", true}}},
+        {"node-clock-jump", {{"redis-py", true}}},
+        {"node-restart-empty", {{"redis-py", true}}},
         {"acquire-pause", {{"node-redlock", false}}},
         {"crash-before-expire", {{"redis-py", false}}},
         {"failover-lost-lock", {{"redis-py", true}}},

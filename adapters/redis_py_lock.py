@@ -50,7 +50,9 @@ def extend(req):
     return {"ok": bool(lock.extend(req["ttl_ms"] / 1000, replace_ttl=req.get("replace", False)))}
 
 
-print(json.dumps({"ready": True, "library": f"redis-py {redis.__version__}"}), flush=True)
+print(json.dumps({"ready": True, "library": f"redis-py {redis.__version__}",
+                  "algorithm": "SET NX PX with a random token, Lua compare-and-delete release, Lua extend",
+                  "fencing": False}), flush=True)
 for line in sys.stdin:
     req = json.loads(line)
     try:

@@ -58,9 +58,13 @@ struct RunIdentity {
     std::uint64_t seed = 0;
     std::vector<std::string> command;    // an external library's adapter; empty otherwise
     std::string resource_check = "fence";  // what the protected store refused (sim/engine/store.h)
+    // An external library as its adapter described it: {"library", "algorithm", "fencing"}, each
+    // only if said; null for a built-in algorithm (and in records before results version 5).
+    nlohmann::json adapter;
 };
-// Writes the identity's fields into `j` (command only when there is one, resource_check only
-// when it is not the default "fence", so that a default run's record reads as before).
+// Writes the identity's fields into `j` (command and adapter only when there is one,
+// resource_check only when it is not the default "fence", so that a default run's record
+// reads as before).
 void add_identity(nlohmann::json& j, const RunIdentity& id);
 // Throws nlohmann::json's exception naming the first of name..seed missing.
 RunIdentity run_identity_from_json(const nlohmann::json& j);

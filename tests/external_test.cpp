@@ -373,3 +373,32 @@ TEST_F(ExternalTest, ALateLostEventCountsForTheReleasedLeaseAndOtherEventsAreKep
     for (std::string line; std::getline(lines, line);)
         EXPECT_EQ(line, "SigBlk:\t0000000000000000") << sigblk;
 }
+
+// ---- what a library needs from the protocol (issue 17) ---------------------------------------
+
+TEST_F(ExternalTest, TheLibrarysOwnParamsReachItAndWhatItSaysAndWarnsIsKept) {
+    const fs::path out = dir() / "out";
+    const std::string adapter = (kSource / "tests" / "data" / "params_adapter.py").string();
+    const Result r = run({"run", scenario(R"({"algorithm": "external", "name": "params", "command": ["/usr/bin/python3", ")" +
+                                          adapter + R"("], "params": {"ttl_ms": 400, "variant": "v", "retry": {"count": 2}}},
+                                          {)" + kRedisPy + "}", "", 2, 300)
+                                     .string(),
+                          "--out", out.string()});
+    ASSERT_EQ(r.exit_code(), 0) << r.describe();
+    // The ready line's description, in run.json and in the summary; nothing it did not say.
+    const Json described = Json::parse(R"({"library": "params 1.2.3", "algorithm": "grants everything", "fencing": false})");
+    EXPECT_EQ(read_json(out / "runs" / "params" / "run.json").at("adapter"), described);
+    EXPECT_EQ(read_json(out / "summary.json").at("runs").at(0).at("adapter"), described);
+    // Each adapter's stderr, in the run folder: the params as the run gave them, its warning.
+    const fs::path kept = out / "runs" / "params" / "adapter";
+    for (const char* file : {"preflight.stderr", "client-0.stderr", "client-1.stderr"}) {
+        const std::string text = read_text(kept / file);
+        EXPECT_NE(text.find(R"("retry":{"count":2})"), std::string::npos) << file << ": " << text;
+        EXPECT_NE(text.find(R"("variant":"v")"), std::string::npos) << file << ": " << text;
+        EXPECT_NE(text.find("a library's own warning"), std::string::npos) << file << ": " << text;
+    }
+    EXPECT_NE(read_text(kept / "client-1.stderr").find("client 1"), std::string::npos);
+    // redis-py says nothing on stderr: no empty files are left.
+    EXPECT_FALSE(fs::exists(out / "runs" / "redis-py" / "adapter"));
+    EXPECT_EQ(read_json(out / "runs" / "redis-py" / "run.json").at("adapter").at("library").get<std::string>().rfind("redis-py ", 0), 0u);
+}

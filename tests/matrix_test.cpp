@@ -518,8 +518,8 @@ TEST_F(ReportTest, AnOlderTreeIsRefusedUntilCheckWritesWhatTheReportReads) {
     const Result fixed = run({"check", tree.string(), "--write"});
     ASSERT_EQ(fixed.exit_code(), 0) << fixed.describe();
     EXPECT_EQ(sections_files(tree), written);
-    EXPECT_EQ(read_json(tree / "lockbench-results.json").at("version"), 4);
-    EXPECT_EQ(read_json(tree / "summary.json").at("version"), 4);
+    EXPECT_EQ(read_json(tree / "lockbench-results.json").at("version"), 5);
+    EXPECT_EQ(read_json(tree / "summary.json").at("version"), 5);
     const Result drawn = report(tree);
     EXPECT_EQ(drawn.exit_code(), 0) << drawn.describe();
     const Result continued = run({"matrix", kTiny.string(), "--backend", "sim", "--out", tree.string()});

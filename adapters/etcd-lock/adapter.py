@@ -221,7 +221,10 @@ if version is None:
     print(json.dumps({"ready": False, "error": "no etcd member answered GET /version at " +
                       os.environ["LOCKBENCH_NODES"]}), flush=True)
     sys.exit(1)
-print(json.dumps({"ready": True, "library": f"etcd v3 lock API (JSON gateway) {version}"}), flush=True)
+print(json.dumps({"ready": True, "library": f"etcd v3 lock API (JSON gateway) {version}",
+                  "algorithm": "etcd's Lock RPC: a key under the lease, granted in revision order; held while "
+                               "the lease is kept alive",
+                  "fencing": True}), flush=True)
 for line in sys.stdin:
     req = json.loads(line)
     op = {"acquire": acquire, "release": release}.get(req["op"])  # no extend: etcd's lease is kept alive

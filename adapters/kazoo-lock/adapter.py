@@ -169,7 +169,10 @@ def answer(handler, req):
         return {"ok": False, "error": f"{type(e).__name__}: {e}"}
 
 
-print(json.dumps({"ready": True, "library": f"kazoo {kazoo.version.__version__}"}), flush=True)
+print(json.dumps({"ready": True, "library": f"kazoo {kazoo.version.__version__}",
+                  "algorithm": "ZooKeeper lock recipe: ephemeral sequential znode, watch the predecessor; "
+                               "held while the session lives",
+                  "fencing": True}), flush=True)
 for line in sys.stdin:
     req = json.loads(line)
     print(json.dumps(answer({"acquire": acquire, "release": release, "extend": extend}[req["op"]], req)), flush=True)

@@ -67,7 +67,10 @@ const connected = Promise.all(clients.map((c) => new Promise((done) => {
 })));
 const connectTimeout = Number(process.env.LOCKBENCH_CONNECT_TIMEOUT_MS);
 Promise.race([connected, new Promise((done) => setTimeout(done, connectTimeout))]).then(() => {
-  process.stdout.write(JSON.stringify({ready: true, library: `redlock ${require('redlock/package.json').version}`}) + '\n');
+  process.stdout.write(JSON.stringify({
+    ready: true, library: `redlock ${require('redlock/package.json').version}`,
+    algorithm: 'Redlock: SET NX PX on every node, a majority within the validity (TTL minus elapsed and drift)',
+    fencing: false}) + '\n');
   const rl = readline.createInterface({input: process.stdin});
   let queue = Promise.resolve();
   rl.on('line', (line) => {

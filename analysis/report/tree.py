@@ -9,9 +9,10 @@ from .common import Fail, load_json, num, slug
 
 # The results format this report reads. Version 3 added each run's sections.json, which the
 # checker writes for the report; `lockbench check DIR --write` adds it to an older tree.
-RESULTS_VERSION = 4
-# Version 4 only added figures and fields (sim/harness/matrix.h): a version 3 tree reads as it is.
-READABLE_VERSIONS = (3, 4)
+RESULTS_VERSION = 5
+# Versions 4 and 5 only added figures and fields (sim/harness/matrix.h): a version 3 or 4 tree
+# reads as it is (without the library table's versions, for instance).
+READABLE_VERSIONS = (3, 4, 5)
 
 
 class Tree:

@@ -52,6 +52,7 @@ RunRecord run_record(const Scenario& s, const RunSpec& run, std::uint64_t seed, 
     r.command_timeout_ms = s.command_timeout_ms;
     r.connect_timeout_ms = s.connect_timeout_ms;
     r.command = run.command;
+    if (outcome.adapter.is_object()) r.adapter = outcome.adapter;
     if (run.renew) r.renew = run.renew->to_json();
     r.resource_check = resource_check_name(run.resource_check);
     r.clients_failed = outcome.clients_failed;

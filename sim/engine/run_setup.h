@@ -46,6 +46,7 @@ struct RunOutcome {
     long long final_counter = 0;
     std::vector<ClientFailure> clients_failed;                // adapters that broke
     std::optional<std::size_t> sim_events;                    // the simulator's: events it ran
+    nlohmann::json adapter;                                   // an external library's ready line (ExternalLock::described)
 };
 
 // The run's record, run.json: what ran, with which seed, and what the world reported.

@@ -42,7 +42,11 @@ inline constexpr const char* kResultsFormat = "lockbench-results";
 // history ops `renew` and `lost`, and nemesis.jsonl's `occurrence` and `skipped` lines: all
 // additions, so the report reads version 3 as it is (its runs have none of them), and
 // `lockbench check TREE --write` marks a version 3 tree as 4 for a matrix to continue it.
-inline constexpr int kResultsVersion = 4;
+// Version 5 added an external run's `adapter` (what its ready line said: library, algorithm,
+// fencing) to run.json and the summary, the scenario's `failure_class`, and each run's
+// adapter/ folder (the adapters' stderr): additions again, read from versions 3 and 4 as they
+// are, and `check --write` marks such a tree as 5.
+inline constexpr int kResultsVersion = 5;
 
 struct MatrixOptions {
     std::filesystem::path out;

@@ -53,7 +53,9 @@ std::unique_ptr<ExternalLock> make_external(const Scenario& s, const RunSpec& ru
 // `lockbench client` for preflight_adapter: starts the adapter, waits for it to be ready, ends it.
 int preflight_main(const Scenario& s, const RunSpec& run, const ClientSpec& spec) {
     try {
-        make_external(s, run, spec.lock_ports, -1, spec.project_dir, spec.discovery, spec.adapter_stderr);
+        const auto lock = make_external(s, run, spec.lock_ports, -1, spec.project_dir, spec.discovery, spec.adapter_stderr);
+        // Read by lockbench only once this child has exited 0: no half-written file is seen.
+        std::ofstream(spec.adapter_described) << lock->described().dump() << "\n";
     } catch (const AdapterError& e) {
         std::cerr << e.what() << "\n";
         return kAdapterFailed;
@@ -113,7 +115,8 @@ int client_main(const fs::path& spec_file) {
     };
     if (!run->command.empty()) {
         try {
-            const auto lock = make_external(s, *run, spec.lock_ports, spec.client, spec.project_dir, spec.discovery);
+            const auto lock = make_external(s, *run, spec.lock_ports, spec.client, spec.project_dir, spec.discovery,
+                                            spec.adapter_stderr);
             run_worker(lock_env, store_env, *lock, rec, start());
         } catch (const AdapterError& e) {
             rec.line("adapter", "fail").str("detail", e.what()).commit();

@@ -9,12 +9,13 @@ Json to_json(const ClientSpec& s) {
               {"lock_ports", s.lock_ports}, {"project_dir", s.project_dir}};
     if (s.preflight) {
         j["preflight"] = true;
-        j["adapter_stderr"] = s.adapter_stderr;
+        j["adapter_described"] = s.adapter_described;
     } else {
         j.update({{"client", s.client}, {"seed", s.seed}, {"store_port", s.store_port},
                   {"start_barrier", s.start_barrier}, {"control_socket", s.control_socket}, {"armed", s.armed},
                   {"history", s.history}});
     }
+    if (!s.adapter_stderr.empty()) j["adapter_stderr"] = s.adapter_stderr;
     if (s.discovery) {
         j["sentinels"] = s.discovery->sentinels;
         j["address_map"] = s.discovery->address_map;
@@ -30,8 +31,9 @@ ClientSpec client_spec_from_json(const Json& j) {
     s.run = j.at("run").get<std::string>();
     s.lock_ports = j.at("lock_ports").get<std::vector<int>>();
     s.project_dir = j.value("project_dir", std::string());
+    s.adapter_stderr = j.value("adapter_stderr", std::string());
     if (s.preflight) {
-        s.adapter_stderr = j.at("adapter_stderr").get<std::string>();
+        s.adapter_described = j.at("adapter_described").get<std::string>();
     } else {
         s.client = j.at("client").get<int>();
         s.seed = j.at("seed").get<std::uint64_t>();

@@ -37,7 +37,8 @@ struct ClientSpec {
     std::vector<std::string> armed;
     std::string history;                  // where the client writes its history
     std::string project_dir;              // where an adapter's command runs
-    std::string adapter_stderr;           // preflight: where the adapter's stderr goes
+    std::string adapter_stderr;           // where the adapter's stderr goes (the run folder's adapter/)
+    std::string adapter_described;        // preflight: where to write what its ready line said
     std::optional<SentinelPorts> discovery;
 };
 

@@ -105,6 +105,9 @@ ExternalLock::ExternalLock(AdapterSpec spec, std::string key, long long ttl_ms)
         return j;
     }();
     library_ = hello.value("library", std::string());
+    for (const char* field : {"library", "algorithm"})
+        if (hello.contains(field) && hello.at(field).is_string()) described_[field] = hello.at(field);
+    if (hello.contains("fencing") && hello.at("fencing").is_boolean()) described_["fencing"] = hello.at("fencing");
 }
 
 ExternalLock::~ExternalLock() {

@@ -62,6 +62,10 @@ public:
     std::vector<std::string> take_lost_events() override;
 
     const std::string& library() const { return library_; }  // what the adapter said it runs
+    // What the ready line said about the library, as run.json records it: "library" (name and
+    // version), "algorithm" (one line), "fencing" (whether it hands out fencing tokens); each
+    // only if the adapter said it, with the right type.
+    const nlohmann::json& described() const { return described_; }
 
 private:
     nlohmann::json call(const nlohmann::json& request);
@@ -81,6 +85,7 @@ private:
     std::string buffer_;
     std::string last_line_;
     std::string library_;
+    nlohmann::json described_ = nlohmann::json::object();
     std::string gone_why_;                 // fail()'s line, once the adapter is gone
     std::mutex mutex_;                     // the pipe: one request at a time, from either thread
     std::mutex events_mutex_;              // events_ alone: taking them never waits on a call

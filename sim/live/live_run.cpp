@@ -125,13 +125,22 @@ SentinelPorts sentinel_discovery(const Nodes& nodes, int lock0_port) {
     return d;
 }
 
+// An adapter that wrote nothing on stderr leaves no file; a folder left empty goes too.
+void drop_empty_files(const fs::path& dir) {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec))
+        if (e.is_regular_file(ec) && e.file_size(ec) == 0) fs::remove(e.path(), ec);
+    if (fs::is_empty(dir, ec)) fs::remove(dir, ec);
+}
+
 // Before any client starts: the adapter starts and says it is ready, or the run fails in
 // one line (a missing library names the command that installs it). The check is a child like
 // every other (faults/process.h: its own process group, dies with lockbench, inherits no
 // descriptor, killed on Ctrl-C): `lockbench client` with a spec that only starts the adapter,
 // which is then that child's child, in its group.
-void preflight_adapter(const Scenario& s, const RunSpec& run, const Nodes& nodes, const LiveRunOptions& opts,
-                       const fs::path& tmp) {
+// Returns what the adapter's ready line said about its library (ExternalLock::described).
+nlohmann::json preflight_adapter(const Scenario& s, const RunSpec& run, const Nodes& nodes, const LiveRunOptions& opts,
+                                 const fs::path& tmp, const fs::path& run_dir) {
     ClientSpec spec;
     spec.preflight = true;
     spec.scenario = s.source;
@@ -139,7 +148,8 @@ void preflight_adapter(const Scenario& s, const RunSpec& run, const Nodes& nodes
     spec.run = run.name;
     for (const LockServer* n : nodes.servers) spec.lock_ports.push_back(n->port());
     spec.project_dir = opts.project_dir.string();
-    spec.adapter_stderr = (tmp / (run.name + ".adapter-preflight.log")).string();
+    spec.adapter_stderr = (run_dir / "adapter" / "preflight.stderr").string();
+    spec.adapter_described = (tmp / (run.name + ".adapter.json")).string();
     if (nodes.sentinels) spec.discovery = sentinel_discovery(nodes, spec.lock_ports.at(0));
     const fs::path spec_file = tmp / (run.name + ".preflight.json");
     std::ofstream(spec_file) << to_json(spec).dump();
@@ -152,7 +162,10 @@ void preflight_adapter(const Scenario& s, const RunSpec& run, const Nodes& nodes
     if (!status)
         throw std::runtime_error("run " + run.name + ": the adapter check did not end within " +
                                  std::to_string(limit.count()) + " ms; its log: " + tail_of(log));
-    if (WIFEXITED(*status) && WEXITSTATUS(*status) == 0) return;
+    if (WIFEXITED(*status) && WEXITSTATUS(*status) == 0) {
+        nlohmann::json described = nlohmann::json::parse(std::ifstream(spec.adapter_described), nullptr, false);
+        return described.is_object() ? described : nlohmann::json::object();
+    }
     if (WIFEXITED(*status) && WEXITSTATUS(*status) == kAdapterFailed)
         throw std::runtime_error("run " + run.name + ": " + last_line_of(log));
     throw std::runtime_error("run " + run.name + ": the adapter check failed: " + tail_of(log));
@@ -198,6 +211,8 @@ ClientSpec client_spec(const Scenario& s, const RunSpec& run, const Nodes& nodes
     spec.control_socket = launch.nemesis->socket_path().string();
     spec.armed = launch.nemesis->armed_points();
     spec.history = (run_dir / "history" / ("client-" + std::to_string(client) + ".jsonl")).string();
+    if (!run.command.empty())
+        spec.adapter_stderr = (run_dir / "adapter" / ("client-" + std::to_string(client) + ".stderr")).string();
     spec.project_dir = launch.project_dir.string();
     // What the Sentinels will name, and this client's own way to each.
     if (nodes.sentinels) spec.discovery = sentinel_discovery(nodes, spec.lock_ports.at(0));
@@ -288,7 +303,11 @@ RunOutcome run_live(const Scenario& s, const RunSpec& run, std::uint64_t seed, c
         Nemesis& nemesis;
         ~StopFirst() { nemesis.stop(); }
     } stop_first{nemesis};
-    if (!run.command.empty()) preflight_adapter(s, run, nodes, opts, tmp);
+    nlohmann::json adapter;
+    if (!run.command.empty()) {
+        fs::create_directories(run_dir / "adapter");  // each adapter's stderr: a library's warnings are evidence
+        adapter = preflight_adapter(s, run, nodes, opts, tmp, run_dir);
+    }
     started();
     StartBarrier barrier(tmp / (run.name + ".start"));
     const Launch launch{seed, barrier.prefix(), &nemesis, &client_clocks, proxies ? &*proxies : nullptr,
@@ -310,6 +329,8 @@ RunOutcome run_live(const Scenario& s, const RunSpec& run, std::uint64_t seed, c
     std::vector<ClientFailure> failed_clients = wait_for_clients(clients, s, run, tmp, nemesis);
     nemesis.stop();
     RunOutcome out;
+    out.adapter = std::move(adapter);
+    if (!run.command.empty()) drop_empty_files(run_dir / "adapter");
     out.clients_failed = std::move(failed_clients);
     out.faults = nemesis.report();
     out.faults_injected = nemesis.injected();

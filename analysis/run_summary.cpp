@@ -81,6 +81,7 @@ void add_identity(Json& j, const RunIdentity& id) {
     j["seed"] = id.seed;
     if (!id.command.empty()) j["command"] = id.command;  // an external library's adapter
     if (id.resource_check != "fence") j["resource_check"] = id.resource_check;
+    if (id.failure_class) j["failure_class"] = *id.failure_class;
 }
 
 RunIdentity run_identity_from_json(const Json& j) {
@@ -93,6 +94,7 @@ RunIdentity run_identity_from_json(const Json& j) {
     id.seed = j.at("seed").get<std::uint64_t>();
     id.command = j.value("command", std::vector<std::string>{});
     id.resource_check = j.value("resource_check", std::string("fence"));
+    if (j.contains("failure_class")) id.failure_class = j.at("failure_class").get<std::string>();
     return id;
 }
 

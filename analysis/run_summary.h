@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,9 +59,11 @@ struct RunIdentity {
     std::uint64_t seed = 0;
     std::vector<std::string> command;    // an external library's adapter; empty otherwise
     std::string resource_check = "fence";  // what the protected store refused (sim/engine/store.h)
+    std::optional<std::string> failure_class;  // the scenario's column of the verdict table, if any
 };
 // Writes the identity's fields into `j` (command only when there is one, resource_check only
-// when it is not the default "fence", so that a default run's record reads as before).
+// when it is not the default "fence", failure_class only when the scenario names one, so that
+// a default run's record reads as before).
 void add_identity(nlohmann::json& j, const RunIdentity& id);
 // Throws nlohmann::json's exception naming the first of name..seed missing.
 RunIdentity run_identity_from_json(const nlohmann::json& j);

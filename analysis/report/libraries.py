@@ -38,13 +38,11 @@ WORD = {k: w for k, w, _ in VERDICTS}
 CSS_CLASS = {k: c for k, _, c in VERDICTS}
 RANK = {k: i for i, (k, _, _) in enumerate(VERDICTS)}
 
-LEGEND = ("Each cell: the checker's verdict on every repetition of the row's runs in that class's scenarios, "
-          "with how many repetitions had it. 2 holders: two critical sections overlapped in the store; "
-          "unsafe: no overlap, but a lost update, a stale write accepted or a release of another's lock; "
-          "stale write refused: the store's check (fence or token) refused a stale write and nothing unsafe "
-          "got in; unavailable: nothing unsafe, and no critical section completed; adapter broke: a client's "
-          "adapter broke the protocol (not trusted); safe: none of these; —: not run. Fencing: the library "
-          "hands out a fencing token (its adapter's ready line; for lockbench's own, the fence parameter).")
+LEGEND = ("Each cell counts the repetitions of the row's runs in that class's scenarios by the checker's verdict. "
+          "2 holders: two critical sections overlapped in the store; unsafe: no overlap, but a lost update, an "
+          "accepted stale write or another's lock released; stale write refused: the store's check (fence or "
+          "token) refused it and nothing unsafe got in; unavailable: no section completed; adapter broke: not "
+          "trusted; —: not run. Fencing: the library hands out a fencing token.")
 
 
 def rep_verdict(rep):
@@ -64,8 +62,9 @@ def rep_verdict(rep):
 
 
 def reference_name(cell):
-    """The cell's name in the reference group, or None: its run's name without durations."""
-    kept = [p for p in cell.run.split("+") if not (p.split("=")[0].endswith("_ms") and "=" in p)]
+    """The cell's name in the reference group, or None: its run's name without durations and
+    without reentrant's depth (how deep a client re-enters does not make it another lock)."""
+    kept = [p for p in cell.run.split("+") if not ("=" in p and (p.split("=")[0].endswith("_ms") or p.startswith("depth=")))]
     name = "+".join(kept)
     return name if name in REFERENCE else None
 
@@ -81,7 +80,7 @@ class Row:
         adapter = run.get("adapter") if isinstance(run.get("adapter"), dict) else {}
         fence = (run.get("params") or {}).get("fence") is True
         if self.version is None:
-            self.version = adapter.get("library") if self.external else "lockbench (built-in)"
+            self.version = adapter.get("library") if self.external else "built-in"
         if self.algorithm is None:
             self.algorithm = adapter.get("algorithm") if self.external else REFERENCE[self.name]
         if self.fencing is None:
@@ -170,7 +169,7 @@ def html_cell(row, klass):
 
 def html_table(libraries, reference):
     head = ["library", "version", "fencing"] + [w for _, w in CLASSES]
-    h = ['<table class="libraries"><colgroup><col style="width:11%"><col style="width:10%"><col style="width:5%">'
+    h = ['<table class="libraries"><colgroup><col style="width:13%"><col style="width:10%"><col style="width:6%">'
          + "<col>" * len(CLASSES) + "</colgroup><tr>" + "".join(f"<th>{html.escape(x)}</th>" for x in head) + "</tr>"]
     for group, rows in (("Libraries", libraries), ("lockbench's own algorithms, for reference", reference)):
         if not rows:

@@ -38,7 +38,8 @@ WORD = {k: w for k, w, _ in VERDICTS}
 CSS_CLASS = {k: c for k, _, c in VERDICTS}
 RANK = {k: i for i, (k, _, _) in enumerate(VERDICTS)}
 
-LEGEND = ("Each cell counts the repetitions of the row's runs in that class's scenarios by the checker's verdict. "
+LEGEND = ("Each cell counts the repetitions of the row's runs in that class's scenarios by the checker's verdict "
+          "(its colour: the worst of them). "
           "2 holders: two critical sections overlapped in the store; unsafe: no overlap, but a lost update, an "
           "accepted stale write or another's lock released; stale write refused: the store's check (fence or "
           "token) refused it and nothing unsafe got in; unavailable: no section completed; adapter broke: not "

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -566,4 +567,13 @@ TEST(ScenarioParse, AFailureClassIsOneOfTheTablesColumns) {
     expect_refused(bad, "failure_class", {"gc-pause", "slow-holder", "\"gc_pause\""});
     bad["failure_class"] = 3;
     expect_refused(bad, "failure_class", {"a string"});
+}
+
+// Every column of the verdict table has a catalog file to fill it.
+TEST(ScenarioParse, EveryFailureClassHasACatalogFile) {
+    std::set<std::string> named;
+    for (const auto& e : fs::directory_iterator(fs::path(LOCKBENCH_SOURCE_DIR) / "scenarios"))
+        if (e.path().extension() == ".json")
+            if (const auto c = load_scenario(e.path()).failure_class) named.insert(*c);
+    for (const std::string& c : failure_classes()) EXPECT_TRUE(named.contains(c)) << c;
 }

@@ -82,6 +82,7 @@ void add_identity(Json& j, const RunIdentity& id) {
     if (!id.command.empty()) j["command"] = id.command;  // an external library's adapter
     if (id.resource_check != "fence") j["resource_check"] = id.resource_check;
     if (id.adapter.is_object()) j["adapter"] = id.adapter;
+    if (id.failure_class) j["failure_class"] = *id.failure_class;
 }
 
 RunIdentity run_identity_from_json(const Json& j) {
@@ -95,6 +96,7 @@ RunIdentity run_identity_from_json(const Json& j) {
     id.command = j.value("command", std::vector<std::string>{});
     id.resource_check = j.value("resource_check", std::string("fence"));
     if (j.contains("adapter") && j.at("adapter").is_object()) id.adapter = j.at("adapter");
+    if (j.contains("failure_class")) id.failure_class = j.at("failure_class").get<std::string>();
     return id;
 }
 

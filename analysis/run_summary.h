@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,10 +62,11 @@ struct RunIdentity {
     // An external library as its adapter described it: {"library", "algorithm", "fencing"}, each
     // only if said; null for a built-in algorithm (and in records before results version 5).
     nlohmann::json adapter;
+    std::optional<std::string> failure_class;  // the scenario's column of the verdict table, if any
 };
 // Writes the identity's fields into `j` (command and adapter only when there is one,
-// resource_check only when it is not the default "fence", so that a default run's record
-// reads as before).
+// resource_check only when it is not the default "fence", failure_class only when the
+// scenario names one, so that a default run's record reads as before).
 void add_identity(nlohmann::json& j, const RunIdentity& id);
 // Throws nlohmann::json's exception naming the first of name..seed missing.
 RunIdentity run_identity_from_json(const nlohmann::json& j);

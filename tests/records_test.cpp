@@ -98,6 +98,7 @@ RunRecord full_record() {
     r.clients = 3;
     r.seed = 18446744073709551615ull;  // the largest seed
     r.scenario = s.name;
+    r.failure_class = "gc-pause";
     r.lock_key = s.lock_key;
     r.expect = s.runs.at(0).expect;
     r.workload = s.source.at("workload");
@@ -117,13 +118,16 @@ TEST(Records, RunRecordRoundTrips) {
     EXPECT_EQ(to_json(run_record_from_json(j)), j);
     EXPECT_EQ(j.at("backend"), "sim");
     EXPECT_EQ(j.at("expect").at(0).at("metric"), "faults_injected");
-    // A live run with no external library: no command, no failed clients, no simulator.
+    EXPECT_EQ(j.at("failure_class"), "gc-pause");
+    // A live run with no external library: no command, no failed clients, no simulator; of a
+    // scenario outside the verdict table: no failure_class.
     RunRecord live = full_record();
+    live.failure_class.reset();
     live.command.clear();
     live.clients_failed.clear();
     live.sim_events.reset();
     const Json lj = to_json(live);
-    for (const char* absent : {"command", "clients_failed", "backend", "sim_events"}) EXPECT_FALSE(lj.contains(absent)) << absent;
+    for (const char* absent : {"command", "clients_failed", "backend", "sim_events", "failure_class"}) EXPECT_FALSE(lj.contains(absent)) << absent;
     EXPECT_EQ(to_json(run_record_from_json(lj)), lj);
     Json nameless = lj;
     nameless.erase("name");
@@ -142,7 +146,9 @@ TEST(Records, RunSummaryRoundTrips) {
     s.figures.metrics["faults_injected"] = 2;
     s.clients_failed = {{1, "broke"}};
     s.expectations = {{"lost_updates == 0", 13, false}};
+    s.failure_class = "held-replies";
     const Json j = to_json(s);
+    EXPECT_EQ(j.at("failure_class"), "held-replies");
     EXPECT_EQ(j.at("ops").at("faults_injected"), 2);
     EXPECT_EQ(j.at("safety").at("lost_updates"), 13);
     EXPECT_EQ(to_json(run_summary_from_json(j)), j);

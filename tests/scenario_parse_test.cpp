@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -548,4 +549,31 @@ TEST(ScenarioParse, AnExternalRunKeepsTheLibrarysOwnParametersAsGiven) {
     Json own = base();
     own["runs"] = Json::parse(R"([{"algorithm": "token-lua", "params": {"variant": "x"}}])");
     expect_refused(own, "runs[0].params.variant", {"unknown parameter"});
+}
+
+// ---- the verdict table's column (issue 17) ----------------------------------------------------
+
+// "failure_class" is optional and names one of the table's columns; anything else is one line
+// naming the field, the classes it may take and the value given.
+TEST(ScenarioParse, AFailureClassIsOneOfTheTablesColumns) {
+    EXPECT_FALSE(parse_scenario(base(), kFile).failure_class.has_value());
+    for (const std::string& c : failure_classes()) {
+        Json s = base();
+        s["failure_class"] = c;
+        EXPECT_EQ(parse_scenario(s, kFile).failure_class, c);
+    }
+    Json bad = base();
+    bad["failure_class"] = "gc_pause";
+    expect_refused(bad, "failure_class", {"gc-pause", "slow-holder", "\"gc_pause\""});
+    bad["failure_class"] = 3;
+    expect_refused(bad, "failure_class", {"a string"});
+}
+
+// Every column of the verdict table has a catalog file to fill it.
+TEST(ScenarioParse, EveryFailureClassHasACatalogFile) {
+    std::set<std::string> named;
+    for (const auto& e : fs::directory_iterator(fs::path(LOCKBENCH_SOURCE_DIR) / "scenarios"))
+        if (e.path().extension() == ".json")
+            if (const auto c = load_scenario(e.path()).failure_class) named.insert(*c);
+    for (const std::string& c : failure_classes()) EXPECT_TRUE(named.contains(c)) << c;
 }

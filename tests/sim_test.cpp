@@ -113,6 +113,29 @@ INSTANTIATE_TEST_SUITE_P(Scenarios, SimCatalog, ::testing::ValuesIn(catalog()), 
     return n;
 });
 
+// A scenario's failure_class (the verdict table's column) is in every run's record and summary
+// entry; a scenario without one writes none.
+TEST_F(CliTest, EveryRunRecordsItsScenariosFailureClass) {
+    const auto simulate = [&](const std::string& file) {
+        const fs::path out = dir() / fs::path(file).stem();
+        const Result r = run({"run", (kScenarios / file).string(), "--backend", "sim", "--out", out.string()});
+        EXPECT_EQ(r.exit_code(), 0) << r.describe();
+        return out;
+    };
+    const fs::path gc = simulate("gc-pause.json"), renewal = simulate("renewal.json");
+    const Json runs = read_json(gc / "summary.json").at("runs");
+    ASSERT_FALSE(runs.empty());
+    for (const auto& run : runs) {
+        EXPECT_EQ(run.value("failure_class", ""), "gc-pause") << run.at("name");
+        const Json record = read_json(gc / run.at("run_dir").get<std::string>() / "run.json");
+        EXPECT_EQ(record.value("failure_class", ""), "gc-pause") << run.at("name");
+    }
+    for (const auto& run : read_json(renewal / "summary.json").at("runs")) {
+        EXPECT_FALSE(run.contains("failure_class")) << run.at("name");
+        EXPECT_FALSE(read_json(renewal / run.at("run_dir").get<std::string>() / "run.json").contains("failure_class"));
+    }
+}
+
 TEST_F(CliTest, SimulatedRunsReplayByteForByte) {
     const std::string scenario = (kScenarios / "gc-pause.json").string();
     const auto simulate = [&](const std::string& seed, const std::string& name) {

@@ -14,9 +14,10 @@ aggregates and intervals (the tree's summary.json) and what a run's timeline and
 need (runs/NAME/sections.json) are read as the C++ side wrote them. A tree of an older version
 is refused in one line naming `lockbench check DIR --write`, which adds those files.
 
-Modules: common (errors, JSON, formats, matplotlib), tree (reading a tree), rundata (one rep's
-run on one time axis), matrix (the verdict matrix), timeline, perf (latency and throughput),
-phase (a sweep's phase diagram), findings (the text), page (the page and its files).
+Modules: common (errors, JSON, formats, matplotlib), tree (reading a tree), libraries (the
+cross-library verdict table the page opens with), rundata (one rep's run on one time axis),
+matrix (the verdict matrix), timeline, perf (latency and throughput), phase (a sweep's phase
+diagram), findings (the text), page (the page and its files).
 
 Needs matplotlib and numpy (Debian: python3-matplotlib); run it with /usr/bin/python3.
 """

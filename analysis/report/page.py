@@ -10,6 +10,7 @@ import shutil
 
 from .common import BUCKET_MS, Fail, fmt_ms, fmt_n, join_en, num, plural, progress, slug
 from .findings import budget_note, scenario_text, write_findings
+from .libraries import write_library_table
 from .matrix import OUTCOME_WORD, draw_matrix, matrix_table
 from .perf import draw_latency, draw_throughput
 from .phase import draw_phase, sweep_lines
@@ -37,6 +38,10 @@ table.matrix th{font-size:11px}
 table.cells td.num{text-align:right}
 .o-violation{background:#d7301f;color:#fff}.o-unsafe{background:#fdae61}.o-fenced{background:#7fb3d5}
 .o-safe{background:#91cf60}.o-notrun{background:#d9d9d9;color:#444}.o-none{background:#fff;color:#aaa}
+.o-failed{background:#5a5a5a;color:#fff}
+table.libraries td{font-size:11px} table.libraries td.rowhead{font-weight:bold}
+table.libraries th.group{background:#fff;border-left:none;border-right:none;padding-top:8px;font-style:italic}
+table.libraries a{color:inherit}
 .note{color:#555;font-size:13px} .desc{color:#444;font-style:italic;font-size:13px}
 ul{margin:4px 0 8px 0;padding-left:22px} li{margin:2px 0}
 nav ul{columns:2;font-size:13px}
@@ -216,6 +221,7 @@ def write_cover(trees, page):
     seeds = sorted({r.get("seed") for t in trees for c in t.cells for r in c.reps if isinstance(r.get("seed"), int)})
     dates = tree_dates(trees)
     page.heading(1, "lockbench report")
+    write_library_table(trees, page)  # the page opens with the libraries side by side
     cover = [f"{t.name}: {t.kind}" + (f" of {t.sweep.get('scenario')} over {t.sweep.get('path')}" if t.kind == "sweep" else
                                       f" of {plural(len(t.scenario_order), 'scenario')}")
              + f", {plural(len(t.cells), 'cell')}, spec {t.spec_id}" + budget_note(t) for t in trees]

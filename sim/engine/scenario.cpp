@@ -24,6 +24,14 @@ const AlgorithmInfo& external_algorithm() {
         nullptr};
     return info;
 }
+
+const std::vector<std::string>& failure_classes() {
+    static const std::vector<std::string> classes{
+        "baseline", "gc-pause", "delayed-write", "held-replies", "client-clock-skew",
+        "node-clock-jump", "restart-empty", "failover", "slow-holder"};
+    return classes;
+}
+
 using namespace scenario_parse;
 
 namespace {
@@ -57,6 +65,18 @@ void check_name(Fields& f, const std::string& field, const std::string& name) {
     static const std::regex ok("[A-Za-z0-9][A-Za-z0-9._+=-]{0,199}");
     if (name.size() > 200 || !std::regex_match(name, ok))
         f.fail(field, "expected a name of at most 200 letters, digits and . _ + = - (not starting with . or -), got " + quoted_excerpt(name));
+}
+
+std::optional<std::string> parse_failure_class(Fields& f) {
+    if (!f.get("failure_class")) return std::nullopt;
+    const std::string c = f.string("failure_class", "");
+    const auto& known = failure_classes();
+    if (std::ranges::find(known, c) == known.end()) {
+        std::string list;
+        for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+        f.fail(f.at("failure_class"), "expected one of " + list + ", got " + quoted_excerpt(c));
+    }
+    return c;
 }
 
 Expectation parse_expectation(const std::string& metric, const nlohmann::json& v, const std::string& path,
@@ -276,6 +296,7 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& file) {
     s.name = f.required_string("name");
     check_name(f, "name", s.name);
     s.description = f.string("description", "");
+    s.failure_class = parse_failure_class(f);
     s.seed = static_cast<std::uint64_t>(f.integer("seed", 1, 0, kMaxLong));
     s.lock_key = f.string("lock_key", s.lock_key);
     if (f.get("base_port")) s.base_port = static_cast<int>(f.integer("base_port", 0, 1024, 65000));

@@ -56,6 +56,9 @@ struct Scenario {
     std::string name;
     std::string description;
     std::string path;
+    // Which column of the cross-library verdict table the scenario's runs fill (README:
+    // Scenario format); one of failure_classes(). Unset for a scenario outside the table.
+    std::optional<std::string> failure_class;
     std::uint64_t seed = 1;
     std::string lock_key = "lockbench:lock";
     long long command_timeout_ms = 200;
@@ -73,6 +76,9 @@ struct Scenario {
 // The "algorithm" "external": a third-party lock library in an adapter process
 // (sim/live/external.h); its declared parameters (ttl_ms, fence).
 const AlgorithmInfo& external_algorithm();
+
+// The values "failure_class" may take, in the order of the verdict table's columns.
+const std::vector<std::string>& failure_classes();
 
 // Throws ScenarioError("<file>: <field.path>: <what was expected>").
 Scenario load_scenario(const std::filesystem::path& file);

@@ -60,26 +60,36 @@ void baseline_checks(const nlohmann::json& summary) {
         EXPECT_GE(run.at("ops").at("sections_completed").get<long long>(), 24) << name;
     }
     EXPECT_EQ(algorithms.size(), 6u) << "all five algorithms and the external libraries race in the baseline";
-    EXPECT_EQ(algorithms["external"], 4) << "redis-py, node-redlock, and ZooKeeper's and etcd's locks";
+    EXPECT_EQ(algorithms["external"], 6) << "redis-py, node-redlock, redis-lock, warlock, and ZooKeeper's and etcd's locks";
 }
 
 // The libraries in every case that applies to them: the GC pause past the lease breaks both,
 // the clock jump on one of five nodes breaks node-redlock, a skewed client clock neither.
 void external_checks(const std::string& name, const nlohmann::json& summary) {
     const std::map<std::string, std::map<std::string, bool>> violates = {
-        {"baseline", {{"redis-py", false}, {"node-redlock", false}}},
-        {"gc-pause", {{"redis-py", true}, {"node-redlock", true}}},
-        {"client-clock-skew", {{"redis-py", false}, {"node-redlock", false}}},
-        {"slow-holder", {{"redis-py", true}}},
-        {"delayed-write", {{"redis-py", true}}},
+        {"baseline", {{"redis-py", false}, {"node-redlock", false},
+                      {"redis-lock", false}, {"warlock", false}}},
+        {"gc-pause", {{"redis-py", true}, {"node-redlock", true},
+                      {"redis-lock", true}, {"warlock", true}}},
+        {"client-clock-skew", {{"redis-py", false}, {"node-redlock", false},
+                               {"redis-lock", false}, {"warlock", false},
+                               {"redis-lock+clock-back", true}, {"warlock+clock-back", true}}},
+        {"slow-holder", {{"redis-py", true},
+                         {"redis-lock", true}, {"warlock", true}}},
+        {"delayed-write", {{"redis-py", true},
+                           {"redis-lock", true}, {"warlock", true}}},
         {"redlock-minority-partition", {{"redis-py", false}, {"node-redlock", false}}},
         {"redlock-clock-jump", {{"node-redlock", true}}},
         {"redlock-restart-empty", {{"node-redlock", true}}},
-        {"node-clock-jump", {{"redis-py", true}}},
-        {"node-restart-empty", {{"redis-py", true}}},
-        {"acquire-pause", {{"node-redlock", false}}},
+        {"node-clock-jump", {{"redis-py", true},
+                             {"redis-lock", true}, {"warlock", true}}},
+        {"node-restart-empty", {{"redis-py", true},
+                                {"redis-lock", true}, {"warlock", true}}},
+        {"acquire-pause", {{"node-redlock", false},
+                           {"redis-lock", true}, {"warlock", true}}},
         {"crash-before-expire", {{"redis-py", false}}},
-        {"failover-lost-lock", {{"redis-py", true}}},
+        {"failover-lost-lock", {{"redis-py", true},
+                                {"warlock", true}}},
         {"failover-ttl-kept", {{"redis-py", false}}},
         // The consensus services: a lease is a lease (two holders without the fence), losing a
         // server or its leader is not (the lock survives).
@@ -144,6 +154,20 @@ void failover_checks(const fs::path& out, const nlohmann::json& summary) {
         EXPECT_GT(down, crash) << run.at("name");
         EXPECT_GT(promoted, down) << run.at("name");
     }
+}
+
+// redis-lock's release trusts the client's clock: client 0, its clock stepped back 2 s after
+// its first acquire, finds its expired lock still valid and DELs the next holder's key (the
+// foreign release is client 0's). warlock, under the same faults, compares its token instead.
+void client_clock_skew_checks(const nlohmann::json& summary) {
+    const auto& redis_lock = run_named(summary, "redis-lock+clock-back");
+    ASSERT_GE(safety(redis_lock, "foreign_releases"), 1);
+    const auto& witnesses = redis_lock.at("witnesses");
+    const auto foreign = std::ranges::find_if(witnesses, [](const auto& w) { return w.at("kind") == "foreign_release"; });
+    ASSERT_NE(foreign, witnesses.end()) << witnesses.dump();
+    EXPECT_EQ(foreign->at("releaser").at("client"), 0) << foreign->dump();
+    EXPECT_NE(foreign->at("victim").at("client"), 0) << foreign->dump();
+    EXPECT_EQ(safety(run_named(summary, "warlock+clock-back"), "foreign_releases"), 0);
 }
 
 // node-redlock in acquire-pause: client 0's first acquire got its five replies after the
@@ -306,6 +330,7 @@ TEST_P(Catalog, EveryExpectationHolds) {
     external_checks(name, r.summary);
     if (name.starts_with("failover-")) failover_checks(out, r.summary);
     if (name == "acquire-pause") acquire_pause_checks(out);
+    if (name == "client-clock-skew") client_clock_skew_checks(r.summary);
     if (name == "consensus-clock-jump") consensus_clock_jump_checks(out);
     if (name == "jepsen-pauses") jepsen_pauses_checks(out, r.summary);
     if (name == "watchdog-starved") watchdog_starved_checks(out, r.summary);

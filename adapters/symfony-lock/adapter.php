@@ -89,6 +89,13 @@ try {
     say(['ready' => false, 'error' => 'cannot reach Redis: ' . $e->getMessage()]);
     exit(1);
 }
+// RedisStore asks each node once, on its first script, whether scripts may call TIME: done
+// here, as a long-lived worker would have, so that an acquire's replies are the save's own.
+try {
+    $store->exists(new Key('lockbench-probe'));
+} catch (\Exception $e) {
+    fwrite(STDERR, 'probe: ' . $e->getMessage() . "\n");
+}
 
 function acquire(array $req): array
 {

@@ -87,7 +87,11 @@ class LostLock(logging.Handler):
 logging.getLogger("tooz.drivers.redis").addHandler(LostLock())
 member = "lockbench-client-%s" % os.environ.get("LOCKBENCH_CLIENT", "?")
 coordinator = coordination.get_coordinator(backend_url(), member.encode())
-coordinator.start(start_heart=bool(params.get("heartbeat", False)))
+try:
+    coordinator.start(start_heart=bool(params.get("heartbeat", False)))
+except tooz.ToozError as e:  # start() asks the server for INFO: ready means connected
+    say({"ready": False, "error": f"cannot reach Redis: {e}"})
+    sys.exit(1)
 lock = None
 
 

@@ -30,6 +30,14 @@ import threading
 # futurist (under tooz) looks for eventlet, whose import takes seconds on a loaded machine
 # and which this adapter never uses: mark it absent so that the ready line comes in time.
 sys.modules.setdefault("eventlet", None)
+# tooz's driver imports distutils; setuptools' shim (put in place at start-up by a .pth
+# file) would answer with setuptools and pkg_resources, a third of the start-up's CPU: the
+# standard library's own distutils is enough.
+try:
+    import _distutils_hack
+    _distutils_hack.remove_shim()
+except (ImportError, AttributeError):
+    pass
 try:
     import importlib.metadata
     import redis.sentinel

@@ -402,3 +402,24 @@ TEST_F(ExternalTest, TheLibrarysOwnParamsReachItAndWhatItSaysAndWarnsIsKept) {
     EXPECT_FALSE(fs::exists(out / "runs" / "redis-py" / "adapter"));
     EXPECT_EQ(read_json(out / "runs" / "redis-py" / "run.json").at("adapter").at("library").get<std::string>().rfind("redis-py ", 0), 0u);
 }
+
+// tooz's and Laravel's lock TTLs are whole seconds: their adapters refuse a ttl_ms they cannot
+// say (ready false, naming the TTL) rather than round it, and the run fails in one line.
+TEST_F(ExternalTest, WholeSecondLibrariesRefuseATtlTheyCannotSay) {
+    const std::vector<std::pair<std::string, std::string>> adapters = {
+        {"tooz", R"("/usr/bin/python3", "adapters/tooz/adapter.py")"},
+        {"laravel", R"("/usr/bin/php", "adapters/laravel-lock/adapter.php")"}};
+    for (const auto& [name, command] : adapters) {
+        const fs::path out = dir() / ("out-" + name);
+        const Result r = run({"run",
+                              scenario(R"({"algorithm": "external", "name": ")" + name + R"(", "command": [)" + command +
+                                       R"(], "params": {"ttl_ms": 1500}})")
+                                  .string(),
+                              "--out", out.string()});
+        EXPECT_EQ(r.exit_code(), 2) << r.describe();
+        ASSERT_EQ(lines_of(r.err).size(), 1u) << r.describe();
+        EXPECT_NE(r.err.find("run " + name + ": adapter " + name), std::string::npos) << r.describe();
+        EXPECT_NE(r.err.find("is whole seconds: ttl_ms 1500 is not"), std::string::npos) << r.describe();
+        EXPECT_FALSE(fs::exists(out / "summary.json"));
+    }
+}

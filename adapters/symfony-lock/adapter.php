@@ -1,0 +1,147 @@
+<?php
+// lockbench adapter for Symfony's Lock component (Debian: php-symfony-lock 5.4) over phpredis
+// (php-redis). Speaks lockbench's adapter protocol (README: External locks).
+//
+// params.store chooses the store:
+//   "redis" (default; run name symfony-redis): one RedisStore on node 0. Its save is one Lua
+//     script: a sorted set per key, each holder's random token scored with its expiry
+//     (Redis's own TIME + ttl, in ms; ceil(ttl_s * 1000) sent as a number), PEXPIREAT on the
+//     key; release ZREMs our token. Timed by the server's clock, not the client's.
+//   "combined" (run name symfony-combined): CombinedStore with ConsensusStrategy over one
+//     RedisStore per node of LOCKBENCH_NODES, Symfony's own Redlock. It saves on the stores
+//     one after another (not in parallel), stops as soon as a majority can no longer be
+//     reached, and checks the elapsed time: each store's save first cuts the Key's lifetime
+//     to microtime(true) + ttl, so the lock is refused when the first store's save began more
+//     than ttl ago by the client's WALL clock (microtime, not a monotonic clock), with no
+//     drift allowance. A refused or failed quorum deletes the key on every store.
+// The lock is made as LockFactory makes it: Lock(Key, store, ttl, autoRelease false), so
+// acquire() is save() then refresh() (putOffExpiration: the TTL again from now), then the
+// Key's lifetime is checked. acquire(false) is one attempt (only acquire(true) loops). Nothing
+// renews on its own; `extend` is refresh(ttl), which replaces the TTL (no "add": refused).
+// Cannot report: `nodes` for the combined store (it counts successes, not which ones), and
+// `removed_on` for either (RedisStore::delete throws away its script's answer; Lock::release
+// only checks that the key is no longer ours). validity_ms: getRemainingLifetime() plus the
+// time since the acquire began.
+ini_set('display_errors', 'stderr');  // stdout is the protocol: the library's warnings go to stderr
+require_once '/usr/share/php/Symfony/Component/Lock/autoload.php';
+
+use Symfony\Component\Lock\Key;
+use Symfony\Component\Lock\Lock;
+use Symfony\Component\Lock\Store\CombinedStore;
+use Symfony\Component\Lock\Store\RedisStore;
+use Symfony\Component\Lock\Strategy\ConsensusStrategy;
+
+function say(array $answer): void
+{
+    fwrite(STDOUT, json_encode($answer, JSON_UNESCAPED_SLASHES) . "\n");
+}
+
+if (!class_exists(\Redis::class) || !class_exists(RedisStore::class)) {
+    say(['ready' => false, 'error' => 'phpredis or Symfony Lock is missing: apt-get install php-redis php-symfony-lock']);
+    exit(1);
+}
+$params = json_decode(getenv('LOCKBENCH_PARAMS') ?: '{}', true) ?: [];
+$ttl_s = intval(getenv('LOCKBENCH_TTL_MS')) / 1000;  // Symfony's TTLs are float seconds
+$timeout_s = intval(getenv('LOCKBENCH_COMMAND_TIMEOUT_MS')) / 1000;
+$connect_s = intval(getenv('LOCKBENCH_CONNECT_TIMEOUT_MS')) / 1000;
+
+// One phpredis connection, per command timeout as lockbench's own clients. Behind Sentinel:
+// ask it for the master (phpredis' RedisSentinel), reach that by this client's own path.
+function connect_node(string $addr): \Redis
+{
+    global $timeout_s, $connect_s;
+    if (getenv('LOCKBENCH_SENTINELS')) {
+        [$sh, $sp] = explode(':', explode(',', getenv('LOCKBENCH_SENTINELS'))[0]);
+        $master = (new \RedisSentinel($sh, (int) $sp, $connect_s))->getMasterAddrByName(getenv('LOCKBENCH_MASTER_NAME'));
+        $named = $master[0] . ':' . $master[1];
+        $addr = json_decode(getenv('LOCKBENCH_ADDRESS_MAP'), true)[$named] ?? $named;
+    }
+    [$host, $port] = explode(':', $addr);
+    $redis = new \Redis();
+    $redis->connect($host, (int) $port, $connect_s, null, 0, $timeout_s);
+    return $redis;
+}
+
+function make_store(): object
+{
+    global $params, $ttl_s;
+    $nodes = explode(',', getenv('LOCKBENCH_NODES'));
+    if (($params['store'] ?? 'redis') === 'redis') return new RedisStore(connect_node($nodes[0]), $ttl_s);
+    // A node that cannot be reached at start is a store whose every command fails.
+    $stores = array_map(fn ($addr) => new RedisStore(lazy_node($addr), $ttl_s), $nodes);
+    return new CombinedStore($stores, new ConsensusStrategy());
+}
+
+function lazy_node(string $addr): \Redis
+{
+    try {
+        return connect_node($addr);
+    } catch (\RedisException $e) {
+        fwrite(STDERR, "node $addr: " . $e->getMessage() . "\n");
+        return new \Redis();  // not connected: each command throws, a failed vote
+    }
+}
+
+$lock = null;
+try {
+    $store = make_store();
+} catch (\RedisException $e) {
+    say(['ready' => false, 'error' => 'cannot reach Redis: ' . $e->getMessage()]);
+    exit(1);
+}
+// RedisStore asks each node once, on its first script, whether scripts may call TIME: done
+// here, as a long-lived worker would have, so that an acquire's replies are the save's own.
+try {
+    $store->exists(new Key('lockbench-probe'));
+} catch (\Exception $e) {
+    fwrite(STDERR, 'probe: ' . $e->getMessage() . "\n");
+}
+
+function acquire(array $req): array
+{
+    global $store, $lock, $ttl_s, $params;
+    $store ??= make_store();
+    $key = new Key($req['key']);
+    $lock = new Lock($key, $store, $ttl_s, false);
+    $start = hrtime(true);
+    if (!$lock->acquire(false)) return ['ok' => false, 'error' => 'held'];
+    $elapsed_ms = (hrtime(true) - $start) / 1e6;
+    // The token is the member RedisStore added to the key's sorted set (the same on every node).
+    $answer = ['ok' => true, 'token' => $key->getState(RedisStore::class),
+               'validity_ms' => $lock->getRemainingLifetime() * 1000 + $elapsed_ms];
+    if (($params['store'] ?? 'redis') === 'redis') $answer['nodes'] = [0];
+    return $answer;
+}
+
+function release(array $req): array
+{
+    global $lock;
+    $lock->release();  // throws LockReleasingException if the key is still ours afterwards
+    return ['ok' => true];
+}
+
+function extend(array $req): array
+{
+    global $lock;
+    if (!($req['replace'] ?? false)) return ['ok' => false, 'error' => 'Symfony refresh() sets the TTL from now: no add'];
+    $lock->refresh($req['ttl_ms'] / 1000);
+    return ['ok' => true, 'validity_ms' => $lock->getRemainingLifetime() * 1000];
+}
+
+$version = trim((string) shell_exec("dpkg-query -W -f='\${Version}' php-symfony-lock 2>/dev/null"));
+$combined = ($params['store'] ?? 'redis') === 'combined';
+say(['ready' => true, 'library' => "php-symfony-lock $version (phpredis " . phpversion('redis') . ')', 'fencing' => false,
+     'algorithm' => $combined
+         ? 'CombinedStore+ConsensusStrategy: RedisStore on each node in turn, majority, refused when ttl ran out by the wall clock'
+         : 'RedisStore: sorted set of tokens scored by server TIME + ttl, PEXPIREAT, ZREM release']);
+while (($line = fgets(STDIN)) !== false) {
+    $req = json_decode($line, true);
+    try {
+        $answer = ['acquire' => 'acquire', 'release' => 'release', 'extend' => 'extend'][$req['op']]($req);
+    } catch (\Exception $e) {
+        $why = $e->getPrevious() ? ': ' . $e->getPrevious()->getMessage() : '';
+        $answer = ['ok' => false, 'error' => get_class($e) . ': ' . $e->getMessage() . $why];
+        if (getenv('LOCKBENCH_SENTINELS')) $store = null;  // ask Sentinel again at the next acquire
+    }
+    say($answer);
+}

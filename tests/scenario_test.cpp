@@ -60,24 +60,34 @@ void baseline_checks(const nlohmann::json& summary) {
         EXPECT_GE(run.at("ops").at("sections_completed").get<long long>(), 24) << name;
     }
     EXPECT_EQ(algorithms.size(), 6u) << "all five algorithms and the external libraries race in the baseline";
-    EXPECT_EQ(algorithms["external"], 4) << "redis-py, node-redlock, and ZooKeeper's and etcd's locks";
+    EXPECT_EQ(algorithms["external"], 5) << "redis-py, node-redlock (4.2.0 and 5.0.0-beta.2), and ZooKeeper's and etcd's locks";
 }
 
 // The libraries in every case that applies to them: the GC pause past the lease breaks both,
 // the clock jump on one of five nodes breaks node-redlock, a skewed client clock neither.
 void external_checks(const std::string& name, const nlohmann::json& summary) {
     const std::map<std::string, std::map<std::string, bool>> violates = {
-        {"baseline", {{"redis-py", false}, {"node-redlock", false}}},
-        {"gc-pause", {{"redis-py", true}, {"node-redlock", true}}},
-        {"client-clock-skew", {{"redis-py", false}, {"node-redlock", false}}},
-        {"slow-holder", {{"redis-py", true}}},
-        {"delayed-write", {{"redis-py", true}}},
-        {"redlock-minority-partition", {{"redis-py", false}, {"node-redlock", false}}},
-        {"redlock-clock-jump", {{"node-redlock", true}}},
-        {"redlock-restart-empty", {{"node-redlock", true}}},
+        {"baseline", {{"redis-py", false}, {"node-redlock", false},
+                      {"node-redlock-5", false}}},
+        {"gc-pause", {{"redis-py", true}, {"node-redlock", true},
+                      {"node-redlock-5", true}}},
+        {"client-clock-skew", {{"redis-py", false}, {"node-redlock", false},
+                               {"node-redlock-5", false}}},
+        {"slow-holder", {{"redis-py", true},
+                         {"node-redlock-5", true}}},
+        {"delayed-write", {{"redis-py", true},
+                           {"node-redlock-5", true}}},
+        {"redlock-minority-partition", {{"redis-py", false}, {"node-redlock", false},
+                                        {"node-redlock-5", false}}},
+        {"redlock-clock-jump", {{"node-redlock", true},
+                                {"node-redlock-5", true}}},
+        {"redlock-restart-empty", {{"node-redlock", true},
+                                   {"node-redlock-5", true}}},
         {"node-clock-jump", {{"redis-py", true}}},
         {"node-restart-empty", {{"redis-py", true}}},
-        {"acquire-pause", {{"node-redlock", false}}},
+        {"acquire-pause", {{"node-redlock", false},
+                           {"node-redlock-5", true}}},  // 5.0.0-beta.2 never checks the validity
+        {"redlock-validity-retries", {{"node-redlock+retries", false}, {"node-redlock-5+retries", false}}},
         {"crash-before-expire", {{"redis-py", false}}},
         {"failover-lost-lock", {{"redis-py", true}}},
         {"failover-ttl-kept", {{"redis-py", false}}},
@@ -162,6 +172,22 @@ void acquire_pause_checks(const fs::path& out) {
     ASSERT_GT(failed, 0);
     EXPECT_GE(failed - invoked, 700'000'000LL);
     EXPECT_LT(failed - invoked, 1'000'000'000LL) << "the library waited out its command timeout instead";
+}
+
+// node-redlock with its own retries, right after client 1 won the lock from client 0: 4.2.0
+// says its validity is whole, 5.0.0-beta.2 says it is spent, while the probe found the key
+// standing on every node; the spent lock's first renewal is refused by the library itself.
+void redlock_validity_retries_checks(const fs::path& out) {
+    for (const std::string run : {"node-redlock+retries", "node-redlock-5+retries"}) {
+        const auto lines = jsonl(out / "runs" / run / "history" / "client-1.jsonl");
+        const auto won = std::ranges::find_if(lines, [](const auto& e) { return e.at("op") == "acquire" && e.at("type") == "ok"; });
+        ASSERT_NE(won, lines.end()) << run;
+        for (const auto& ttl : won->at("key_ttl_ms")) EXPECT_GT(ttl.template get<long long>(), 0) << run << ": " << won->dump();
+        EXPECT_EQ(won->at("validity_ms").template get<double>() > 0, run == "node-redlock+retries") << won->dump();
+        const auto renewed = std::ranges::find_if(lines, [](const auto& e) { return e.at("op") == "renew" && e.at("type") != "invoke"; });
+        ASSERT_NE(renewed, lines.end()) << run;
+        EXPECT_EQ(renewed->at("type"), run == "node-redlock+retries" ? "ok" : "fail") << renewed->dump();
+    }
 }
 
 // The clock step reached ZooKeeper's JVM: its log's timestamps (its wall clock) span the
@@ -306,6 +332,7 @@ TEST_P(Catalog, EveryExpectationHolds) {
     external_checks(name, r.summary);
     if (name.starts_with("failover-")) failover_checks(out, r.summary);
     if (name == "acquire-pause") acquire_pause_checks(out);
+    if (name == "redlock-validity-retries") redlock_validity_retries_checks(out);
     if (name == "consensus-clock-jump") consensus_clock_jump_checks(out);
     if (name == "jepsen-pauses") jepsen_pauses_checks(out, r.summary);
     if (name == "watchdog-starved") watchdog_starved_checks(out, r.summary);

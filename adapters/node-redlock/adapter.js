@@ -112,8 +112,14 @@ const connected = Promise.all(clients.map((c) => new Promise((done) => {
   c.once('ready', done);
   c.once('error', done);
 })));
+// params.warm_scripts: load the library's scripts first, as a process that has locked before
+// has them: otherwise a fresh server's first EVALSHA answers NOSCRIPT and the library sends
+// EVAL after that reply, so a fault on the first acquire's replies holds the NOSCRIPT, not the SET.
+const warm = () => Promise.all(clients.flatMap((c) => Object.values(redlock.scripts).map(
+  (s) => c.script('LOAD', s.value).catch((e) => process.stderr.write(`script load: ${e.message}\n`)))));
 const connectTimeout = Number(process.env.LOCKBENCH_CONNECT_TIMEOUT_MS);
-Promise.race([connected, new Promise((done) => setTimeout(done, connectTimeout))]).then(() => {
+Promise.race([connected, new Promise((done) => setTimeout(done, connectTimeout))]).then(async () => {
+  if (params.warm_scripts) await warm();
   const algorithm = five
     ? 'Redlock: SET NX PX by Lua on every node, majority; validity counted from before its own retries, never checked'
     : 'Redlock: SET NX PX by Lua on every node, majority and validity > 0 within each attempt; Lua compare-and-delete release';

@@ -61,6 +61,8 @@ const std::vector<Metric> kMetrics = {
      [](const CheckResult& r) { return as_double(r.validity->probes); }, probed},
     {"validity_spent_live", G::validity, U::count, true, A::none, "", std::nullopt, std::nullopt,
      [](const CheckResult& r) { return as_double(r.validity->spent_live); }, probed},
+    {"validity_gone", G::validity, U::count, true, A::none, "", std::nullopt, std::nullopt,
+     [](const CheckResult& r) { return as_double(r.validity->gone); }, probed},
     {"validity_understated_ms", G::validity, U::ms, true, A::none, "", std::nullopt, std::nullopt,
      [](const CheckResult& r) { return r.validity->understated_ms; }, probed},
     {"validity_overstated_ms", G::validity, U::ms, true, A::none, "", std::nullopt, std::nullopt,

@@ -24,7 +24,10 @@ std::optional<ValidityFigures> check_validity(const RunHistory& h) {
         const double held_ms = static_cast<double>(majority_ttl_ms(e.key_ttl_ms));
         const double said_ms = *e.validity_ms;
         f.overstated_ms = std::max(f.overstated_ms, said_ms - held_ms);
-        if (held_ms <= 0) continue;
+        if (held_ms <= 0) {
+            ++f.gone;
+            continue;
+        }
         f.understated_ms = std::max(f.understated_ms, held_ms - said_ms);
         if (said_ms <= 0) ++f.spent_live;
     }

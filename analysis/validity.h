@@ -10,6 +10,8 @@
 //   stands the library says is gone. Conservative, but a library that hands out a lock with
 //   V ≤ 0 tells a careful caller to drop a lock it holds.
 // - spent_live: live acquires with V ≤ 0: locks handed out as already expired while they stood.
+// - gone: acquires handed out although the lock no longer stood on a majority (M = 0): the
+//   library's answer came after its keys had expired or been taken.
 // - overstated_ms: the largest V − M over every probed acquire (0 if none): validity claimed
 //   beyond what the servers keep, the unsafe direction.
 // - probes: acquires that carried a validity and at least one node's answer to the probe.
@@ -26,6 +28,7 @@ namespace lockbench {
 struct ValidityFigures {
     long long probes = 0;
     long long spent_live = 0;
+    long long gone = 0;
     double understated_ms = 0;
     double overstated_ms = 0;
 };

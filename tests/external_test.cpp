@@ -402,11 +402,13 @@ TEST_F(ExternalTest, TheProbeReadsTheKeysRealTtlAndTheSummaryHoldsTheLibrarysVal
     EXPECT_EQ(v.at("validity_spent_live").get<size_t>(), probed.size());  // each spent, each standing
     EXPECT_GT(v.at("validity_understated_ms").get<double>(), 50);
     EXPECT_EQ(v.at("validity_overstated_ms").get<double>(), 0);
+    EXPECT_EQ(v.at("validity_gone"), 0);
 
     // A token the key does not hold is not this lock's key: read as gone.
     const auto [wrong, wrong_run] = run_with("wrong", R"({"ttl_ms": 500, "said_validity_ms": -50, "probe_key_ttl": true, "wrong_token": true})");
     for (const Json& a : wrong) EXPECT_EQ(a.at("key_ttl_ms"), Json::array({-2})) << a.dump();
     EXPECT_EQ(wrong_run.at("validity").at("validity_spent_live"), 0);
+    EXPECT_EQ(wrong_run.at("validity").at("validity_gone").get<size_t>(), wrong.size());
 
     // Without the probe nothing is read, and the summary has no validity figures.
     const auto [plain, plain_run] = run_with("plain", R"({"ttl_ms": 500, "said_validity_ms": -50})");

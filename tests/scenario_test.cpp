@@ -85,8 +85,7 @@ void external_checks(const std::string& name, const nlohmann::json& summary) {
                                    {"node-redlock-5", true}}},
         {"node-clock-jump", {{"redis-py", true}}},
         {"node-restart-empty", {{"redis-py", true}}},
-        {"acquire-pause", {{"node-redlock", false},
-                           {"node-redlock-5", true}}},  // 5.0.0-beta.2 never checks the validity
+        {"acquire-pause", {{"node-redlock", false}}},
         {"redlock-validity-retries", {{"node-redlock+retries", false}, {"node-redlock-5+retries", false}}},
         {"crash-before-expire", {{"redis-py", false}}},
         {"failover-lost-lock", {{"redis-py", true}}},

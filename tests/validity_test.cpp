@@ -41,6 +41,7 @@ TEST(Validity, ALockHandedOutSpentWhileItStandsIsCountedAndItsUnderstatementMeas
     ASSERT_TRUE(r.validity.has_value());
     EXPECT_EQ(r.validity->probes, 3);
     EXPECT_EQ(r.validity->spent_live, 1);
+    EXPECT_EQ(r.validity->gone, 1);
     EXPECT_DOUBLE_EQ(r.validity->understated_ms, 918);
     EXPECT_DOUBLE_EQ(r.validity->overstated_ms, 100);
 }
@@ -61,6 +62,7 @@ TEST(Validity, OnlyARunThatProbedHasTheFiguresInItsSummary) {
     ASSERT_TRUE(with.contains("validity"));
     EXPECT_EQ(with.at("validity").at("validity_spent_live"), 1);
     EXPECT_EQ(with.at("validity").at("validity_probes"), 1);
+    EXPECT_EQ(with.at("validity").at("validity_gone"), 0);
     EXPECT_DOUBLE_EQ(with.at("validity").at("validity_understated_ms").get<double>(), 410);
 
     RunHistory plain;

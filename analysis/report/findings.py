@@ -331,12 +331,13 @@ def validity_table(trees):
                 if not figures:
                     continue
                 most = lambda key: max(num(f.get(key), 0) for f in figures)
-                spent = sum(1 for f in figures if num(f.get("validity_spent_live"), 0) > 0)
+                reps_with = lambda key: sum(1 for f in figures if num(f.get(key), 0) > 0)
                 rows.append([f"{sc}: {c.run}", fmt_n(sum(num(f.get("validity_probes"), 0) for f in figures)),
-                             f"{spent}/{len(c.reps)}", fmt_ms(most("validity_understated_ms")),
+                             f"{reps_with('validity_spent_live')}/{len(c.reps)}",
+                             f"{reps_with('validity_gone')}/{len(c.reps)}", fmt_ms(most("validity_understated_ms")),
                              fmt_ms(most("validity_overstated_ms"))])
     header = ["run", "acquires probed", "reps with a lock handed out spent while it stood",
-              "understated (max)", "overstated (max)"]
+              "reps with a lock handed out after it was gone", "understated (max)", "overstated (max)"]
     return (header, rows) if rows else None
 
 
@@ -360,7 +361,8 @@ def write_findings(trees, page):
     if validity:
         page.para("The validity a library reported against the key's real TTL, read on each node right after the "
                   "acquire (\"probe_key_ttl\"): understated, how much of a lock that stood on a majority the library "
-                  "said was gone (a conservative error, but a careful caller drops such a lock); overstated, validity "
+                  "said was gone (a conservative error, but a careful caller drops such a lock); gone, a lock handed out "
+                  "after its keys had expired on a majority; overstated, validity "
                   "claimed beyond what the servers kept (the unsafe direction).", cls="note")
         page.table(*validity)
     items = []

@@ -12,8 +12,10 @@
 // and refuses a lock whose validity is spent; 5.0.0-beta.2 takes it once, before all its
 // retries, and hands out whatever is left, even nothing (issues #169, #296; fixed by PR #274
 // on main, never published): scenarios/redlock-validity-retries.json.
-// Retries: retryCount 0 (one attempt per acquire), unless the run's params ask for the
-// library's own (retry_count, retry_delay_ms; jitter 0). Neither renews on its own.
+// One file for both: the two APIs differ only in names (lock/acquire, unlock/release) and in
+// what a lock tells (v4, v5 below). Retries: retryCount 0 (one attempt per acquire), unless
+// the run's params ask for the library's own (retry_count, retry_delay_ms; jitter 0).
+// Neither renews on its own. "warm_scripts": true loads the scripts before the ready line.
 // What it cannot report: 4.2.0 does not say which nodes voted (no `nodes`, no `removed_on`);
 // 5.0.0-beta.2 does (each attempt's votes), once every node has answered.
 'use strict';

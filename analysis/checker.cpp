@@ -374,7 +374,7 @@ RunFigures run_figures(const CheckResult& r, const RunHistory& h) {
     const long long t0 = h.events.empty() ? 0 : h.events.front().t_ns;
     RunFigures f;
     for (const Metric& m : metrics())
-        if (m.of) f.metrics[std::string(m.name)] = m.of(r);
+        if (m.of && (!m.present || m.present(r))) f.metrics[std::string(m.name)] = m.of(r);
     f.windows_ms = windows_json(r.availability.windows_ns, t0);
     f.acquire_ms = r.acquire_ms;
     f.acquire_wait_ms = r.acquire_wait_ms;
@@ -392,6 +392,7 @@ CheckResult check(const RunHistory& h, const CheckOptions& opts) {
     CheckResult r;
     check_store(h, opts, r);
     ClientSweep(h, r).run(opts);
+    r.validity = check_validity(h);
     if (h.events.size() >= 2)
         r.duration_s = static_cast<double>(h.events.back().t_ns - h.events.front().t_ns) / 1e9;
     if (r.duration_s > 0) r.sections_per_s = static_cast<double>(r.ops.sections_completed) / r.duration_s;

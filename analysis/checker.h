@@ -42,6 +42,7 @@
 #include "analysis/history.h"
 #include "analysis/run_summary.h"
 #include "analysis/stats.h"
+#include "analysis/validity.h"
 
 namespace lockbench {
 
@@ -78,6 +79,7 @@ struct CheckResult {
     } availability;
     Percentiles acquire_ms, acquire_wait_ms, release_ms;
     std::vector<double> acquire_samples_ms;   // every acquire attempt's latency, sorted
+    std::optional<ValidityFigures> validity;   // a run that probed the key's TTL (analysis/validity.h)
     double duration_s = 0;
     double sections_per_s = 0;
     std::vector<Witness> witnesses;     // at most max_witnesses of each kind; counts are complete

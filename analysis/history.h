@@ -28,6 +28,9 @@ struct ClientEvent {
     int depth = 1;                      // re-entry level; 1 is the outermost acquire/release
     std::optional<long long> fence;     // fencing token, where the algorithm has one
     std::uint32_t nodes = 0;            // acquire ok: nodes locked; release ok: nodes removed
+    std::optional<double> validity_ms;  // acquire ok: what the lock said remains of its validity
+    // acquire ok of a run that probes: the key's PTTL per node (nullopt: not probed)
+    std::vector<std::optional<long long>> key_ttl_ms;
 };
 
 enum class StoreKind : std::uint8_t { enter, write, reject, exit };

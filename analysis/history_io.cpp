@@ -118,6 +118,9 @@ void parse_client_event(const nlohmann::json& j, RunHistory& h) {
     e.depth = j.value("depth", 1);
     e.fence = opt_int(j, "fence");
     e.nodes = node_mask(j);
+    if (auto it = j.find("validity_ms"); it != j.end() && it->is_number()) e.validity_ms = it->get<double>();
+    if (auto it = j.find("key_ttl_ms"); it != j.end())
+        for (const auto& t : *it) e.key_ttl_ms.push_back(t.is_null() ? std::nullopt : std::optional(t.get<long long>()));
     h.clients = std::max(h.clients, e.client + 1);
     h.events.push_back(e);
 }

@@ -13,6 +13,7 @@ using U = MetricUnit;
 using A = Aggregation;
 
 double as_double(long long v) { return static_cast<double>(v); }
+bool probed(const CheckResult& r) { return r.validity.has_value(); }
 
 // The table. Its order is the tables' column order and the order an unknown metric's error
 // lists the expectable ones in; README's "Reading the results" defines each figure.
@@ -54,6 +55,18 @@ const std::vector<Metric> kMetrics = {
      [](const CheckResult& r) { return r.availability.longest_unavailable_ms; }},
     // Counted by the fault injector, not the checker: the run's record (run.json) gives it.
     {"faults_injected", G::ops, U::count, true, A::per_rep, "", std::nullopt, std::nullopt, nullptr},
+    // The library's validity against the key's real TTL (analysis/validity.h): only in runs
+    // that probe it, so every other summary stays as it was.
+    {"validity_probes", G::validity, U::count, true, A::none, "", std::nullopt, std::nullopt,
+     [](const CheckResult& r) { return as_double(r.validity->probes); }, probed},
+    {"validity_spent_live", G::validity, U::count, true, A::none, "", std::nullopt, std::nullopt,
+     [](const CheckResult& r) { return as_double(r.validity->spent_live); }, probed},
+    {"validity_gone", G::validity, U::count, true, A::none, "", std::nullopt, std::nullopt,
+     [](const CheckResult& r) { return as_double(r.validity->gone); }, probed},
+    {"validity_understated_ms", G::validity, U::ms, true, A::none, "", std::nullopt, std::nullopt,
+     [](const CheckResult& r) { return r.validity->understated_ms; }, probed},
+    {"validity_overstated_ms", G::validity, U::ms, true, A::none, "", std::nullopt, std::nullopt,
+     [](const CheckResult& r) { return r.validity->overstated_ms; }, probed},
 };
 
 std::string right_aligned(const std::string& text, int width) {
@@ -67,6 +80,7 @@ std::string_view group_name(MetricGroup g) {
         case MetricGroup::ops: return "ops";
         case MetricGroup::safety: return "safety";
         case MetricGroup::availability: return "availability";
+        case MetricGroup::validity: return "validity";
     }
     return "";
 }

@@ -18,7 +18,8 @@ namespace lockbench {
 struct CheckResult;
 
 // Where a metric lives in a run's summary: summary.json's "ops", "safety" or "availability".
-enum class MetricGroup { ops, safety, availability };
+// validity: only in the summary of a run that probed the key's TTL (analysis/validity.h).
+enum class MetricGroup { ops, safety, availability, validity };
 std::string_view group_name(MetricGroup g);
 
 // How a metric is written: a count is a whole number, the others are real numbers.
@@ -53,6 +54,8 @@ struct Metric {
     std::optional<Column> cell_column;  // in the table `matrix` and `sweep` print: the mean per repetition
     // The checker's figure; nullptr for one the run's record gives (faults_injected).
     double (*of)(const CheckResult&);
+    // Whether the run has the figure at all; nullptr: every run has it.
+    bool (*present)(const CheckResult&) = nullptr;
     bool is_count() const { return unit == MetricUnit::count; }
     std::string_view aggregate_key() const { return aggregate_name.empty() ? name : aggregate_name; }
 };

@@ -56,6 +56,7 @@ namespace {
 RunFigures figures_from_json(const Json& j) {
     RunFigures f;
     for (const Metric& m : metrics()) {
+        if (m.group == MetricGroup::validity && !j.contains("validity")) continue;  // only where probed
         const Json& group = j.at(std::string(group_name(m.group)));
         if (group.contains(std::string(m.name))) f.metrics[std::string(m.name)] = group.at(std::string(m.name)).get<double>();
     }

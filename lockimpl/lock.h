@@ -32,6 +32,10 @@ struct AcquireResult {
     std::optional<Lease> lease;               // set when outcome == ok
     std::optional<Duration> retry_within;     // the algorithm's hint: the lock frees by then
     std::string detail;                       // why it failed, for the history
+    // The probe of an external run with probe_key_ttl: per node of the run, the key's PTTL
+    // read right after the library's answer (nullopt: not probed, or no answer). Empty
+    // without the probe.
+    std::vector<std::optional<long long>> key_ttl_ms;
 
     static AcquireResult ok(Lease l) { return {Outcome::ok, std::move(l), std::nullopt, ""}; }
     static AcquireResult fail(std::string why, std::optional<Duration> retry = std::nullopt) {

@@ -423,3 +423,45 @@ TEST_F(ExternalTest, WholeSecondLibrariesRefuseATtlTheyCannotSay) {
         EXPECT_FALSE(fs::exists(out / "summary.json"));
     }
 }
+
+// probe_key_ttl: right after each acquire the client reads the key's TTL on the nodes the
+// adapter named (if the key still holds the lock's token), and the summary holds the library's
+// validity against it. The test adapter says every lock it hands out is already spent.
+TEST_F(ExternalTest, TheProbeReadsTheKeysRealTtlAndTheSummaryHoldsTheLibrarysValidityAgainstIt) {
+    const std::string adapter =
+        R"("algorithm": "external", "name": "ttl", "command": ["/usr/bin/python3", "tests/data/ttl_adapter.py"])";
+    const auto run_with = [&](const std::string& name, const std::string& params) {
+        const fs::path out = dir() / name;
+        const Result r = run({"run", scenario("{" + adapter + R"(, "params": )" + params + "}", "", 1, 300).string(),
+                              "--out", out.string()});
+        EXPECT_EQ(r.exit_code(), 0) << r.describe();
+        std::vector<Json> acquired;
+        for (const std::string& line : lines_of(read_text(out / "runs" / "ttl" / "history" / "client-0.jsonl")))
+            if (Json j = Json::parse(line); j.at("op") == "acquire" && j.at("type") == "ok") acquired.push_back(j);
+        EXPECT_FALSE(acquired.empty());
+        return std::pair{acquired, read_json(out / "summary.json").at("runs").at(0)};
+    };
+    const auto [probed, probed_run] = run_with("probed", R"({"ttl_ms": 500, "said_validity_ms": -50, "probe_key_ttl": true})");
+    for (const Json& a : probed) {
+        ASSERT_EQ(a.at("key_ttl_ms").size(), 1u) << a.dump();
+        EXPECT_GT(a.at("key_ttl_ms").at(0).get<long long>(), 0) << a.dump();
+        EXPECT_LE(a.at("key_ttl_ms").at(0).get<long long>(), 500) << a.dump();
+    }
+    const Json& v = probed_run.at("validity");
+    EXPECT_EQ(v.at("validity_probes").get<size_t>(), probed.size());
+    EXPECT_EQ(v.at("validity_spent_live").get<size_t>(), probed.size());  // each spent, each standing
+    EXPECT_GT(v.at("validity_understated_ms").get<double>(), 50);
+    EXPECT_EQ(v.at("validity_overstated_ms").get<double>(), 0);
+    EXPECT_EQ(v.at("validity_gone"), 0);
+
+    // A token the key does not hold is not this lock's key: read as gone.
+    const auto [wrong, wrong_run] = run_with("wrong", R"({"ttl_ms": 500, "said_validity_ms": -50, "probe_key_ttl": true, "wrong_token": true})");
+    for (const Json& a : wrong) EXPECT_EQ(a.at("key_ttl_ms"), Json::array({-2})) << a.dump();
+    EXPECT_EQ(wrong_run.at("validity").at("validity_spent_live"), 0);
+    EXPECT_EQ(wrong_run.at("validity").at("validity_gone").get<size_t>(), wrong.size());
+
+    // Without the probe nothing is read, and the summary has no validity figures.
+    const auto [plain, plain_run] = run_with("plain", R"({"ttl_ms": 500, "said_validity_ms": -50})");
+    for (const Json& a : plain) EXPECT_FALSE(a.contains("key_ttl_ms")) << a.dump();
+    EXPECT_FALSE(plain_run.contains("validity"));
+}

@@ -29,6 +29,7 @@ CheckResult distinct_figures() {
     r.safety = {11, 12, 13, 14, 15, 16};
     r.availability.unavailable_ms = 17.5;
     r.availability.longest_unavailable_ms = 18.5;
+    r.validity = ValidityFigures{19, 20, 21, 22.5, 23.5};
     return r;
 }
 
@@ -37,7 +38,9 @@ TEST(MetricTable, EachRowReadsItsOwnFigure) {
         {"acquire_attempts", 10}, {"acquired", 4}, {"released", 3}, {"sections_completed", 2},
         {"acquire_success_rate", 0.4}, {"mutual_exclusion_violations", 11}, {"fenced_overlaps", 12},
         {"lost_updates", 13}, {"lost_update_share", 13.0 / 2}, {"stale_writes_accepted", 14}, {"stale_writes_rejected", 15},
-        {"foreign_releases", 16}, {"unavailable_ms", 17.5}, {"longest_unavailable_ms", 18.5}};
+        {"foreign_releases", 16}, {"unavailable_ms", 17.5}, {"longest_unavailable_ms", 18.5},
+        {"validity_probes", 19}, {"validity_spent_live", 20}, {"validity_gone", 21}, {"validity_understated_ms", 22.5},
+        {"validity_overstated_ms", 23.5}};
     const CheckResult r = distinct_figures();
     for (const Metric& m : metrics()) {
         if (!m.of) continue;
@@ -55,7 +58,7 @@ TEST(MetricTable, SummaryGroupsAndTypesFollowTheTable) {
     EXPECT_TRUE(j.at("availability").at("unavailable_ms").is_number_float());
     EXPECT_TRUE(j.at("ops").at("acquire_success_rate").is_number_float());
     size_t figures = 0;
-    for (const char* group : {"ops", "safety", "availability"})
+    for (const char* group : {"ops", "safety", "availability", "validity"})
         for (const auto& [name, _] : j.at(group).items()) {
             if (name == "windows_ms") continue;
             const Metric* m = find_metric(name);
@@ -76,7 +79,8 @@ TEST(MetricTable, AnUnknownExpectationListsTheExpectableMetrics) {
                   "case.json: runs[0].expect.bogus: unknown metric (known: acquire_attempts, acquired, released, "
                   "sections_completed, mutual_exclusion_violations, fenced_overlaps, lost_updates, lost_update_share, "
                   "stale_writes_accepted, stale_writes_rejected, foreign_releases, unavailable_ms, "
-                  "longest_unavailable_ms, faults_injected)");
+                  "longest_unavailable_ms, faults_injected, validity_probes, validity_spent_live, validity_gone, "
+                  "validity_understated_ms, validity_overstated_ms)");
     }
     s["runs"][0]["expect"] = {{"acquire_success_rate", "> 0"}};  // a figure, but not one to expect
     EXPECT_THROW(parse_scenario(s, "case.json"), ScenarioError);

@@ -60,8 +60,8 @@ void baseline_checks(const nlohmann::json& summary) {
         EXPECT_GE(run.at("ops").at("sections_completed").get<long long>(), 24) << name;
     }
     EXPECT_EQ(algorithms.size(), 6u) << "all five algorithms and the external libraries race in the baseline";
-    EXPECT_EQ(algorithms["external"], 10) << "redis-py, node-redlock, redis-lock, warlock, tooz, symfony-redis, "
-                                            "symfony-combined, laravel, and ZooKeeper's and etcd's locks";
+    EXPECT_EQ(algorithms["external"], 11) << "redis-py, node-redlock (4.2.0 and 5.0.0-beta.2), redis-lock, warlock, tooz, "
+                                            "symfony-redis, symfony-combined, laravel, and ZooKeeper's and etcd's locks";
 }
 
 // The libraries in every case that applies to them: the GC pause past the lease breaks both,
@@ -69,26 +69,28 @@ void baseline_checks(const nlohmann::json& summary) {
 void external_checks(const std::string& name, const nlohmann::json& summary) {
     const std::map<std::string, std::map<std::string, bool>> violates = {
         {"baseline", {{"redis-py", false}, {"node-redlock", false}, {"redis-lock", false}, {"warlock", false},
-                      {"tooz", false}, {"symfony-redis", false}, {"symfony-combined", false}, {"laravel", false}}},
+                      {"tooz", false}, {"symfony-redis", false}, {"symfony-combined", false}, {"laravel", false},
+                      {"node-redlock-5", false}}},
         {"gc-pause", {{"redis-py", true}, {"node-redlock", true}, {"redis-lock", true}, {"warlock", true},
-                      {"symfony-redis", true}, {"symfony-combined", true}}},
+                      {"symfony-redis", true}, {"symfony-combined", true}, {"node-redlock-5", true}}},
         {"client-clock-skew", {{"redis-py", false}, {"node-redlock", false}, {"redis-lock", false},
                                {"warlock", false}, {"redis-lock+clock-back", true}, {"warlock+clock-back", true},
                                {"symfony-redis", false}, {"symfony-combined", false}, {"tooz", false},
-                               {"laravel", false}}},
+                               {"laravel", false}, {"node-redlock-5", false}}},
         {"slow-holder", {{"redis-py", true}, {"redis-lock", true}, {"warlock", true}, {"symfony-redis", true},
-                         {"symfony-combined", true}}},
+                         {"symfony-combined", true}, {"node-redlock-5", true}}},
         {"delayed-write", {{"redis-py", true}, {"redis-lock", true}, {"warlock", true}, {"symfony-redis", true},
-                           {"symfony-combined", true}}},
-        {"redlock-minority-partition", {{"redis-py", false}, {"node-redlock", false}}},
-        {"redlock-clock-jump", {{"node-redlock", true}, {"symfony-combined", true}}},
-        {"redlock-restart-empty", {{"node-redlock", true}, {"symfony-combined", true}}},
+                           {"symfony-combined", true}, {"node-redlock-5", true}}},
+        {"redlock-minority-partition", {{"redis-py", false}, {"node-redlock", false}, {"node-redlock-5", false}}},
+        {"redlock-clock-jump", {{"node-redlock", true}, {"symfony-combined", true}, {"node-redlock-5", true}}},
+        {"redlock-restart-empty", {{"node-redlock", true}, {"symfony-combined", true}, {"node-redlock-5", true}}},
         {"node-clock-jump", {{"redis-py", true}, {"redis-lock", true}, {"warlock", true}, {"symfony-redis", true},
                              {"tooz", true}, {"laravel", true}}},
         {"node-restart-empty", {{"redis-py", true}, {"redis-lock", true}, {"warlock", true}, {"symfony-redis", true},
                                 {"tooz", true}, {"laravel", true}}},
         {"acquire-pause", {{"node-redlock", false}, {"redis-lock", true}, {"warlock", true},
                            {"symfony-redis", false}, {"symfony-combined", false}}},
+        {"redlock-validity-retries", {{"node-redlock+retries", false}, {"node-redlock-5+retries", false}}},
         {"crash-before-expire", {{"redis-py", false}}},
         {"failover-lost-lock", {{"redis-py", true}, {"warlock", true}, {"symfony-redis", true}, {"tooz", true}}},
         {"failover-ttl-kept", {{"redis-py", false}}},
@@ -192,6 +194,22 @@ void acquire_pause_checks(const fs::path& out) {
     ASSERT_GT(failed, 0);
     EXPECT_GE(failed - invoked, 700'000'000LL);
     EXPECT_LT(failed - invoked, 1'000'000'000LL) << "the library waited out its command timeout instead";
+}
+
+// node-redlock with its own retries, right after client 1 won the lock from client 0: 4.2.0
+// says its validity is whole, 5.0.0-beta.2 says it is spent, while the probe found the key
+// standing on every node; the spent lock's first renewal is refused by the library itself.
+void redlock_validity_retries_checks(const fs::path& out) {
+    for (const std::string run : {"node-redlock+retries", "node-redlock-5+retries"}) {
+        const auto lines = jsonl(out / "runs" / run / "history" / "client-1.jsonl");
+        const auto won = std::ranges::find_if(lines, [](const auto& e) { return e.at("op") == "acquire" && e.at("type") == "ok"; });
+        ASSERT_NE(won, lines.end()) << run;
+        for (const auto& ttl : won->at("key_ttl_ms")) EXPECT_GT(ttl.template get<long long>(), 0) << run << ": " << won->dump();
+        EXPECT_EQ(won->at("validity_ms").template get<double>() > 0, run == "node-redlock+retries") << won->dump();
+        const auto renewed = std::ranges::find_if(lines, [](const auto& e) { return e.at("op") == "renew" && e.at("type") != "invoke"; });
+        ASSERT_NE(renewed, lines.end()) << run;
+        EXPECT_EQ(renewed->at("type"), run == "node-redlock+retries" ? "ok" : "fail") << renewed->dump();
+    }
 }
 
 // The clock step reached ZooKeeper's JVM: its log's timestamps (its wall clock) span the
@@ -337,6 +355,7 @@ TEST_P(Catalog, EveryExpectationHolds) {
     if (name.starts_with("failover-")) failover_checks(out, r.summary);
     if (name == "acquire-pause") acquire_pause_checks(out);
     if (name == "client-clock-skew") client_clock_skew_checks(r.summary);
+    if (name == "redlock-validity-retries") redlock_validity_retries_checks(out);
     if (name == "consensus-clock-jump") consensus_clock_jump_checks(out);
     if (name == "jepsen-pauses") jepsen_pauses_checks(out, r.summary);
     if (name == "watchdog-starved") watchdog_starved_checks(out, r.summary);

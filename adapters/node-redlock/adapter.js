@@ -1,17 +1,39 @@
-// lockbench adapter for node-redlock 4.2.0 (npm "redlock", the current stable release) over
-// ioredis, one client per node of LOCKBENCH_NODES. Speaks lockbench's adapter protocol
-// (README: External locks). Dependencies: `npm ci` in this folder (scripts/setup runs it).
+// lockbench adapter for node-redlock (npm "redlock"), one ioredis client per node of
+// LOCKBENCH_NODES. Speaks lockbench's adapter protocol (README: External locks).
+// Dependencies: `npm ci` in this folder (scripts/setup runs it). Two versions, chosen by the
+// run's params:
+//   (default)        4.2.0, the current stable release, over ioredis 4: lock/unlock/extend.
+//   "version": "5"   5.0.0-beta.2 (the newest published, npm alias redlock-5) over ioredis 5
+//                    (alias ioredis-5): acquire/release/extend. Its `using` (automatic
+//                    extension) is not used: lockbench's loop acquires, works and releases.
+// Both: SET NX PX of a random value by Lua on every node, a majority wins, validity =
+// TTL - (drift 1% of TTL + 2 ms) from the attempt's start; Lua compare-and-delete release;
+// extend = SET PX of the same value (replaces the TTL). 4.2.0 takes that start at each attempt
+// and refuses a lock whose validity is spent; 5.0.0-beta.2 takes it once, before all its
+// retries, and hands out whatever is left, even nothing (issues #169, #296; fixed by PR #274
+// on main, never published): scenarios/redlock-validity-retries.json.
+// One file for both: the two APIs differ only in names (lock/acquire, unlock/release) and in
+// what a lock tells (v4, v5 below). Retries: retryCount 0 (one attempt per acquire), unless
+// the run's params ask for the library's own (retry_count, retry_delay_ms; jitter 0).
+// Neither renews on its own. "warm_scripts": true loads the scripts before the ready line.
+// What it cannot report: 4.2.0 does not say which nodes voted (no `nodes`, no `removed_on`);
+// 5.0.0-beta.2 does (each attempt's votes), once every node has answered.
 'use strict';
+const params = JSON.parse(process.env.LOCKBENCH_PARAMS || '{}');
+const five = String(params.version || '') === '5';
+const pkg = five ? 'redlock-5' : 'redlock';
 let Redlock, Redis;
 try {
-  Redlock = require('redlock');
-  Redis = require('ioredis');
+  Redlock = five ? require('redlock-5').default : require('redlock');
+  Redis = require(five ? 'ioredis-5' : 'ioredis');
 } catch (e) {  // the first line says why, and what installs it
   process.stdout.write(JSON.stringify({ready: false, error: `${e.message.split('\n')[0]}: ` +
                                        'install it with (cd adapters/node-redlock && npm ci)'}) + '\n');
   process.exit(1);
 }
 const readline = require('readline');
+// A library's asynchronous failure is evidence for stderr, never the end of the adapter.
+process.on('unhandledRejection', (e) => process.stderr.write(`unhandled rejection: ${e}\n`));
 
 // Per command, as lockbench's own clients: a node that does not answer in time is a failed vote.
 const timeout = Number(process.env.LOCKBENCH_COMMAND_TIMEOUT_MS);
@@ -22,26 +44,52 @@ const clients = process.env.LOCKBENCH_NODES.split(',').map((addr) => {
                     maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => 50,
                     lazyConnect: false});
 });
-// The library's defaults, but one attempt per acquire: lockbench's worker does the retrying.
-const redlock = new Redlock(clients, {driftFactor: 0.01, retryCount: 0, retryDelay: 0, retryJitter: 0});
-redlock.on('clientError', () => {});  // a node cut off by a fault is expected
+const retries = {retryCount: params.retry_count ?? 0, retryDelay: params.retry_delay_ms ?? 0, retryJitter: 0};
+const redlock = new Redlock(clients, {driftFactor: 0.01, ...retries});
+// A node cut off by a fault is expected (4.2.0: clientError; 5: error, also for a held key).
+redlock.on(five ? 'error' : 'clientError', () => {});
 let lock = null;
+
+// Read from the installed package (5.0.0-beta.2's exports hide its package.json from require).
+function installedVersion() {
+  const file = require('path').join(__dirname, 'node_modules', pkg, 'package.json');
+  return JSON.parse(require('fs').readFileSync(file, 'utf8')).version;
+}
+
+// 5.0.0-beta.2: the nodes that voted for the last attempt, once every node has answered.
+async function votedFor(attempts) {
+  const stats = await attempts[attempts.length - 1];
+  return clients.flatMap((c, i) => (stats.votesFor.has(c) ? [i] : []));
+}
+
+const v4 = {
+  acquire: (key, ttl) => redlock.lock(key, ttl),
+  release: async () => (await lock.unlock(), {ok: true}),
+  extend: (ttl) => lock.extend(ttl),
+};
+const v5 = {
+  acquire: (key, ttl) => redlock.acquire([key], ttl),
+  release: async () => ({ok: true, removed_on: await votedFor((await lock.release()).attempts)}),
+  extend: (ttl) => lock.extend(ttl),
+};
+const lib = five ? v5 : v4;
 
 const ops = {
   async acquire(req) {
     const start = Date.now();
     try {
-      lock = await redlock.lock(req.key, req.ttl_ms);
+      lock = await lib.acquire(req.key, req.ttl_ms);
     } catch (e) {
       return {ok: false, error: e.message};
     }
     // validity as the library sees it: its expiration (start + ttl - drift) by its clock
-    return {ok: true, token: lock.value, validity_ms: lock.expiration - start};
+    const answer = {ok: true, token: lock.value, validity_ms: lock.expiration - start};
+    if (five) answer.nodes = await votedFor(lock.attempts);
+    return answer;
   },
   async release() {
     try {
-      await lock.unlock();
-      return {ok: true};
+      return await lib.release();
     } catch (e) {
       return {ok: false, error: e.message};
     }
@@ -49,9 +97,10 @@ const ops = {
   async extend(req) {
     // node-redlock's extend sets the TTL to T from now on every node: it has no "add".
     if (req.replace === false) return {ok: false, error: 'node-redlock extends by replacing the TTL only'};
+    const start = Date.now();
     try {
-      lock = await lock.extend(req.ttl_ms);
-      return {ok: true};
+      lock = await lib.extend(req.ttl_ms);
+      return {ok: true, validity_ms: lock.expiration - start};
     } catch (e) {
       return {ok: false, error: e.message};
     }
@@ -65,12 +114,19 @@ const connected = Promise.all(clients.map((c) => new Promise((done) => {
   c.once('ready', done);
   c.once('error', done);
 })));
+// params.warm_scripts: load the library's scripts first, as a process that has locked before
+// has them: otherwise a fresh server's first EVALSHA answers NOSCRIPT and the library sends
+// EVAL after that reply, so a fault on the first acquire's replies holds the NOSCRIPT, not the SET.
+const warm = () => Promise.all(clients.flatMap((c) => Object.values(redlock.scripts).map(
+  (s) => c.script('LOAD', s.value).catch((e) => process.stderr.write(`script load: ${e.message}\n`)))));
 const connectTimeout = Number(process.env.LOCKBENCH_CONNECT_TIMEOUT_MS);
-Promise.race([connected, new Promise((done) => setTimeout(done, connectTimeout))]).then(() => {
-  process.stdout.write(JSON.stringify({
-    ready: true, library: `redlock ${require('redlock/package.json').version}`,
-    algorithm: 'Redlock: SET NX PX on every node, a majority within the validity (TTL minus elapsed and drift)',
-    fencing: false}) + '\n');
+Promise.race([connected, new Promise((done) => setTimeout(done, connectTimeout))]).then(async () => {
+  if (params.warm_scripts) await warm();
+  const algorithm = five
+    ? 'Redlock: SET NX PX by Lua on every node, majority; validity counted from before its own retries, never checked'
+    : 'Redlock: SET NX PX by Lua on every node, majority and validity > 0 within each attempt; Lua compare-and-delete release';
+  process.stdout.write(JSON.stringify({ready: true, library: `redlock ${installedVersion()}`,
+                                       algorithm, fencing: false}) + '\n');
   const rl = readline.createInterface({input: process.stdin});
   let queue = Promise.resolve();
   rl.on('line', (line) => {

@@ -317,6 +317,30 @@ def resource_check_table(trees):
     return (["case"] + [f"check {k}" for k in CHECKS], rows) if rows else None
 
 
+def validity_table(trees):
+    """(header, rows): the runs that read the key's real TTL right after each acquire
+    (params.probe_key_ttl; the summary's "validity", analysis/validity.h): the validity the
+    library reported against what the servers kept, over the reps. None when no run probed."""
+    rows = []
+    for t in trees:
+        if t.kind != "matrix":
+            continue
+        for sc in t.scenario_order:
+            for c in t.cells_of(sc):
+                figures = [f for f in (c.run_of(r).get("validity") for r in c.reps) if isinstance(f, dict)]
+                if not figures:
+                    continue
+                most = lambda key: max(num(f.get(key), 0) for f in figures)
+                reps_with = lambda key: sum(1 for f in figures if num(f.get(key), 0) > 0)
+                rows.append([f"{sc}: {c.run}", fmt_n(sum(num(f.get("validity_probes"), 0) for f in figures)),
+                             f"{reps_with('validity_spent_live')}/{len(c.reps)}",
+                             f"{reps_with('validity_gone')}/{len(c.reps)}", fmt_ms(most("validity_understated_ms")),
+                             fmt_ms(most("validity_overstated_ms"))])
+    header = ["run", "acquires probed", "reps with a lock handed out spent while it stood",
+              "reps with a lock handed out after it was gone", "understated (max)", "overstated (max)"]
+    return (header, rows) if rows else None
+
+
 def write_findings(trees, page):
     page.heading(2, "Findings", "findings")
     page.para("Per scenario, from the checker's figures over every rep (details, timelines and plots below). "
@@ -333,6 +357,14 @@ def write_findings(trees, page):
                   "accepted, how many writes the check refused, and the mean share of acknowledged writes lost.",
                   cls="note")
         page.table(*checks)
+    validity = validity_table(trees)
+    if validity:
+        page.para("The validity a library reported against the key's real TTL, read on each node right after the "
+                  "acquire (\"probe_key_ttl\"): understated, how much of a lock that stood on a majority the library "
+                  "said was gone (a conservative error, but a careful caller drops such a lock); gone, a lock handed out "
+                  "after its keys had expired on a majority; overstated, validity "
+                  "claimed beyond what the servers kept (the unsafe direction).", cls="note")
+        page.table(*validity)
     items = []
     for t in trees:
         if t.kind == "sweep":

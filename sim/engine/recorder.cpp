@@ -70,6 +70,18 @@ HistoryLine& HistoryLine::nodes(std::uint32_t mask) {
     return *this;
 }
 
+HistoryLine& HistoryLine::ints(std::string_view key, const std::vector<std::optional<long long>>& values) {
+    text_ += ",\"";
+    text_ += key;
+    text_ += "\":[";
+    for (size_t i = 0; i < values.size(); ++i) {
+        if (i) text_ += ',';
+        text_ += values[i] ? std::to_string(*values[i]) : "null";
+    }
+    text_ += ']';
+    return *this;
+}
+
 void HistoryLine::commit() {
     text_ += "}\n";
     recorder_.write(text_);

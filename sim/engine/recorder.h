@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace lockbench {
 
@@ -21,6 +22,8 @@ public:
     HistoryLine& num(std::string_view key, long long value);
     HistoryLine& real(std::string_view key, double value);
     HistoryLine& nodes(std::uint32_t mask);
+    // An array of integers, null where a value is missing.
+    HistoryLine& ints(std::string_view key, const std::vector<std::optional<long long>>& values);
     void commit();
 
 private:

@@ -19,7 +19,9 @@ const AlgorithmInfo& external_algorithm() {
         "a third-party lock library in an adapter process (adapters/, README: External locks)",
         1,
         {{"ttl_ms", ParamSpec::Type::integer, 500, "the lease asked of the library", {}, 1},
-         {"fence", ParamSpec::Type::boolean, false, "the store checks the library's fencing token (its answer's fence)"}},
+         {"fence", ParamSpec::Type::boolean, false, "the store checks the library's fencing token (its answer's fence)"},
+         {"probe_key_ttl", ParamSpec::Type::boolean, false,
+          "after each acquire the client reads the key's PTTL on the nodes the adapter named (history: key_ttl_ms)"}},
         // Any other parameter is the library's own, passed to the adapter as given (LOCKBENCH_PARAMS).
         nullptr};
     return info;
@@ -264,6 +266,10 @@ RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::s
         for (const auto& [metric, v] : expect->items()) {
             e.get(metric);
             r.expect.push_back(parse_expectation(metric, v, e.at(metric), file));
+            // Those figures exist only where the client probed the key: elsewhere they would read 0.
+            if (find_metric(metric)->group == MetricGroup::validity &&
+                !(algorithm == "external" && r.params.flag("probe_key_ttl")))
+                e.fail(e.at(metric), "needs an external run with \"params\": {\"probe_key_ttl\": true}");
         }
         e.finish();
     }

@@ -66,6 +66,7 @@ private:
             for (NodeId n : r.lease->nodes) mask |= 1u << n.value;
             line.nodes(mask);
         }
+        if (!r.key_ttl_ms.empty()) line.ints("key_ttl_ms", r.key_ttl_ms);
         if (!r.detail.empty()) line.str("detail", r.detail);
         line.commit();
     }

@@ -38,6 +38,8 @@ std::unique_ptr<ExternalLock> make_external(const Scenario& s, const RunSpec& ru
                    {"LOCKBENCH_OP_TIMEOUT_MS", std::to_string(10 * s.command_timeout_ms)},
                    {"LOCKBENCH_CONNECT_TIMEOUT_MS", std::to_string(s.connect_timeout_ms)}},
                   std::chrono::milliseconds(10 * s.command_timeout_ms), stderr_path, run.params.flag("fence")};
+    a.probe_key_ttl = run.params.flag("probe_key_ttl");
+    a.command_timeout = std::chrono::milliseconds(s.command_timeout_ms);
     if (discovery) {
         std::string sentinels;
         for (int p : discovery->sentinels) sentinels += (sentinels.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(p);

@@ -31,6 +31,31 @@ std::string describe_status(int status) {
     return "stopped";
 }
 
+// The probe's command on a node: the key's PTTL if it still holds this lease's token, else
+// -2 as for a missing key (another client's key is not this lock's TTL).
+const char* const kOurKeyTtl =
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pttl', KEYS[1]) end return -2";
+
+// What the servers say remains of the lock, read right after the library's answer through
+// this client's own paths, node by node: the truth the library's validity_ms is held against
+// (analysis: validity_*). The nodes the adapter named; if it named none (node-redlock 4.2.0
+// cannot tell), every node, which the token check keeps honest. A lease without a token gets
+// a plain PTTL, and only where the adapter named it.
+std::vector<std::optional<long long>> probe_key_ttl(Env& env, const std::string& key, const Lease& lease,
+                                                    Duration timeout) {
+    std::vector<std::optional<long long>> ttl_ms(static_cast<size_t>(env.node_count()));
+    std::vector<NodeId> nodes = lease.nodes;
+    if (nodes.empty() && !lease.token.empty())
+        for (int i = 0; i < env.node_count(); ++i) nodes.push_back(NodeId{i});
+    for (const NodeId n : nodes) {
+        if (n.value < 0 || n.value >= env.node_count()) continue;
+        const Command probe = lease.token.empty() ? Command{"PTTL", key} : Command{"EVAL", kOurKeyTtl, "1", key, lease.token};
+        const Reply r = env.command(n, probe, timeout);
+        if (r.ok() && r.value.type == Value::Type::integer) ttl_ms[static_cast<size_t>(n.value)] = r.value.integer;
+    }
+    return ttl_ms;
+}
+
 }  // namespace
 
 ExternalLock::ExternalLock(AdapterSpec spec, std::string key, long long ttl_ms)
@@ -243,7 +268,9 @@ AcquireResult ExternalLock::try_acquire(Env& env) {
     if (r.contains("nodes") && r.at("nodes").is_array())
         for (const auto& n : r.at("nodes"))
             if (n.is_number_integer()) lease.nodes.push_back(NodeId{n.get<int>()});
-    return AcquireResult::ok(std::move(lease));
+    AcquireResult out = AcquireResult::ok(std::move(lease));
+    if (spec_.probe_key_ttl) out.key_ttl_ms = probe_key_ttl(env, key_, *out.lease, spec_.command_timeout);
+    return out;
 }
 
 ReleaseResult ExternalLock::release(Env&, const Lease&) {

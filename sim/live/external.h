@@ -46,6 +46,8 @@ struct AdapterSpec {
     std::chrono::milliseconds op_timeout{2000};
     std::filesystem::path stderr_path;     // where its stderr goes; empty: the client's
     bool fence = false;                    // the run's `fence`: the store checks the library's fence
+    bool probe_key_ttl = false;            // the run's `probe_key_ttl`: read the key's TTL after each acquire
+    std::chrono::milliseconds command_timeout{200};  // each probe command's
 };
 
 class ExternalLock final : public Lock {

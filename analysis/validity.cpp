@@ -1,0 +1,38 @@
+#include "analysis/validity.h"
+
+#include <algorithm>
+#include <functional>
+
+namespace lockbench {
+
+long long majority_ttl_ms(const std::vector<std::optional<long long>>& ttl_ms) {
+    std::vector<long long> live;
+    for (const auto& t : ttl_ms)
+        if (t && *t > 0) live.push_back(*t);
+    const size_t quorum = ttl_ms.size() / 2 + 1;
+    if (live.size() < quorum) return 0;
+    std::ranges::sort(live, std::greater<>());
+    return live[quorum - 1];
+}
+
+std::optional<ValidityFigures> check_validity(const RunHistory& h) {
+    ValidityFigures f;
+    for (const ClientEvent& e : h.events) {
+        if (e.op != OpKind::acquire || e.type != EventType::ok || !e.validity_ms) continue;
+        if (std::ranges::none_of(e.key_ttl_ms, [](const auto& t) { return t.has_value(); })) continue;  // nothing answered
+        ++f.probes;
+        const double held_ms = static_cast<double>(majority_ttl_ms(e.key_ttl_ms));
+        const double said_ms = *e.validity_ms;
+        f.overstated_ms = std::max(f.overstated_ms, said_ms - held_ms);
+        if (held_ms <= 0) {
+            ++f.gone;
+            continue;
+        }
+        f.understated_ms = std::max(f.understated_ms, held_ms - said_ms);
+        if (said_ms <= 0) ++f.spent_live;
+    }
+    if (f.probes == 0) return std::nullopt;
+    return f;
+}
+
+}  // namespace lockbench

@@ -147,6 +147,7 @@ TEST_F(RedisSemaphoreAdapter, ARefreshThatFindsTheKeyTakenIsALostEventAndTheAdap
     EXPECT_EQ(value(), first.value("token", "")) << "the token is what the library stored";
     command(redis_, "SET mutex:k someone-else PX 5000");
     const json lost = a.read();  // the next refresh, due every 240 ms
+    ASSERT_TRUE(lost.is_object()) << "the adapter said nothing (or died)";
     EXPECT_EQ(lost.value("event", ""), "lost") << lost;
     EXPECT_EQ(a.release(), json({{"ok", true}}));
     EXPECT_EQ(value(), "someone-else") << "the release removed another's key";
@@ -170,7 +171,9 @@ TEST_F(RedisSemaphoreAdapter, OnlyTheAffectedVersionsRefreshRecreatesAKeyThatIsG
     ASSERT_EQ(current.read().value("library", ""), "redis-semaphore 5.8.0");
     ASSERT_EQ(current.acquire(300).value("ok", false), true);
     command(redis_, "DEL mutex:k");
-    EXPECT_EQ(current.read().value("event", ""), "lost");
+    const json lost = current.read();
+    ASSERT_TRUE(lost.is_object()) << "the adapter said nothing (or died)";
+    EXPECT_EQ(lost.value("event", ""), "lost") << lost;
     EXPECT_EQ(value(), "");
     EXPECT_EQ(current.release(), json({{"ok", true}}));
 }

@@ -92,8 +92,8 @@ void external_checks(const std::string& name, const nlohmann::json& summary) {
         {"consensus-leader-crash-busy", {{"zookeeper-3", false}, {"etcd-3", false}}},
         {"consensus-clock-jump", {{"zookeeper", false}}},
         {"renewal", {{"redis-py+renew-replace", false}, {"redis-py+renew-too-short", true}}},
-        // redis-semaphore: its refresh keeps a running holder's lock (delayed write, slow holder)
-        // but stops with a paused one; its RedlockMutex has no validity check (acquire-pause).
+        // redis-semaphore: its refresh keeps a running holder's lock (delayed write) but stops
+        // with a paused one; its RedlockMutex has no validity check (acquire-pause).
         {"baseline", {{"redis-semaphore", false}, {"redis-semaphore+no-refresh", false}, {"redis-semaphore-redlock", false}}},
         {"gc-pause", {{"redis-semaphore", true}, {"redis-semaphore+no-refresh", true}, {"redis-semaphore-redlock", true}}},
         {"delayed-write", {{"redis-semaphore", false}, {"redis-semaphore+no-refresh", true}, {"redis-semaphore-redlock", false}}},
@@ -104,7 +104,9 @@ void external_checks(const std::string& name, const nlohmann::json& summary) {
         {"redlock-clock-jump", {{"redis-semaphore-redlock", true}}},
         {"redlock-restart-empty", {{"redis-semaphore-redlock", true}}},
         {"failover-lost-lock", {{"redis-semaphore", true}, {"redis-semaphore+no-refresh", true}}},
-        {"slow-holder", {{"redis-semaphore", false}, {"redis-semaphore+no-refresh", true}, {"redis-semaphore-redlock", false}}},
+        // Its refresh at 80% of the TTL keeps a slow holder's lock unless the timer is 50 ms late,
+        // which a loaded machine sometimes is: only the run without it has a fixed verdict.
+        {"slow-holder", {{"redis-semaphore+no-refresh", true}}},
         {"redis-semaphore-refresh", {{"redis-semaphore+version=5.3.0", false}, {"redis-semaphore+version=5.3.1", false},
                                      {"redis-semaphore+version=5.8.0", false}}}};
     const auto [first, last] = violates.equal_range(name);

@@ -84,6 +84,7 @@ void add_identity(Json& j, const RunIdentity& id) {
     if (id.resource_check != "fence") j["resource_check"] = id.resource_check;
     if (id.adapter.is_object()) j["adapter"] = id.adapter;
     if (id.failure_class) j["failure_class"] = *id.failure_class;
+    if (id.table_row) j["table_row"] = *id.table_row;
 }
 
 RunIdentity run_identity_from_json(const Json& j) {
@@ -98,6 +99,7 @@ RunIdentity run_identity_from_json(const Json& j) {
     id.resource_check = j.value("resource_check", std::string("fence"));
     if (j.contains("adapter") && j.at("adapter").is_object()) id.adapter = j.at("adapter");
     if (j.contains("failure_class")) id.failure_class = j.at("failure_class").get<std::string>();
+    if (j.contains("table_row")) id.table_row = j.at("table_row").get<std::string>();
     return id;
 }
 

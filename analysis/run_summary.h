@@ -63,9 +63,10 @@ struct RunIdentity {
     // only if said; null for a built-in algorithm (and in records before results version 5).
     nlohmann::json adapter;
     std::optional<std::string> failure_class;  // the scenario's column of the verdict table, if any
+    std::optional<std::string> table_row;      // the run's row of that table, if not its name
 };
 // Writes the identity's fields into `j` (command and adapter only when there is one,
-// resource_check only when it is not the default "fence", failure_class only when the
+// resource_check only when it is not the default "fence", failure_class and table_row only when the
 // scenario names one, so that a default run's record reads as before).
 void add_identity(nlohmann::json& j, const RunIdentity& id);
 // Throws nlohmann::json's exception naming the first of name..seed missing.

@@ -103,6 +103,7 @@ RunRecord full_record() {
     r.seed = 18446744073709551615ull;  // the largest seed
     r.scenario = s.name;
     r.failure_class = "gc-pause";
+    r.table_row = "lib";
     r.lock_key = s.lock_key;
     r.expect = s.runs.at(0).expect;
     r.workload = s.source.at("workload");
@@ -123,15 +124,18 @@ TEST(Records, RunRecordRoundTrips) {
     EXPECT_EQ(j.at("backend"), "sim");
     EXPECT_EQ(j.at("expect").at(0).at("metric"), "faults_injected");
     EXPECT_EQ(j.at("failure_class"), "gc-pause");
+    EXPECT_EQ(j.at("table_row"), "lib");
     // A live run with no external library: no command, no failed clients, no simulator; of a
     // scenario outside the verdict table: no failure_class.
     RunRecord live = full_record();
     live.failure_class.reset();
+    live.table_row.reset();
     live.command.clear();
     live.clients_failed.clear();
     live.sim_events.reset();
     const Json lj = to_json(live);
-    for (const char* absent : {"command", "clients_failed", "backend", "sim_events", "failure_class"}) EXPECT_FALSE(lj.contains(absent)) << absent;
+    for (const char* absent : {"command", "clients_failed", "backend", "sim_events", "failure_class", "table_row"})
+        EXPECT_FALSE(lj.contains(absent)) << absent;
     EXPECT_EQ(to_json(run_record_from_json(lj)), lj);
     Json nameless = lj;
     nameless.erase("name");

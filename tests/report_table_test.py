@@ -39,7 +39,7 @@ class Builder:
         self.root, self.cells = root, []
 
     def cell(self, scenario, run, reps, failure_class=None, external=True, adapter=None, params=None,
-             expectations_held=True):
+             expectations_held=True, table_row=None):
         cid = f"{scenario}/{run}"
         entry = {"scenario": scenario, "run": run, "index": len(self.cells), "repeat": len(reps),
                  "reps_done": len(reps), "reps": []}
@@ -52,6 +52,8 @@ class Builder:
                 run_entry["failure_class"] = failure_class
             if adapter:
                 run_entry["adapter"] = adapter
+            if table_row:
+                run_entry["table_row"] = table_row
             write_json(os.path.join(self.root, d, "summary.json"), {"runs": [run_entry]})
         self.cells.append(entry)
         return cid
@@ -72,6 +74,9 @@ def synthetic_tree(root):
     b.cell("gc-pause-seconds", "lib-a", [SAFE, SAFE], "gc-pause", adapter=ADAPTER_A)
     b.cell("gc-pause", "lib-b", [REFUSED] * 2, "gc-pause", params={"ttl_ms": 300, "fence": True})
     b.cell("acquire-pause", "lib-a", [HOLDERS] * 2, "held-replies", adapter=ADAPTER_A)
+    # A case's variant of lib-b's run goes in lib-b's row, not a row of its own.
+    b.cell("client-clock-skew", "lib-b", [SAFE] * 2, "client-clock-skew")
+    b.cell("client-clock-skew", "lib-b+clock-back", [HOLDERS] * 2, "client-clock-skew", table_row="lib-b")
     b.cell("renewal", "lib-a", [HOLDERS] * 2)                            # no failure class: not in the table
     b.cell("gc-pause", "token-lua+ttl_ms=300", [HOLDERS] * 2, "gc-pause", external=False)
     b.cell("gc-pause", "token-lua+fence+ttl_ms=300", [REFUSED] * 2, "gc-pause", external=False,
@@ -112,6 +117,8 @@ class LibraryTableTest(unittest.TestCase):
         self.assertEqual(rows["lib-a"]["held replies"], "2 holders 2/2")
         self.assertEqual(rows["lib-b"]["GC pause"], "stale write refused 2/2")
         self.assertEqual(rows["lib-b"]["held replies"], "—")  # not run
+        self.assertEqual(rows["lib-b"]["client clock skew"], "2 holders 2/4, safe 2/4")  # its variant's too
+        self.assertNotIn("lib-b+clock-back", rows)
         self.assertEqual(rows["lib-a"]["slow holder"], "—")
         self.assertEqual(rows["token-lua"]["GC pause"], "2 holders 2/2")
         self.assertEqual(rows["token-lua"]["restart without data"], "—")  # its aof-always variant stays out

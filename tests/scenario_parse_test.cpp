@@ -569,6 +569,17 @@ TEST(ScenarioParse, AFailureClassIsOneOfTheTablesColumns) {
     expect_refused(bad, "failure_class", {"a string"});
 }
 
+// "table_row": a case's variant of a library's run puts its verdicts in the library's row; it
+// is a name like a run's own, checked the same way.
+TEST(ScenarioParse, ARunsTableRowIsANameLikeItsOwn) {
+    Json s = base();
+    s["runs"] = Json::parse(R"([{"algorithm": "external", "name": "lib+variant", "table_row": "lib", "command": ["/bin/true"]}])");
+    EXPECT_EQ(parse_scenario(s, kFile).runs.at(0).table_row, "lib");
+    EXPECT_FALSE(parse_scenario(base(), kFile).runs.at(0).table_row.has_value());
+    s["runs"][0]["table_row"] = "../lib";
+    expect_refused(s, "runs[0].table_row", {"a name of at most 200"});
+}
+
 // Every column of the verdict table has a catalog file to fill it.
 TEST(ScenarioParse, EveryFailureClassHasACatalogFile) {
     std::set<std::string> named;

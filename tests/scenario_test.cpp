@@ -115,7 +115,9 @@ void external_checks(const std::string& name, const nlohmann::json& summary) {
         // with a paused one; its RedlockMutex has no validity check (acquire-pause).
         {"baseline", {{"redis-semaphore", false}, {"redis-semaphore+no-refresh", false}, {"redis-semaphore-redlock", false}}},
         {"gc-pause", {{"redis-semaphore", true}, {"redis-semaphore+no-refresh", true}, {"redis-semaphore-redlock", true}}},
-        {"delayed-write", {{"redis-semaphore", false}, {"redis-semaphore+no-refresh", true}, {"redis-semaphore-redlock", false}}},
+        // Its refresh usually keeps the holder's lease through the held write, unless a timer runs
+        // 60 ms late: only the run without it has a fixed verdict (as in slow-holder).
+        {"delayed-write", {{"redis-semaphore+no-refresh", true}}},
         {"acquire-pause", {{"redis-semaphore", true}, {"redis-semaphore+no-refresh", true}, {"redis-semaphore-redlock", true}}},
         {"client-clock-skew", {{"redis-semaphore", false}, {"redis-semaphore+no-refresh", false}, {"redis-semaphore-redlock", false}}},
         {"node-clock-jump", {{"redis-semaphore", true}, {"redis-semaphore+no-refresh", true}}},

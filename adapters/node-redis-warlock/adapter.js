@@ -97,10 +97,15 @@ Promise.race([connected, new Promise((done) => setTimeout(done, connectTimeout))
   let queue = Promise.resolve();
   rl.on('line', (line) => {
     queue = queue.then(async () => {
-      const req = JSON.parse(line);
-      const answer = await ops[req.op](req);
+      let answer;
+      try {  // a request that throws fails alone: the adapter goes on answering
+        const req = JSON.parse(line);
+        answer = await ops[req.op](req);
+      } catch (e) {
+        answer = {ok: false, error: String(e && e.message || e)};
+      }
       process.stdout.write(JSON.stringify(answer) + '\n');
     });
   });
-  rl.on('close', () => queue.then(() => process.exit(0)));
+  rl.on('close', () => queue.finally(() => process.exit(0)));
 });

@@ -115,5 +115,5 @@ Promise.race([connected, new Promise((done) => setTimeout(done, connectTimeout))
       say(answer);
     });
   });
-  rl.on('close', () => queue.then(() => process.exit(0)));
+  rl.on('close', () => queue.finally(() => process.exit(0)));
 });

@@ -17,7 +17,8 @@ it: nothing runs in the background. With params `"heartbeat": true` the coordina
 started with start_heart=True: tooz's Heart thread then calls heartbeat() every half of
 min(lock_timeout, membership_timeout) for as long as the adapter lives. A renewal that finds
 the lock gone is only logged by tooz (a warning, "Unable to heartbeat lock"): the adapter
-turns that log record into a {"event": "lost"} line. Release answers removed_on: tooz's
+turns that log record into a {"event": "lost"} line. tooz keeps the lost lock in its list of
+held ones, so the warning, and the event, repeat every beat until the release. Release answers removed_on: tooz's
 release returns False when the key was no longer ours.
 """
 import json

@@ -114,7 +114,8 @@ def table_rows(trees):
             if klass not in dict(CLASSES):
                 continue
             external = run.get("algorithm") == "external"
-            name = c.run if external else reference_name(c)
+            # A case's variant of a library's run names the library's row (the run's table_row).
+            name = (run.get("table_row") or c.run) if external else reference_name(c)
             if name is None:
                 continue
             row = rows.setdefault((not external, name), Row(name, external))

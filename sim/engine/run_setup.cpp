@@ -47,6 +47,7 @@ RunRecord run_record(const Scenario& s, const RunSpec& run, std::uint64_t seed, 
     r.seed = seed;
     r.scenario = s.name;
     r.failure_class = s.failure_class;
+    r.table_row = run.table_row;
     r.lock_key = s.lock_key;
     r.expect = run.expect;
     r.workload = s.source.value("workload", nlohmann::json::object());

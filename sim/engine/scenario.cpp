@@ -235,6 +235,10 @@ RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::s
     r.nodes = static_cast<int>(f.integer("nodes", r.algorithm->default_nodes, 1, kMaxNodes));
     r.name = f.string("name", default_run_name(algorithm, r.algorithm->params, r.params));
     check_name(f, f.at("name"), r.name);
+    if (f.get("table_row")) {
+        r.table_row = f.string("table_row", "");
+        check_name(f, f.at("table_row"), *r.table_row);
+    }
     const nlohmann::json* own = f.get("faults");
     r.faults_source = own ? *own : scenario_faults;
     r.faults = parse_faults(r.faults_source, own ? f.at("faults") : "faults", file, w);

@@ -36,6 +36,9 @@ struct Expectation {
 
 struct RunSpec {
     std::string name;                  // unique in the scenario
+    // The row of the report's library table its verdicts go in, when not its name (a case's
+    // variant of a library's run, e.g. "redis-lock+clock-back" in the "redis-lock" row).
+    std::optional<std::string> table_row;
     const AlgorithmInfo* algorithm = nullptr;
     Params params;
     Service service = Service::redis;  // what the lock nodes are: redis-servers, or the servers of

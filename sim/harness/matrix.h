@@ -43,8 +43,9 @@ inline constexpr const char* kResultsFormat = "lockbench-results";
 // additions, so the report reads version 3 as it is (its runs have none of them), and
 // `lockbench check TREE --write` marks a version 3 tree as 4 for a matrix to continue it.
 // Version 5 added an external run's `adapter` (what its ready line said: library, algorithm,
-// fencing) to run.json and the summary, the scenario's `failure_class`, and each run's
-// adapter/ folder (the adapters' stderr): additions again, read from versions 3 and 4 as they
+// fencing) to run.json and the summary, the scenario's `failure_class` and a run's
+// `table_row`, the `validity` figures and the acquire's `key_ttl_ms` of a run with
+// `probe_key_ttl`, and each run's adapter/ folder (the adapters' stderr): additions again, read from versions 3 and 4 as they
 // are, and `check --write` marks such a tree as 5.
 inline constexpr int kResultsVersion = 5;
 

@@ -226,7 +226,12 @@ void redlock_validity_retries_checks(const fs::path& out) {
         const auto lines = jsonl(out / "runs" / run / "history" / "client-1.jsonl");
         const auto won = std::ranges::find_if(lines, [](const auto& e) { return e.at("op") == "acquire" && e.at("type") == "ok"; });
         ASSERT_NE(won, lines.end()) << run;
-        for (const auto& ttl : won->at("key_ttl_ms")) EXPECT_GT(ttl.template get<long long>(), 0) << run << ": " << won->dump();
+        // The library answers once a majority voted: a fifth node's SET may land after the
+        // probe read it (-2) or go unnamed (null); the lock stands on a majority.
+        const auto standing = std::ranges::count_if(won->at("key_ttl_ms"), [](const auto& t) {
+            return t.is_number_integer() && t.template get<long long>() > 0;
+        });
+        EXPECT_GE(standing, 3) << run << ": " << won->dump();
         EXPECT_EQ(won->at("validity_ms").template get<double>() > 0, run == "node-redlock+retries") << won->dump();
         const auto renewed = std::ranges::find_if(lines, [](const auto& e) { return e.at("op") == "renew" && e.at("type") != "invoke"; });
         ASSERT_NE(renewed, lines.end()) << run;

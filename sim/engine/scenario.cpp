@@ -202,6 +202,14 @@ ResourceCheck parse_run_resource_check(Fields& f) {
     return *check;
 }
 
+// "table_row": the library table's row a case's variant of a library's run goes in; a name.
+std::optional<std::string> parse_table_row(Fields& f) {
+    if (!f.get("table_row")) return std::nullopt;
+    const std::string row = f.string("table_row", "");
+    check_name(f, f.at("table_row"), row);
+    return row;
+}
+
 RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::string& file,
                   const WorkloadSpec& w, const nlohmann::json& scenario_faults) {
     Fields f(j, path, file);
@@ -235,10 +243,7 @@ RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::s
     r.nodes = static_cast<int>(f.integer("nodes", r.algorithm->default_nodes, 1, kMaxNodes));
     r.name = f.string("name", default_run_name(algorithm, r.algorithm->params, r.params));
     check_name(f, f.at("name"), r.name);
-    if (f.get("table_row")) {
-        r.table_row = f.string("table_row", "");
-        check_name(f, f.at("table_row"), *r.table_row);
-    }
+    r.table_row = parse_table_row(f);
     const nlohmann::json* own = f.get("faults");
     r.faults_source = own ? *own : scenario_faults;
     r.faults = parse_faults(r.faults_source, own ? f.at("faults") : "faults", file, w);

@@ -202,6 +202,22 @@ ResourceCheck parse_run_resource_check(Fields& f) {
     return *check;
 }
 
+// A library in another process ("external"): its adapter command; it must name its run too.
+std::vector<std::string> parse_command(Fields& f, const std::string& algorithm) {
+    const nlohmann::json* command = f.get("command");
+    if (algorithm != "external") {
+        if (command) f.fail(f.at("command"), "only an \"external\" algorithm runs a command");
+        return {};
+    }
+    if (!command) f.fail(f.at("command"), "required with \"algorithm\": \"external\": the adapter's command, e.g. "
+                                          "[\"/usr/bin/python3\", \"adapters/redis_py_lock.py\"]");
+    if (!command->is_array() || command->empty() ||
+        !std::ranges::all_of(*command, [](const auto& a) { return a.is_string() && !a.template get<std::string>().empty(); }))
+        f.fail(f.at("command"), "expected a non-empty array of non-empty strings, got " + excerpt(*command));
+    if (!f.get("name")) f.fail(f.at("name"), "required with \"algorithm\": \"external\" (e.g. \"redis-py\")");
+    return command->get<std::vector<std::string>>();
+}
+
 // "table_row": the library table's row a case's variant of a library's run goes in; a name.
 std::optional<std::string> parse_table_row(Fields& f) {
     if (!f.get("table_row")) return std::nullopt;
@@ -221,19 +237,7 @@ RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::s
         for (const auto& a : algorithms()) list += (list.empty() ? "" : ", ") + a.name;
         f.fail(f.at("algorithm"), "unknown algorithm " + quoted_excerpt(algorithm) + " (known: " + list + ", external)");
     }
-    if (algorithm == "external") {
-        // A library in another process: its adapter command and the name the results use.
-        const nlohmann::json* command = f.get("command");
-        if (!command) f.fail(f.at("command"), "required with \"algorithm\": \"external\": the adapter's command, e.g. "
-                                              "[\"/usr/bin/python3\", \"adapters/redis_py_lock.py\"]");
-        if (!command->is_array() || command->empty() ||
-            !std::ranges::all_of(*command, [](const auto& a) { return a.is_string() && !a.template get<std::string>().empty(); }))
-            f.fail(f.at("command"), "expected a non-empty array of non-empty strings, got " + excerpt(*command));
-        r.command = command->get<std::vector<std::string>>();
-        if (!f.get("name")) f.fail(f.at("name"), "required with \"algorithm\": \"external\" (e.g. \"redis-py\")");
-    } else if (f.get("command")) {
-        f.fail(f.at("command"), "only an \"external\" algorithm runs a command");
-    }
+    r.command = parse_command(f, algorithm);
     std::string error;
     const nlohmann::json* params = f.get("params");
     // An external run's other parameters are the library's own: the adapter reads them as given.

@@ -1,5 +1,6 @@
 """0. The cross-library verdict table that opens the report: one row per lock library (an external
-run, by the name its scenarios give it), then lockbench's own algorithms for reference; one
+run, by the name its scenarios give it, or its `table_row` when a case's variant of the run
+names the library's row), then lockbench's own algorithms for reference; one
 column per failure class (the scenario's `failure_class`, as each run's summary entry records
 it). A cell counts every repetition of the row's runs in the scenarios of its class by the
 verdict the checker's figures give that repetition; expectations play no part.

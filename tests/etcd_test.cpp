@@ -28,8 +28,7 @@
 #include "sim/live/http_client.h"
 #include "sim/live/lock_service.h"
 #include "sim/live/redis_node.h"
-
-extern char** environ;
+#include "adapter_process.h"
 
 namespace lockbench {
 namespace {
@@ -38,6 +37,7 @@ using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
+using testing_util::AdapterProcess;
 
 // Elections and restarts on a loaded machine: the bound only keeps a broken build from hanging.
 bool eventually(const std::function<bool()>& condition) {
@@ -243,76 +243,18 @@ TEST_F(EtcdTest, PeerProxiesAreRefusedInOneLine) {
 
 // ---- The lock adapter -----------------------------------------------------------------------
 
-// adapters/etcd-lock/adapter.py with its stdin and stdout on pipes, in its own process group.
-class Adapter {
+// adapters/etcd-lock/adapter.py with its stdin and stdout on pipes, in its own process group;
+// a line waits up to the op timeout lockbench would give it.
+class Adapter : public AdapterProcess {
 public:
-    Adapter(const std::string& nodes, int client) {
-        int in[2], out[2];
-        if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
-        posix_spawn_file_actions_t actions;
-        posix_spawn_file_actions_init(&actions);
-        posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
-        posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-        posix_spawnattr_t attr;
-        posix_spawnattr_init(&attr);
-        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-        std::vector<std::string> env = {"LOCKBENCH_NODES=" + nodes, "LOCKBENCH_CLIENT=" + std::to_string(client),
-                                        "LOCKBENCH_COMMAND_TIMEOUT_MS=200", "LOCKBENCH_OP_TIMEOUT_MS=2000",
-                                        "LOCKBENCH_PARAMS={\"ttl_ms\":1000}"};
-        std::vector<char*> envp;
-        for (auto& e : env) envp.push_back(e.data());
-        envp.push_back(nullptr);
-        std::string script = (fs::path(LOCKBENCH_SOURCE_DIR) / "adapters" / "etcd-lock" / "adapter.py").string();
-        std::string python = "/usr/bin/python3";
-        char* argv[] = {python.data(), script.data(), nullptr};
-        if (posix_spawn(&pid_, argv[0], &actions, &attr, argv, envp.data()) != 0) throw std::runtime_error("spawn");
-        posix_spawn_file_actions_destroy(&actions);
-        posix_spawnattr_destroy(&attr);
-        close(in[0]), close(out[1]);
-        to_ = in[1], from_ = out[0];
-    }
-    ~Adapter() {
-        if (to_ >= 0) close(to_);
-        close(from_);
-        if (pid_ < 0) return;
-        ::kill(pid_, SIGKILL);
-        waitpid(pid_, nullptr, 0);
-    }
-    pid_t pid() const { return pid_; }
-    // Closes its stdin, as lockbench does at the end, and waits for it to exit.
-    bool close_and_wait() {
-        close(std::exchange(to_, -1));
-        int status = 0;
-        return waitpid(std::exchange(pid_, -1), &status, 0) > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    }
-    // The next line it prints, within the op timeout lockbench would give it (null if none).
-    json read() {
-        const auto deadline = Clock::now() + 2s;
-        while (buffer_.find('\n') == std::string::npos) {
-            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-            pollfd p{from_, POLLIN, 0};
-            if (left <= 0 || poll(&p, 1, static_cast<int>(left)) <= 0) return nullptr;
-            char chunk[512];
-            const ssize_t n = ::read(from_, chunk, sizeof chunk);
-            if (n <= 0) return nullptr;
-            buffer_.append(chunk, static_cast<std::size_t>(n));
-        }
-        const std::string line = buffer_.substr(0, buffer_.find('\n'));
-        buffer_.erase(0, line.size() + 1);
-        return json::parse(line, nullptr, false);
-    }
-    json call(const json& request) {
-        const std::string line = request.dump() + "\n";
-        if (write(to_, line.data(), line.size()) != static_cast<ssize_t>(line.size())) return nullptr;
-        return read();
-    }
+    Adapter(const std::string& nodes, int client)
+        : AdapterProcess({"/usr/bin/python3", (fs::path(LOCKBENCH_SOURCE_DIR) / "adapters" / "etcd-lock" / "adapter.py").string()},
+                         {"LOCKBENCH_NODES=" + nodes, "LOCKBENCH_CLIENT=" + std::to_string(client),
+                          "LOCKBENCH_COMMAND_TIMEOUT_MS=200", "LOCKBENCH_OP_TIMEOUT_MS=2000",
+                          "LOCKBENCH_PARAMS={\"ttl_ms\":1000}"},
+                         2s) {}
     json acquire() { return call({{"op", "acquire"}, {"key", "lock"}, {"ttl_ms", 1000}, {"wait_ms", 0}}); }
     json release() { return call({{"op", "release"}, {"key", "lock"}}); }
-
-private:
-    pid_t pid_ = -1;
-    int to_ = -1, from_ = -1;
-    std::string buffer_;
 };
 
 std::string base64(const std::string& text) {

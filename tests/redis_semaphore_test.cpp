@@ -27,9 +27,8 @@
 
 #include "sim/live/redis_node.h"
 #include "faults/process.h"
+#include "adapter_process.h"
 #include "test_util.h"
-
-extern char** environ;
 
 namespace lockbench {
 namespace {
@@ -40,67 +39,17 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 // The adapter with its stdin and stdout on pipes, as a lockbench client starts it.
-class Adapter {
+class Adapter : public AdapterProcess {
 public:
-    Adapter(int port, const json& params) {
-        int in[2], out[2];
-        if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
-        posix_spawn_file_actions_t actions;
-        posix_spawn_file_actions_init(&actions);
-        posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
-        posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-        std::vector<std::string> env = {"LOCKBENCH_NODES=127.0.0.1:" + std::to_string(port), "LOCKBENCH_CLIENT=0",
-                                        "LOCKBENCH_COMMAND_TIMEOUT_MS=500", "LOCKBENCH_CONNECT_TIMEOUT_MS=2000",
-                                        "LOCKBENCH_PARAMS=" + params.dump()};
-        for (char** e = environ; *e; ++e)
-            if (std::string(*e).starts_with("PATH=")) env.emplace_back(*e);
-        std::vector<char*> envp;
-        for (auto& e : env) envp.push_back(e.data());
-        envp.push_back(nullptr);
-        std::string node = "node", script = (fs::path(LOCKBENCH_SOURCE_DIR) / "adapters/redis-semaphore/adapter.js").string();
-        char* argv[] = {node.data(), script.data(), nullptr};
-        const int spawned = posix_spawnp(&pid_, argv[0], &actions, nullptr, argv, envp.data());
-        posix_spawn_file_actions_destroy(&actions);
-        close(in[0]), close(out[1]);
-        to_ = in[1], from_ = out[0];
-        if (spawned != 0) throw std::runtime_error("cannot start node");
-    }
-    ~Adapter() {
-        close(to_), close(from_);
-        ::kill(pid_, SIGKILL);
-        waitpid(pid_, nullptr, 0);
-    }
-    Adapter(const Adapter&) = delete;
-    Adapter& operator=(const Adapter&) = delete;
-
-    // The next line it prints, or null if none comes within 3 s (lockbench's op timeout is shorter).
-    json read() {
-        const auto deadline = std::chrono::steady_clock::now() + 3s;
-        while (buffer_.find('\n') == std::string::npos) {
-            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-            pollfd p{from_, POLLIN, 0};
-            if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) <= 0) return nullptr;
-            char chunk[512];
-            const ssize_t n = ::read(from_, chunk, sizeof chunk);
-            if (n <= 0) return nullptr;
-            buffer_.append(chunk, static_cast<std::size_t>(n));
-        }
-        const std::string line = buffer_.substr(0, buffer_.find('\n'));
-        buffer_.erase(0, line.size() + 1);
-        return json::parse(line, nullptr, false);
-    }
-    json call(const json& request) {
-        const std::string line = request.dump() + "\n";
-        if (write(to_, line.data(), line.size()) != static_cast<ssize_t>(line.size())) return nullptr;
-        return read();
-    }
+    // The next line it prints waits up to 3 s (lockbench's op timeout is shorter).
+    Adapter(int port, const json& params)
+        : AdapterProcess({"node", (fs::path(LOCKBENCH_SOURCE_DIR) / "adapters/redis-semaphore/adapter.js").string()},
+                         {"LOCKBENCH_NODES=127.0.0.1:" + std::to_string(port), "LOCKBENCH_CLIENT=0",
+                          "LOCKBENCH_COMMAND_TIMEOUT_MS=500", "LOCKBENCH_CONNECT_TIMEOUT_MS=2000",
+                          "LOCKBENCH_PARAMS=" + params.dump()},
+                         3s) {}
     json acquire(int ttl_ms) { return call({{"op", "acquire"}, {"key", "k"}, {"ttl_ms", ttl_ms}, {"wait_ms", 0}}); }
     json release() { return call({{"op", "release"}, {"key", "k"}}); }
-
-private:
-    pid_t pid_ = -1;
-    int to_ = -1, from_ = -1;
-    std::string buffer_;
 };
 
 class RedisSemaphoreAdapter : public ::testing::Test {

@@ -151,6 +151,11 @@ struct ExploreArgs {
     std::optional<std::string> out;
     std::optional<std::uint64_t> replay_seed;
     bool first_only = false;
+    int budget = 0;
+    std::optional<double> seconds;
+    int jobs = 0;
+    std::optional<std::string> shard;
+    bool schedules_given = false;
 };
 
 int cmd_replay(const sim::ExploreOptions& o, const std::vector<std::string>& only, std::uint64_t seed) {
@@ -166,15 +171,30 @@ int cmd_explore(const ExploreArgs& a) {
     const Scenario s = load_scenario(a.scenario);
     sim::ExploreOptions o{a.scenario, a.only, a.schedules, a.seed,
                           a.out ? fs::path(*a.out) : fs::path("results") / ("explore-" + s.name), true, a.first_only};
+    o.budget = a.budget;
+    o.seconds = a.seconds;
+    o.jobs = a.jobs;
+    // Bounded by time alone, a search draws until its time is up.
+    if (a.seconds && !a.schedules_given) o.schedules = std::numeric_limits<long long>::max();
+    if (a.shard) {
+        const Shard sh = parse_shard(*a.shard);
+        o.shard_index = sh.index;
+        o.shard_count = sh.count;
+    }
     const auto locks = lock_folders(o.out, {});
     if (a.replay_seed) return cmd_replay(o, a.only, *a.replay_seed);
     const nlohmann::json r = sim::explore(o);
     std::cout << "explore: " << r.at("schedules_run") << " schedules in " << r.at("wall_s").get<double>() << " s, "
-              << r.at("violations_found") << " violating run(s) found and shrunk\n";
-    for (const auto& v : r.at("violations"))
-        std::cout << "  " << v.at("run").get<std::string>() << ": " << v.at("violation").get<std::string>()
-                  << " in schedule " << v.at("schedule_seed") << " after " << v.at("found_after_s").get<double>()
-                  << " s; witness " << (o.out / v.at("witness").at("scenario").get<std::string>()).string() << "\n";
+              << r.at("violations_found") << " run(s) with a violation, " << r.at("classes").size() << " failure class(es)\n";
+    for (const auto& [run, record] : r.at("runs").items()) {
+        std::cout << "  " << run << ": " << record.at("schedules") << " schedules, " << record.at("violating")
+                  << " violating\n";
+        for (const auto& c : r.at("classes"))
+            if (c.at("run") == run)
+                std::cout << "    " << c.at("class").get<std::string>() << " (" << c.at("violation").get<std::string>()
+                          << ", " << c.at("schedules") << " schedule(s), first after " << c.at("first_found_s").get<double>()
+                          << " s; witness " << (o.out / c.at("witness").get<std::string>()).string() << ")\n";
+    }
     std::cout << "explore.json: " << (o.out / "explore.json").string() << "\n";
     return 0;
 }
@@ -341,11 +361,21 @@ Subcommand add_explore(CLI::App& app) {
         app.add_subcommand("explore", "search fault schedules of a scenario in the simulator, shrink what violates");
     explore->add_option("scenario", a->scenario, "scenario file (JSON)")->required();
     explore->add_option("--algorithm", a->only, "only runs of this algorithm or run name (repeatable)");
-    explore->add_option("--schedules", a->schedules, "schedules to draw per run (default 1000)")->check(CLI::PositiveNumber);
+    explore->add_option("--schedules", a->schedules, "schedules to draw per run (default 1000; unbounded with --seconds)")
+        ->check(CLI::PositiveNumber)
+        ->each([a](const std::string&) { a->schedules_given = true; });
     explore->add_option("--seed", a->seed, "the search's seed (default 1)")->check(CLI::NonNegativeNumber);
     explore->add_option("--out", a->out, "where explore.json and the witnesses go (default: results/explore-<scenario>)");
     explore->add_option("--replay", a->replay_seed, "run the one schedule with this seed (from explore.json) into --out")->check(CLI::NonNegativeNumber);
     explore->add_flag("--first", a->first_only, "per run, stop at the first violating schedule");
+    explore->add_option("--budget", a->budget,
+                        "compose each schedule of up to N faults from the whole fault vocabulary, ignoring the scenario's")
+        ->check(CLI::Range(1, 8));
+    explore->add_option("--seconds", a->seconds, "bound the whole search (every run) by this much wall time")
+        ->check(CLI::PositiveNumber);
+    explore->add_option("--jobs", a->jobs, "threads (default: one per core); the results do not depend on it")
+        ->check(CLI::PositiveNumber);
+    explore->add_option("--shard", a->shard, "I/N: run only the schedules whose index is I modulo N (merge the shards' folders)");
     return {explore, [a] { return cmd_explore(*a); }};
 }
 

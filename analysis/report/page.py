@@ -9,6 +9,7 @@ import re
 import shutil
 
 from .common import BUCKET_MS, Fail, fmt_ms, fmt_n, join_en, num, plural, progress, slug
+from .discovered import load as load_explore, write_discovered
 from .findings import budget_note, scenario_text, write_findings
 from .libraries import write_library_table
 from .matrix import OUTCOME_WORD, draw_matrix, matrix_table
@@ -55,6 +56,7 @@ class Page:
     def __init__(self):
         self.h = []
         self.m = []
+        self.explore = None  # explore.json, when the folder is `lockbench explore`'s
 
     def heading(self, level, text, anchor=None):
         a = f' id="{html.escape(anchor)}"' if anchor else ""
@@ -222,13 +224,15 @@ def write_cover(trees, page):
     dates = tree_dates(trees)
     page.heading(1, "lockbench report")
     write_library_table(trees, page)  # the page opens with the libraries side by side
+    if page.explore:  # an explore folder opens with what its search discovered
+        write_discovered(page.explore, page)
     cover = [f"{t.name}: {t.kind}" + (f" of {t.sweep.get('scenario')} over {t.sweep.get('path')}" if t.kind == "sweep" else
                                       f" of {plural(len(t.scenario_order), 'scenario')}")
              + f", {plural(len(t.cells), 'cell')}, spec {t.spec_id}" + budget_note(t) for t in trees]
     page.para("Covers " + "; ".join(cover) + ".")
     s = f"{plural(ncell, 'cell')} (a run of a scenario: one algorithm with its parameters), {nrep} of {nplanned} planned reps done"
     if seeds:
-        s += f", seeds {seeds[0]}–{seeds[-1]}" if len(seeds) > 3 and seeds == list(range(seeds[0], seeds[-1] + 1)) else \
+        s += f", seeds {seeds[0]}–{seeds[-1]}" if len(seeds) > 3 and seeds[-1] - seeds[0] == len(seeds) - 1 else \
             f", seeds {', '.join(map(str, seeds))}"
     if dates:
         s += f"; reps recorded {dates[0]} to {dates[1]} (file times)"
@@ -355,6 +359,7 @@ def render(d):
         raise Fail(d, f"cannot create {os.path.basename(tmp)}: {e.strerror}")
     try:
         page = Page()
+        page.explore = load_explore(d)
         build(trees, os.path.join(tmp, "report-images"), page)
         doc = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
                "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"

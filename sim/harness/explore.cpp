@@ -1,15 +1,22 @@
 #include "sim/harness/explore.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <iostream>
+#include <limits>
+#include <map>
+#include <mutex>
 #include <numeric>
 #include <random>
+#include <set>
 #include <stdexcept>
+#include <thread>
 
 #include "analysis/checker.h"
 #include "analysis/history_io.h"
+#include "sim/harness/discover.h"
 #include "sim/harness/matrix.h"
 #include "faults/process.h"
 #include "sim/harness/results_folder.h"
@@ -21,11 +28,7 @@ namespace lockbench::sim {
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
-namespace {
-
-// The scenario with only run `name`, its faults made its own (the scenario's, unless it
-// names its own), so that a schedule can change them.
-Json one_run(const Json& source, const Scenario& parsed, const std::string& name) {
+Json one_run_scenario(const Json& source, const Scenario& parsed, const std::string& name) {
     std::size_t index = 0;
     while (index < parsed.runs.size() && parsed.runs[index].name != name) ++index;
     if (index == parsed.runs.size()) throw std::runtime_error("no run named " + name);
@@ -37,6 +40,8 @@ Json one_run(const Json& source, const Scenario& parsed, const std::string& name
     s["runs"] = Json::array({run});
     return s;
 }
+
+namespace {
 
 long long draw(std::mt19937_64& rng, long long lo, long long hi) {
     if (hi <= lo) return lo;
@@ -60,7 +65,11 @@ Outcome simulate(const Json& scenario, std::uint64_t seed, const fs::path& dir) 
     const RunOutcome r0 = run_simulated(s, s.runs.at(0), seed, dir);
     std::ofstream(dir / "run.json") << Json{{"final_counter", r0.final_counter}, {"clients", s.workload.clients}}.dump();
     const CheckResult r = check(load_run_history(dir), {.max_witnesses = 0});
-    if (r.safety.mutual_exclusion_violations > 0) return {"mutual_exclusion_violations", r.safety.mutual_exclusion_violations};
+    // A fenced lock promises that no stale write lands, not that sections never overlap (a
+    // holder slowed past its lease still overlaps the next one, harmlessly if it never writes):
+    // its failures are the writes that fencing lets through.
+    const bool fenced = s.runs.at(0).params.json().value("fence", false);
+    if (!fenced && r.safety.mutual_exclusion_violations > 0) return {"mutual_exclusion_violations", r.safety.mutual_exclusion_violations};
     if (r.safety.stale_writes_accepted > 0) return {"stale_writes_accepted", r.safety.stale_writes_accepted};
     if (r.safety.lost_updates > 0) return {"lost_updates", r.safety.lost_updates};
     return {};
@@ -111,7 +120,7 @@ std::vector<Json> smaller(const Json& s) {
 
 Json draw_schedule(const Json& source, const std::string& run, std::uint64_t seed) {
     const Scenario parsed = parse_scenario(source, "<scenario>");
-    const Json written = one_run(source, parsed, run);  // the run as the file has it
+    const Json written = one_run_scenario(source, parsed, run);  // the run as the file has it
     Json s = written;
     std::mt19937_64 rng(seed);
     const RunSpec& spec = *std::ranges::find_if(parsed.runs, [&](const RunSpec& r) { return r.name == run; });
@@ -168,6 +177,10 @@ Json draw_schedule(const Json& source, const std::string& run, std::uint64_t see
     return s;
 }
 
+Json draw_for(const ExploreOptions& opts, const Json& source, const std::string& run, std::uint64_t seed) {
+    return opts.budget > 0 ? draw_budget_schedule(source, run, seed, opts.budget) : draw_schedule(source, run, seed);
+}
+
 namespace {
 
 // The chosen runs of the scenario that the simulator can run.
@@ -179,6 +192,33 @@ std::vector<std::string> runs_to_explore(const Scenario& s, const std::vector<st
         if (!unsupported(r)) names.push_back(r.name);
     if (names.empty()) throw std::runtime_error(s.path + ": no run here can be simulated");
     return names;
+}
+
+// Runs fn(i) for every i below n on `jobs` threads; the results by index, whatever the
+// threads' order. The first exception escapes, after every thread has stopped.
+template <class T, class F>
+std::vector<T> parallel_map(std::size_t n, int jobs, F fn) {
+    std::vector<T> out(n);
+    std::atomic<std::size_t> next{0};
+    std::mutex mutex;
+    std::exception_ptr error;
+    const auto work = [&] {
+        for (std::size_t i = next++; i < n; i = next++) {
+            try {
+                out[i] = fn(i);
+            } catch (...) {
+                const std::lock_guard<std::mutex> hold(mutex);
+                if (!error) error = std::current_exception();
+                next = n;
+            }
+        }
+    };
+    std::vector<std::thread> threads;
+    for (int t = 1; t < jobs && static_cast<std::size_t>(t) < n; ++t) threads.emplace_back(work);
+    work();
+    for (auto& t : threads) t.join();
+    if (error) std::rethrow_exception(error);
+    return out;
 }
 
 // Shrinks a violating schedule: keeps each smaller variant that still shows the violation.
@@ -197,6 +237,27 @@ Json shrink(Json schedule, const std::string& violation, const fs::path& scratch
     return schedule;
 }
 
+// The order in which a schedule's faults land: its simulated run's nemesis.jsonl, each start
+// line matched to the fault of its label.
+std::vector<std::size_t> landing_order(const Json& schedule, const fs::path& dir) {
+    const Scenario s = parse_scenario(schedule, "<schedule>");
+    fs::remove_all(dir);
+    run_simulated(s, s.runs.at(0), schedule.at("seed").get<std::uint64_t>(), dir);
+    std::vector<std::size_t> order;
+    std::ifstream in(dir / "nemesis.jsonl");
+    for (std::string line; std::getline(in, line);) {
+        const Json j = Json::parse(line, nullptr, false);
+        if (!j.is_object() || j.value("type", "") != "start") continue;
+        const auto& faults = s.runs.at(0).faults;
+        for (std::size_t i = 0; i < faults.size(); ++i)
+            if (faults[i].label() == j.value("label", "") && !std::ranges::count(order, i)) {
+                order.push_back(i);
+                break;
+            }
+    }
+    return order;
+}
+
 // The shrunk schedule as a scenario anyone can run (DIR/witness-<run>-<seed>.json), and its
 // simulated run as a one-cell results tree beside it (DIR/witness-<run>-<seed>/), which
 // `lockbench report DIR` draws.
@@ -204,6 +265,7 @@ Json write_witness(const Json& schedule, const std::string& run, std::uint64_t s
     const std::string name = "witness-" + run + "-" + std::to_string(seed);
     const fs::path file = out / (name + ".json"), tree = out / name;
     Json scenario = schedule;
+    scenario.erase("failure_class");  // the file's column of the library table; a witness is not in it
     scenario["description"] = "Shrunk by lockbench explore from schedule " + std::to_string(seed) + " of " +
                               schedule.value("name", std::string()) + ": the smallest variant found that still violates.";
     write_atomically(file, scenario.dump(2) + "\n");
@@ -224,80 +286,194 @@ private:
     std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 };
 
+// One schedule drawn and simulated; a violating one keeps its scenario and its raw class
+// (the class of its faults before shrinking: schedules alike are shrunk once).
+struct Tried {
+    long long index = 0;
+    std::uint64_t seed = 0;
+    Outcome outcome;
+    Json schedule;
+    std::string raw_class;
+};
+
+// A violating schedule shrunk, with its class.
+struct Shrunk {
+    Json schedule;
+    int steps = 0;
+    std::string failure_class;
+};
+
 // What the search of one run found: its line of explore.json's "runs", its first violating
-// schedule shrunk (if any), and every violating schedule.
+// schedule shrunk (if any), every violating schedule, and its failure classes.
 struct RunSearch {
     Json record;
     std::optional<Json> first;
     Json violating = Json::array();
+    Json classes = Json::array();
+    std::map<std::string, std::string> raw_to_class;
+    long long schedules = 0, invalid = 0, shrinks = 0, unclassified = 0;
 };
 
-// The first violating schedule of a run, shrunk, its witness written; `found_after_s` is
-// counted from the start of this run's search.
-Json first_violation(const Json& schedule, const Outcome& o, const std::string& run, std::uint64_t seed,
-                     double found_after_s, const fs::path& scratch, const ExploreOptions& opts) {
-    int steps = 0;
-    const Json shrunk = shrink(schedule, o.violation, scratch / "shrink", steps);
-    Json w = write_witness(shrunk, run, seed, opts.out);
-    if (opts.progress)
-        std::cerr << "lockbench: explore " << run << ": schedule " << seed << " violates (" << o.violation
-                  << "); shrunk in " << steps << " tries to " << w.at("scenario").get<std::string>() << "\n";
-    return {{"run", run}, {"schedule_seed", seed}, {"violation", o.violation}, {"count", o.count},
-            {"found_after_s", found_after_s}, {"shrink_steps", steps},
-            {"shrunk", {{"clients", shrunk.at("workload").value("clients", 8)},
-                        {"duration_ms", shrunk.at("workload").value("duration_ms", 0LL)},
-                        {"faults", shrunk.at("runs").at(0).at("faults")}}},
-            {"witness", w}};
+struct SearchContext {
+    const Json& source;
+    const std::string& run;
+    const fs::path& scratch;
+    const ExploreOptions& opts;
+    Stopwatch clock;
+};
+
+Tried try_schedule(const SearchContext& c, long long index, std::size_t slot) {
+    Tried t{index, derive_seed(c.opts.seed, static_cast<std::uint64_t>(index)), {}, {}, {}};
+    Json schedule = draw_for(c.opts, c.source, c.run, t.seed);
+    t.outcome = simulate(schedule, schedule.at("seed").get<std::uint64_t>(), c.scratch / ("s" + std::to_string(slot)));
+    if (t.outcome.violation.empty() || t.outcome.violation == "invalid") return t;
+    t.raw_class = failure_class(schedule);
+    t.schedule = std::move(schedule);
+    return t;
 }
 
-// Draws and simulates the schedules of one run. Its clock starts here, so that a run's
-// first_violation_s and wall_s say how long that run's own search took, whatever ran before it.
-RunSearch search_run(const Json& source, const std::string& run, const fs::path& scratch, const ExploreOptions& opts) {
-    const Stopwatch clock;
-    RunSearch found;
-    long long n = 0, invalid = 0;
-    std::optional<double> first_s;
-    for (long long i = 0; i < opts.schedules; ++i) {
-        const std::uint64_t seed = derive_seed(opts.seed, static_cast<std::uint64_t>(i));
-        const Json schedule = draw_schedule(source, run, seed);
-        const Outcome o = simulate(schedule, schedule.at("seed").get<std::uint64_t>(), scratch / "s");
-        ++n;
-        if (opts.progress && (i % 100 == 99 || i + 1 == opts.schedules))
-            std::cerr << "lockbench: explore " << run << ": " << i + 1 << "/" << opts.schedules << " schedules, "
-                      << found.violating.size() << " violating, " << static_cast<int>(clock.seconds()) << " s\n";
-        if (o.violation == "invalid") ++invalid;
-        if (o.violation == "invalid" || o.violation.empty()) continue;
-        found.violating.push_back({{"run", run}, {"schedule_seed", seed}, {"violation", o.violation}, {"count", o.count}});
-        if (first_s) continue;
-        first_s = clock.seconds();
-        found.first = first_violation(schedule, o, run, seed, *first_s, scratch, opts);
-        if (opts.stop_at_first) break;
+Shrunk shrink_and_class(const SearchContext& c, const Tried& t, std::size_t slot) {
+    Shrunk s;
+    const fs::path dir = c.scratch / ("shrink" + std::to_string(slot));
+    s.schedule = shrink(t.schedule, t.outcome.violation, dir, s.steps);
+    s.failure_class = failure_class(s.schedule, landing_order(s.schedule, dir));
+    return s;
+}
+
+// Judges a chunk's schedules in index order: counts them, lists the violating ones, and picks
+// those to shrink (the first of each raw class, up to max_shrinks). With stop_at_first, what
+// follows the first violation is not counted, whatever else the threads ran.
+std::vector<const Tried*> judge(RunSearch& r, const std::vector<Tried>& chunk, const ExploreOptions& opts, bool& stop) {
+    std::vector<const Tried*> picked;
+    std::set<std::string> raw_picked;
+    for (const Tried& t : chunk) {
+        ++r.schedules;
+        if (t.outcome.violation == "invalid") ++r.invalid;
+        if (t.outcome.violation.empty() || t.outcome.violation == "invalid") continue;
+        r.violating.push_back({{"run", t.schedule.at("runs").at(0).at("name")}, {"schedule", t.index},
+                               {"schedule_seed", t.seed}, {"violation", t.outcome.violation}, {"count", t.outcome.count}});
+        if (!r.raw_to_class.contains(t.raw_class) && !raw_picked.contains(t.raw_class) &&
+            r.shrinks + static_cast<long long>(picked.size()) < opts.max_shrinks) {
+            picked.push_back(&t);
+            raw_picked.insert(t.raw_class);
+        }
+        if (opts.stop_at_first) {
+            stop = true;
+            break;
+        }
     }
-    found.record = {{"schedules", n}, {"violating", found.violating.size()}, {"invalid", invalid},
-                    {"first_violation_s", first_s ? Json(*first_s) : Json()}, {"wall_s", clock.seconds()}};
-    return found;
+    return picked;
+}
+
+// A new class's entry of explore.json's "classes", its witness written.
+Json class_entry(const SearchContext& c, const Tried& t, const Shrunk& s) {
+    const Json w = write_witness(s.schedule, c.run, t.seed, c.opts.out);
+    if (c.opts.progress)
+        std::cerr << "lockbench: explore " << c.run << ": new class after " << static_cast<int>(c.clock.seconds())
+                  << " s (schedule " << t.seed << ", " << t.outcome.violation << "): " << s.failure_class << "\n";
+    return {{"run", c.run}, {"class", s.failure_class}, {"faults", s.schedule.at("runs").at(0).at("faults")},
+            {"schedules", 0}, {"first_found_s", c.clock.seconds()}, {"witness", w.at("scenario")},
+            {"violation", t.outcome.violation}, {"schedule_seed", t.seed}, {"shrink_steps", s.steps},
+            {"figures", w.at("figures")}, {"tree", w.at("tree")}};
+}
+
+// explore.json's "violations" line of a run: its first violating schedule, shrunk.
+Json first_violation(const Tried& t, const Shrunk& s, const Json& entry, double found_after_s) {
+    return {{"run", entry.at("run")}, {"schedule_seed", t.seed}, {"violation", t.outcome.violation},
+            {"count", t.outcome.count}, {"found_after_s", found_after_s}, {"shrink_steps", s.steps},
+            {"class", s.failure_class},
+            {"shrunk", {{"clients", s.schedule.at("workload").value("clients", 8)},
+                        {"duration_ms", s.schedule.at("workload").value("duration_ms", 0LL)},
+                        {"faults", s.schedule.at("runs").at(0).at("faults")}}},
+            {"witness", {{"scenario", entry.at("witness")}, {"tree", entry.at("tree")}, {"figures", entry.at("figures")}}}};
+}
+
+// Gives each shrunk schedule's raw class its class (a new one gets its entry and witness),
+// then counts every violating schedule of the chunk in its class.
+void classify(RunSearch& r, const SearchContext& c, const std::vector<Tried>& chunk,
+              const std::vector<const Tried*>& picked, const std::vector<Shrunk>& shrunk, double found_after_s) {
+    for (std::size_t m = 0; m < picked.size(); ++m) {
+        ++r.shrinks;
+        r.raw_to_class[picked[m]->raw_class] = shrunk[m].failure_class;
+        const bool known = std::ranges::any_of(r.classes, [&](const Json& e) { return e.at("class") == shrunk[m].failure_class; });
+        if (known) continue;
+        r.classes.push_back(class_entry(c, *picked[m], shrunk[m]));
+        if (!r.first) r.first = first_violation(*picked[m], shrunk[m], r.classes.back(), found_after_s);
+    }
+    for (const Tried& t : chunk) {
+        if (t.raw_class.empty() || t.index > r.violating.back().at("schedule").get<long long>()) continue;
+        const auto it = r.raw_to_class.find(t.raw_class);
+        if (it == r.raw_to_class.end()) {
+            ++r.unclassified;
+            continue;
+        }
+        for (Json& e : r.classes)
+            if (e.at("class") == it->second) e["schedules"] = e.at("schedules").get<long long>() + 1;
+    }
+}
+
+// The schedule indices of the next chunk: this shard's (I modulo N), below the limit.
+std::vector<long long> next_chunk(long long& position, const ExploreOptions& opts, std::size_t size) {
+    std::vector<long long> out;
+    for (; out.size() < size; ++position) {
+        const long long index = opts.shard_index + opts.shard_count * position;
+        if (index >= opts.schedules) break;
+        out.push_back(index);
+    }
+    return out;
+}
+
+// Draws, simulates and judges the schedules of one run, a chunk at a time on every core, until
+// its schedules, its share of --seconds, or (with --first) its first violation. Its clock
+// starts here, so that its times say how long this run's own search took.
+RunSearch search_run(const Json& source, const std::string& run, const fs::path& scratch, const ExploreOptions& opts,
+                     double seconds_for_run) {
+    SearchContext c{source, run, scratch, opts, {}};
+    RunSearch r;
+    const int jobs = std::max(1, opts.jobs);
+    long long position = 0;
+    for (bool stop = false; !stop && c.clock.seconds() < seconds_for_run;) {
+        const std::vector<long long> indices = next_chunk(position, opts, static_cast<std::size_t>(4 * jobs));
+        if (indices.empty()) break;
+        const auto chunk = parallel_map<Tried>(indices.size(), jobs, [&](std::size_t k) { return try_schedule(c, indices[k], k); });
+        const double found_after_s = c.clock.seconds();
+        const auto picked = judge(r, chunk, opts, stop);
+        const auto shrunk = parallel_map<Shrunk>(picked.size(), jobs, [&](std::size_t m) { return shrink_and_class(c, *picked[m], m); });
+        if (!r.violating.empty()) classify(r, c, chunk, picked, shrunk, found_after_s);
+        if (opts.progress)
+            std::cerr << "lockbench: explore " << run << ": " << r.schedules << " schedules, " << r.violating.size()
+                      << " violating, " << r.classes.size() << " classes, " << static_cast<int>(c.clock.seconds()) << " s\n";
+    }
+    r.record = {{"schedules", r.schedules}, {"violating", r.violating.size()}, {"invalid", r.invalid},
+                {"classes", r.classes.size()}, {"shrunk", r.shrinks}, {"unclassified", r.unclassified},
+                {"first_violation_s", r.first ? r.first->at("found_after_s") : Json()}, {"wall_s", c.clock.seconds()}};
+    return r;
 }
 
 }  // namespace
 
-Json explore(const ExploreOptions& opts) {
+Json explore(const ExploreOptions& given) {
+    ExploreOptions opts = given;
+    if (opts.jobs <= 0) opts.jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     const Json source = read_json_file(opts.scenario_file);
     const Scenario parsed = load_scenario(opts.scenario_file);
     const auto runs = runs_to_explore(parsed, opts.algorithms);
     fs::create_directories(opts.out);
     const fs::path scratch = make_run_temp_dir();
     const Stopwatch clock;
-    Json found = Json::array();  // the first violating schedule of each run, shrunk, with its witness
-    Json every = Json::array();  // every violating schedule: replay any with --replay SEED
-    Json per_run = Json::object();
+    Json found = Json::array(), every = Json::array(), classes = Json::array(), per_run = Json::object();
     long long run_count = 0;
     try {
-        for (const std::string& run : runs) {
-            RunSearch r = search_run(source, run, scratch, opts);
-            run_count += r.record.at("schedules").get<long long>();
+        for (std::size_t i = 0; i < runs.size(); ++i) {
+            // Each run gets an even share of what --seconds leaves.
+            const double share = opts.seconds ? std::max(0.0, *opts.seconds - clock.seconds()) / static_cast<double>(runs.size() - i)
+                                              : std::numeric_limits<double>::infinity();
+            RunSearch r = search_run(source, runs[i], scratch, opts, share);
+            run_count += r.schedules;
             if (r.first) found.push_back(std::move(*r.first));
             for (auto& v : r.violating) every.push_back(std::move(v));
-            per_run[run] = std::move(r.record);
+            for (auto& e : r.classes) classes.push_back(std::move(e));
+            per_run[runs[i]] = std::move(r.record);
         }
     } catch (...) {
         fs::remove_all(scratch);
@@ -306,15 +482,16 @@ Json explore(const ExploreOptions& opts) {
     fs::remove_all(scratch);
     const double wall_s = clock.seconds();
     Json result = {{"scenario", parsed.name}, {"scenario_file", opts.scenario_file.string()}, {"seed", opts.seed},
+                   {"budget", opts.budget}, {"shard", std::to_string(opts.shard_index) + "/" + std::to_string(opts.shard_count)},
                    {"schedules_run", run_count}, {"violations_found", found.size()}, {"wall_s", wall_s},
                    {"schedules_per_s", static_cast<double>(run_count) / std::max(wall_s, 1e-9)},
-                   {"runs", per_run}, {"violations", found}, {"violating_schedules", every}};
+                   {"runs", per_run}, {"violations", found}, {"violating_schedules", every}, {"classes", classes}};
     write_atomically(opts.out / "explore.json", result.dump(2) + "\n");
     return result;
 }
 
 Json replay(const ExploreOptions& opts, const std::string& run, std::uint64_t schedule_seed) {
-    const Json schedule = draw_schedule(read_json_file(opts.scenario_file), run, schedule_seed);
+    const Json schedule = draw_for(opts, read_json_file(opts.scenario_file), run, schedule_seed);
     fs::create_directories(opts.out);
     write_atomically(opts.out / "scenario.json", schedule.dump(2) + "\n");
     RunOptions o{opts.out / "run", std::nullopt, "", opts.progress, {}, true};

@@ -1,0 +1,311 @@
+#include "sim/harness/discover.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <set>
+
+#include "sim/engine/scenario.h"
+#include "sim/harness/explore.h"
+
+namespace lockbench::sim {
+using Json = nlohmann::json;
+
+namespace {
+
+enum class Kind { pause, watchdog_pause, client_clock, node_clock, lock_link, store_link, node_crash, client_kill, gate,
+                  replication_link };
+
+// What a run offers the draw: its kinds, the points its algorithm reaches, its time scale.
+struct Run {
+    std::vector<Kind> kinds;
+    std::vector<std::string> points;
+    long long scale_ms = 500;  // the lease: what a pause, a jump or a cut is measured against
+    long long duration_ms = 0;
+    int clients = 0, nodes = 1;
+};
+
+// The points each algorithm reaches: a fault armed where its run never passes is a wasted
+// draw. Every worker passes the generic ones; the acquire's own come from lockimpl/.
+std::vector<std::string> points_of(const RunSpec& r) {
+    const std::string& a = r.algorithm->name;
+    std::vector<std::string> p{"before_acquire", "after_acquire", "before_write", "before_release"};
+    if (a == "token-lua" || a == "redlock" || a == "reentrant") p.push_back("during_acquire");
+    if (a == "getset" || (a == "setnx" && r.params.json().value("expiry", "") == "in-value")) p.push_back("after_seen_expired");
+    if (a == "setnx" && r.params.json().value("expiry", "") == "expire") p.push_back("between_setnx_and_expire");
+    return p;
+}
+
+Run describe_run(const Scenario& s, const RunSpec& r) {
+    Run out;
+    out.points = points_of(r);
+    const Json& p = r.params.json();
+    out.scale_ms = p.contains("ttl_ms") ? p.at("ttl_ms").get<long long>() : p.value("lease_ms", 500LL);
+    out.duration_ms = s.workload.duration_ms;
+    out.clients = s.workload.clients;
+    out.nodes = r.nodes;
+    out.kinds = {Kind::pause, Kind::client_clock, Kind::node_clock, Kind::lock_link, Kind::store_link, Kind::node_crash,
+                 Kind::client_kill};
+    if (out.clients >= 2) out.kinds.push_back(Kind::gate);
+    // Only a client with a background task (a watchdog, a renewal timer) can have it stopped alone.
+    if (r.renew || (r.algorithm->name == "reentrant" && p.value("watchdog", true))) out.kinds.push_back(Kind::watchdog_pause);
+    if (r.sentinel) out.kinds.push_back(Kind::replication_link);  // no Sentinel failover without Sentinel
+    return out;
+}
+
+class Draw {
+public:
+    Draw(std::uint64_t seed, const Run& run) : rng_(seed), run_(run) {}
+
+    long long uniform(long long lo, long long hi) {
+        return hi <= lo ? lo : lo + static_cast<long long>(rng_() % static_cast<std::uint64_t>(hi - lo + 1));
+    }
+    bool chance(double p) { return std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
+    template <class T> const T& pick(const std::vector<T>& v) { return v.at(static_cast<std::size_t>(uniform(0, static_cast<long long>(v.size()) - 1))); }
+    // A length on the run's time scale: scale × 2^u, u uniform in [lo, hi].
+    long long scaled(double lo, double hi) {
+        const double u = std::uniform_real_distribution<double>(lo, hi)(rng_);
+        return std::max(1LL, std::llround(static_cast<double>(run_.scale_ms) * std::exp2(u)));
+    }
+
+    std::mt19937_64& rng() { return rng_; }
+    const Run& run() const { return run_; }
+
+private:
+    std::mt19937_64 rng_;
+    const Run& run_;
+};
+
+// The kinds of one schedule: a subset of at most `budget` of the run's kinds (swarm testing),
+// then the kind of each of its faults, every kind of the subset at least once.
+std::vector<Kind> draw_kinds(Draw& d, int budget) {
+    std::vector<Kind> all = d.run().kinds;
+    std::shuffle(all.begin(), all.end(), d.rng());
+    const long long subset = d.uniform(1, std::min<long long>(budget, static_cast<long long>(all.size())));
+    std::vector<Kind> kinds(all.begin(), all.begin() + subset);
+    const long long faults = d.uniform(subset, budget);
+    while (static_cast<long long>(kinds.size()) < faults) kinds.push_back(d.pick(std::vector<Kind>(all.begin(), all.begin() + subset)));
+    std::shuffle(kinds.begin(), kinds.end(), d.rng());
+    return kinds;
+}
+
+// What the faults drawn so far chose, for the correlated draws that follow.
+struct Aim {
+    bool correlated = false;
+    int client = 0;                 // every fault's client when correlated
+    std::vector<int> cut;           // the lock nodes an earlier link cut that client from
+};
+
+// When and on whom: at a point (whoever reaches it, or one client), or at a time on a client.
+void draw_when(Draw& d, Json& f, const Aim& aim, bool needs_point, bool node_fault) {
+    const Run& r = d.run();
+    if (needs_point || d.chance(0.75)) {
+        // A node fault matters most right after a client locked: it is drawn there half the time.
+        f["point"] = node_fault && d.chance(0.5) ? std::string("after_acquire") : d.pick(r.points);
+        f["occurrence"] = d.uniform(1, 3);
+        if (aim.correlated || d.chance(0.5)) f["client"] = aim.correlated ? aim.client : d.uniform(0, r.clients - 1);
+    } else {
+        f["at_ms"] = d.uniform(0, r.duration_ms / 2);
+        f["client"] = aim.correlated ? aim.client : d.uniform(0, r.clients - 1);
+    }
+}
+
+// A length that ends within the run, as the scenario rules want.
+long long within_run(const Draw& d, const Json& f, long long length_ms) {
+    return std::clamp(length_ms, 1LL, d.run().duration_ms - f.value("at_ms", 0LL));
+}
+
+// The lock nodes a link cuts: one, a minority, a bare majority or all of them; those sizes
+// are where quorum locks change behaviour.
+std::vector<int> draw_node_set(Draw& d) {
+    const int n = d.run().nodes;
+    const std::vector<int> sizes{1, std::max(1, (n - 1) / 2), n / 2 + 1, n};
+    std::vector<int> nodes(static_cast<std::size_t>(n));
+    std::iota(nodes.begin(), nodes.end(), 0);
+    std::shuffle(nodes.begin(), nodes.end(), d.rng());
+    nodes.resize(static_cast<std::size_t>(d.pick(sizes)));
+    std::ranges::sort(nodes);
+    return nodes;
+}
+
+// A lock node: off the nodes the client was cut from when correlated (one it could still lock).
+int draw_node(Draw& d, const Aim& aim) {
+    std::vector<int> open;
+    for (int n = 0; n < d.run().nodes; ++n)
+        if (!aim.correlated || !std::ranges::count(aim.cut, n)) open.push_back(n);
+    return open.empty() ? static_cast<int>(d.uniform(0, d.run().nodes - 1)) : d.pick(open);
+}
+
+void draw_link(Draw& d, Json& f, Aim& aim, Kind kind) {
+    f["fault"] = "link";
+    const std::vector<std::string> modes{"blackhole", "hold", "reset", "delay"};
+    f["mode"] = kind == Kind::replication_link ? std::string("hold") : d.pick(modes);
+    if (f["mode"] == "delay") f["latency_ms"] = d.scaled(-3, 1);
+    if (kind != Kind::replication_link && d.chance(0.5)) f["direction"] = d.chance(0.5) ? "upstream" : "downstream";
+    if (kind == Kind::lock_link) {
+        const std::vector<int> nodes = draw_node_set(d);
+        f["nodes"] = nodes;
+        if (f.contains("client") && f["client"] == aim.client) aim.cut = nodes;
+    }
+    if (kind == Kind::store_link) f["store"] = true;
+    if (kind == Kind::replication_link) f["replication"] = true;
+    if (!d.chance(0.25)) f["duration_ms"] = within_run(d, f, d.scaled(-2, 1.6));  // else: until the run ends
+}
+
+Json draw_fault(Draw& d, Kind kind, Aim& aim) {
+    Json f = Json::object();
+    const bool node_fault = kind == Kind::node_clock || kind == Kind::node_crash;
+    draw_when(d, f, aim, kind == Kind::gate, node_fault);
+    switch (kind) {
+        case Kind::pause:
+        case Kind::watchdog_pause:
+            f["fault"] = "pause";
+            if (kind == Kind::watchdog_pause) f["task"] = "background";
+            f["duration_ms"] = within_run(d, f, kind == Kind::pause ? d.scaled(-2, 1.6) : d.scaled(-1, 2));
+            break;
+        case Kind::client_clock:
+        case Kind::node_clock:
+            f["fault"] = "clock";
+            // A node's clock mostly steps forward: back, it only keeps keys longer.
+            f["jump_ms"] = d.scaled(-2, 2) * (d.chance(kind == Kind::node_clock ? 0.75 : 0.5) ? 1 : -1);
+            if (kind == Kind::node_clock) f["node"] = draw_node(d, aim);
+            break;
+        case Kind::node_crash:
+            f["fault"] = "crash";
+            f["node"] = draw_node(d, aim);
+            if (!d.chance(0.25)) f["restart_after_ms"] = d.chance(0.5) ? 0LL : std::min(d.scaled(-2, 1), d.run().duration_ms - 1 - f.value("at_ms", 0LL));
+            break;
+        case Kind::client_kill: f["fault"] = "kill"; break;
+        case Kind::gate:
+            f["fault"] = "gate";
+            f.erase("client");
+            f["count"] = d.uniform(2, std::min(3, d.run().clients));
+            if (d.chance(0.5)) f["stagger_ms"] = d.scaled(-4, 0);
+            break;
+        case Kind::lock_link:
+        case Kind::store_link:
+        case Kind::replication_link: draw_link(d, f, aim, kind); break;
+    }
+    if (f["fault"] == "clock" && f.contains("node") && f.contains("at_ms")) f.erase("client");  // a node at a time names no client
+    if (f["fault"] == "crash" && f.contains("at_ms")) f.erase("client");
+    return f;
+}
+
+}  // namespace
+
+Json draw_budget_schedule(const Json& source, const std::string& run, std::uint64_t seed, int budget) {
+    const Scenario parsed = parse_scenario(source, "<scenario>");
+    const RunSpec& spec = *std::ranges::find_if(parsed.runs, [&](const RunSpec& r) { return r.name == run; });
+    const Run shape = describe_run(parsed, spec);
+    Draw d(seed, shape);
+    Aim aim;
+    aim.correlated = d.chance(0.5);
+    aim.client = static_cast<int>(d.uniform(0, shape.clients - 1));
+    Json faults = Json::array();
+    std::vector<Kind> kinds = draw_kinds(d, budget);
+    // A cut drawn first, so that a correlated node fault can keep off the nodes it cut.
+    std::ranges::stable_partition(kinds, [](Kind k) { return k == Kind::lock_link; });
+    for (Kind k : kinds) faults.push_back(draw_fault(d, k, aim));
+    Json s = one_run_scenario(source, parsed, run);
+    s["runs"][0]["faults"] = faults;
+    s["seed"] = d.rng()() >> 12;  // 52 bits: an exact JSON number
+    s["name"] = parsed.name + "-" + std::to_string(seed);
+    return s;
+}
+
+namespace {
+
+// "the TTL" or "the lease", as the run's lock calls its time scale.
+struct Scale {
+    long long ms = 500;
+    std::string word = "the TTL";
+};
+
+std::string where(const Json& f) {
+    if (f.contains("point")) return " at " + f.at("point").get<std::string>();
+    return f.contains("at_ms") ? " at a time" : "";
+}
+
+std::string than(long long v, const Scale& scale, const char* more, const char* less) {
+    return std::string(", ") + (std::llabs(v) > scale.ms ? more : less) + " than " + scale.word;
+}
+
+// A link fault by what it does to a request: cut (blackhole, reset: the client times out or
+// fails), held (delivered late, in order: upstream a late request, downstream a late reply) or
+// delayed; its target; where it starts.
+std::string link_token(const Json& f, const Scale& scale, int nodes) {
+    const std::string mode = f.value("mode", std::string("?"));
+    std::string t = mode == "hold" ? "link held" : mode == "delay" ? "link delayed" : "link cut";
+    if (mode == "hold" && f.contains("direction")) t += f.at("direction") == "upstream" ? " (requests)" : " (replies)";
+    if (mode == "delay") t += than(f.value("latency_ms", 0LL), scale, "more", "less");
+    t += f.contains("client") || f.contains("point") ? " from a client" : " from every client";
+    std::vector<std::string> to;
+    if (f.contains("nodes")) to.push_back(std::to_string(f.at("nodes").size()) + " of " + std::to_string(nodes) + " lock nodes");
+    if (f.value("store", false)) to.push_back("the store");
+    if (f.value("replication", false)) to.push_back("the replica");
+    for (std::size_t i = 0; i < to.size(); ++i) t += (i ? " and " : " to ") + to[i];
+    return t + where(f);
+}
+
+std::string fault_token(const Json& f, const Scale& scale, int nodes, bool keeps_data) {
+    const std::string kind = f.value("fault", std::string("?"));
+    if (kind == "pause")
+        return std::string(f.value("task", "") == "background" ? "watchdog pause" : "pause") + where(f) +
+               than(f.value("duration_ms", 0LL), scale, "longer", "shorter");
+    if (kind == "clock") {
+        const long long jump = f.value("jump_ms", 0LL);
+        return std::string(f.contains("node") ? "node" : "client") + " clock step " + (jump >= 0 ? "forward" : "back") +
+               than(jump, scale, "more", "less") + where(f);
+    }
+    if (kind == "link") return link_token(f, scale, nodes);
+    if (kind == "crash")
+        return "node crash" + where(f) +
+               (f.contains("restart_after_ms") ? (keeps_data ? ", restarted with its data" : ", restarted empty") : ", stays down");
+    if (kind == "kill") return "client killed" + where(f);
+    if (kind == "gate") return "gate of " + std::to_string(f.value("count", 2)) + " clients" + where(f);
+    return kind + where(f);
+}
+
+// How a fault stands to the others: on the client another fault names, on a node a link of
+// that client's cut it from or left it.
+std::string relation(const Json& faults, std::size_t i) {
+    const Json& f = faults.at(i);
+    if (!f.contains("client")) return "";
+    std::string out;
+    for (std::size_t j = 0; j < faults.size(); ++j) {
+        const Json& g = faults.at(j);
+        if (j == i || !g.contains("client") || g.at("client") != f.at("client")) continue;
+        if (out.empty() && j < i) out = ", same client";
+        if (f.contains("node") && g.contains("nodes")) {
+            const bool cut = std::ranges::count(g.at("nodes"), f.at("node")) > 0;
+            out += cut ? ", on a node it was cut from" : ", on a node it was not cut from";
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string failure_class(const Json& scenario, const std::vector<std::size_t>& landed) {
+    const Scenario parsed = parse_scenario(scenario, "<schedule>");
+    const RunSpec& run = parsed.runs.at(0);
+    const Json& faults = scenario.at("runs").at(0).at("faults");
+    const Json& params = run.params.json();
+    Scale scale;
+    if (params.contains("ttl_ms")) scale.ms = params.at("ttl_ms").get<long long>();
+    else if (params.contains("lease_ms")) scale = {params.at("lease_ms").get<long long>(), "the lease"};
+    const int nodes = run.nodes;
+    const bool keeps_data = run.persistence != Persistence::none;
+    std::vector<std::size_t> order;
+    for (std::size_t i : landed)
+        if (i < faults.size() && !std::ranges::count(order, i)) order.push_back(i);
+    for (std::size_t i = 0; i < faults.size(); ++i)
+        if (!std::ranges::count(order, i)) order.push_back(i);
+    std::string out;
+    for (std::size_t i : order)
+        out += (out.empty() ? "" : " + ") + fault_token(faults.at(i), scale, nodes, keeps_data) + relation(faults, i);
+    return out.empty() ? "no fault" : out;
+}
+
+}  // namespace lockbench::sim

@@ -129,9 +129,20 @@ struct MergeArgs {
     bool allow_incomplete = false;
 };
 
+// The folders of `explore --shard I/N`: one explore.json, the witnesses beside it.
+int merge_explore_shards(const MergeArgs& a, const std::vector<fs::path>& paths) {
+    const nlohmann::json e = sim::merge_explore(paths, a.out);
+    std::cerr << "lockbench: merged " << paths.size() << " explore shards into " << a.out << ": "
+              << e.at("schedules_run") << " schedules, " << e.at("classes").size() << " failure class(es)\n";
+    std::cout << "explore.json: " << (fs::path(a.out) / "explore.json").string() << "\n";
+    return 0;
+}
+
 int cmd_merge(const MergeArgs& a) {
     std::vector<fs::path> paths(a.trees.begin(), a.trees.end());
     const auto locks = lock_folders(a.out, paths);
+    if (std::ranges::all_of(paths, [](const fs::path& p) { return fs::exists(p / "explore.json"); }))
+        return merge_explore_shards(a, paths);
     const nlohmann::json summary = merge_results(a.out, paths, a.allow_incomplete);
     const auto& incomplete = summary.at("incomplete_cells");
     std::cerr << "lockbench: merged " << paths.size() << " trees into " << a.out << ": "
@@ -381,7 +392,7 @@ Subcommand add_explore(CLI::App& app) {
 
 Subcommand add_merge(CLI::App& app) {
     auto a = std::make_shared<MergeArgs>();
-    CLI::App* merge = app.add_subcommand("merge", "join the results trees of shards of one matrix or sweep");
+    CLI::App* merge = app.add_subcommand("merge", "join the results trees of shards of one matrix or sweep, or the folders of explore --shard");
     merge->add_option("out", a->out, "the merged tree (made if missing)")->required();
     merge->add_option("trees", a->trees, "shard trees")->required();
     merge->add_flag("--allow-incomplete", a->allow_incomplete,

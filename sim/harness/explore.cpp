@@ -373,13 +373,13 @@ Json class_entry(const SearchContext& c, const Tried& t, const Shrunk& s) {
                   << " s (schedule " << t.seed << ", " << t.outcome.violation << "): " << s.failure_class << "\n";
     return {{"run", c.run}, {"class", s.failure_class}, {"faults", s.schedule.at("runs").at(0).at("faults")},
             {"schedules", 0}, {"first_found_s", c.clock.seconds()}, {"witness", w.at("scenario")},
-            {"violation", t.outcome.violation}, {"schedule_seed", t.seed}, {"shrink_steps", s.steps},
+            {"violation", t.outcome.violation}, {"schedule", t.index}, {"schedule_seed", t.seed}, {"shrink_steps", s.steps},
             {"figures", w.at("figures")}, {"tree", w.at("tree")}};
 }
 
 // explore.json's "violations" line of a run: its first violating schedule, shrunk.
 Json first_violation(const Tried& t, const Shrunk& s, const Json& entry, double found_after_s) {
-    return {{"run", entry.at("run")}, {"schedule_seed", t.seed}, {"violation", t.outcome.violation},
+    return {{"run", entry.at("run")}, {"schedule", t.index}, {"schedule_seed", t.seed}, {"violation", t.outcome.violation},
             {"count", t.outcome.count}, {"found_after_s", found_after_s}, {"shrink_steps", s.steps},
             {"class", s.failure_class},
             {"shrunk", {{"clients", s.schedule.at("workload").value("clients", 8)},
@@ -480,6 +480,7 @@ Json explore(const ExploreOptions& given) {
         throw;
     }
     fs::remove_all(scratch);
+    for (Json* list : {&found, &every, &classes}) sort_by_run_and_schedule(*list);
     const double wall_s = clock.seconds();
     Json result = {{"scenario", parsed.name}, {"scenario_file", opts.scenario_file.string()}, {"seed", opts.seed},
                    {"budget", opts.budget}, {"shard", std::to_string(opts.shard_index) + "/" + std::to_string(opts.shard_count)},

@@ -59,6 +59,10 @@ nlohmann::json explore(const ExploreOptions& opts);
 nlohmann::json draw_for(const ExploreOptions& opts, const nlohmann::json& source, const std::string& run,
                         std::uint64_t seed);
 
+// Orders explore.json's lists (classes, violations, violating schedules) by run name, then
+// schedule index: the order of one search, whether it ran whole or in shards.
+void sort_by_run_and_schedule(nlohmann::json& list);
+
 // Merges the explore.json of shards of one search (`explore --shard I/N`) into `out`, witnesses
 // copied beside it; returns the merged explore.json.
 nlohmann::json merge_explore(const std::vector<std::filesystem::path>& shards, const std::filesystem::path& out);

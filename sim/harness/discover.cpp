@@ -30,10 +30,13 @@ struct Run {
 // draw. Every worker passes the generic ones; the acquire's own come from lockimpl/.
 std::vector<std::string> points_of(const RunSpec& r) {
     const std::string& a = r.algorithm->name;
-    std::vector<std::string> p{"before_acquire", "after_acquire", "before_write", "before_release"};
+    const std::string expiry = r.params.json().value("expiry", "");
+    // In the order a lock cycle passes them.
+    std::vector<std::string> p{"before_acquire"};
     if (a == "token-lua" || a == "redlock" || a == "reentrant") p.push_back("during_acquire");
-    if (a == "getset" || (a == "setnx" && r.params.json().value("expiry", "") == "in-value")) p.push_back("after_seen_expired");
-    if (a == "setnx" && r.params.json().value("expiry", "") == "expire") p.push_back("between_setnx_and_expire");
+    if (a == "getset" || (a == "setnx" && expiry == "in-value")) p.push_back("after_seen_expired");
+    if (a == "setnx" && expiry == "expire") p.push_back("between_setnx_and_expire");
+    for (const char* later : {"after_acquire", "before_write", "before_release"}) p.push_back(later);
     return p;
 }
 
@@ -90,24 +93,38 @@ std::vector<Kind> draw_kinds(Draw& d, int budget) {
     return kinds;
 }
 
-// What the faults drawn so far chose, for the correlated draws that follow.
+// What the faults drawn so far chose, for the correlated draws that follow. Correlated, a
+// schedule tells one story: every fault strikes one client in one of its lock cycles (the same
+// occurrence), each at a point no earlier in the cycle than the one before, and a node fault
+// keeps off the nodes a link cut that client from (a node it could still lock).
 struct Aim {
     bool correlated = false;
-    int client = 0;                 // every fault's client when correlated
-    std::vector<int> cut;           // the lock nodes an earlier link cut that client from
+    int client = 0;
+    int occurrence = 1;
+    std::size_t from_point = 0;     // index into the run's points, in cycle order
+    std::vector<int> cut;           // the lock nodes an earlier link cut the client from
 };
 
 // When and on whom: at a point (whoever reaches it, or one client), or at a time on a client.
-void draw_when(Draw& d, Json& f, const Aim& aim, bool needs_point, bool node_fault) {
+void draw_when(Draw& d, Json& f, Aim& aim, bool needs_point, bool node_fault) {
     const Run& r = d.run();
-    if (needs_point || d.chance(0.75)) {
+    if (aim.correlated) {
+        // A node fault lands right after the client locked, if the story has not passed it.
+        const auto after_acquire = std::ranges::find(r.points, "after_acquire") - r.points.begin();
+        aim.from_point = node_fault && static_cast<std::size_t>(after_acquire) >= aim.from_point && d.chance(0.5)
+                             ? static_cast<std::size_t>(after_acquire)
+                             : static_cast<std::size_t>(d.uniform(static_cast<long long>(aim.from_point), static_cast<long long>(r.points.size()) - 1));
+        f["point"] = r.points.at(aim.from_point);
+        f["occurrence"] = aim.occurrence;
+        f["client"] = aim.client;
+    } else if (needs_point || d.chance(0.75)) {
         // A node fault matters most right after a client locked: it is drawn there half the time.
         f["point"] = node_fault && d.chance(0.5) ? std::string("after_acquire") : d.pick(r.points);
         f["occurrence"] = d.uniform(1, 3);
-        if (aim.correlated || d.chance(0.5)) f["client"] = aim.correlated ? aim.client : d.uniform(0, r.clients - 1);
+        if (d.chance(0.5)) f["client"] = d.uniform(0, r.clients - 1);
     } else {
         f["at_ms"] = d.uniform(0, r.duration_ms / 2);
-        f["client"] = aim.correlated ? aim.client : d.uniform(0, r.clients - 1);
+        f["client"] = d.uniform(0, r.clients - 1);
     }
 }
 
@@ -202,6 +219,7 @@ Json draw_budget_schedule(const Json& source, const std::string& run, std::uint6
     Aim aim;
     aim.correlated = d.chance(0.5);
     aim.client = static_cast<int>(d.uniform(0, shape.clients - 1));
+    aim.occurrence = static_cast<int>(d.uniform(1, 3));
     Json faults = Json::array();
     std::vector<Kind> kinds = draw_kinds(d, budget);
     // A cut drawn first, so that a correlated node fault can keep off the nodes it cut.
@@ -267,20 +285,18 @@ std::string fault_token(const Json& f, const Scale& scale, int nodes, bool keeps
     return kind + where(f);
 }
 
-// How a fault stands to the others: on the client another fault names, on a node a link of
-// that client's cut it from or left it.
-std::string relation(const Json& faults, std::size_t i) {
-    const Json& f = faults.at(i);
+// How a fault stands to those that landed before it: on the client one of them names, on a
+// node a link of that client's cut it from, or left it.
+std::string relation(const Json& faults, const std::vector<std::size_t>& order, std::size_t position) {
+    const Json& f = faults.at(order.at(position));
     if (!f.contains("client")) return "";
     std::string out;
-    for (std::size_t j = 0; j < faults.size(); ++j) {
-        const Json& g = faults.at(j);
-        if (j == i || !g.contains("client") || g.at("client") != f.at("client")) continue;
-        if (out.empty() && j < i) out = ", same client";
-        if (f.contains("node") && g.contains("nodes")) {
-            const bool cut = std::ranges::count(g.at("nodes"), f.at("node")) > 0;
-            out += cut ? ", on a node it was cut from" : ", on a node it was not cut from";
-        }
+    for (std::size_t p = 0; p < position; ++p) {
+        const Json& g = faults.at(order.at(p));
+        if (!g.contains("client") || g.at("client") != f.at("client")) continue;
+        if (out.empty()) out = ", same client";
+        if (f.contains("node") && g.contains("nodes"))
+            out += std::ranges::count(g.at("nodes"), f.at("node")) ? ", on a node it was cut from" : ", on a node it was not cut from";
     }
     return out;
 }
@@ -303,8 +319,8 @@ std::string failure_class(const Json& scenario, const std::vector<std::size_t>& 
     for (std::size_t i = 0; i < faults.size(); ++i)
         if (!std::ranges::count(order, i)) order.push_back(i);
     std::string out;
-    for (std::size_t i : order)
-        out += (out.empty() ? "" : " + ") + fault_token(faults.at(i), scale, nodes, keeps_data) + relation(faults, i);
+    for (std::size_t p = 0; p < order.size(); ++p)
+        out += (out.empty() ? "" : " + ") + fault_token(faults.at(order[p]), scale, nodes, keeps_data) + relation(faults, order, p);
     return out.empty() ? "no fault" : out;
 }
 

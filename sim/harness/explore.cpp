@@ -221,9 +221,11 @@ std::vector<T> parallel_map(std::size_t n, int jobs, F fn) {
     return out;
 }
 
-// Shrinks a violating schedule: keeps each smaller variant that still shows the violation.
-Json shrink(Json schedule, const std::string& violation, const fs::path& scratch, int& steps) {
-    for (bool progress = true; progress;) {
+// Shrinks a violating schedule: keeps each smaller variant that still shows the violation,
+// until none does or `go_on` says the time is up (a search bounded by --seconds).
+Json shrink(Json schedule, const std::string& violation, const fs::path& scratch, int& steps,
+            const std::function<bool()>& go_on = [] { return true; }) {
+    for (bool progress = true; progress && go_on();) {
         progress = false;
         for (const Json& candidate : smaller(schedule)) {
             ++steps;
@@ -319,6 +321,7 @@ struct SearchContext {
     const std::string& run;
     const fs::path& scratch;
     const ExploreOptions& opts;
+    double seconds_for_run;  // this run's share of --seconds (infinite without)
     Stopwatch clock;
 };
 
@@ -335,7 +338,7 @@ Tried try_schedule(const SearchContext& c, long long index, std::size_t slot) {
 Shrunk shrink_and_class(const SearchContext& c, const Tried& t, std::size_t slot) {
     Shrunk s;
     const fs::path dir = c.scratch / ("shrink" + std::to_string(slot));
-    s.schedule = shrink(t.schedule, t.outcome.violation, dir, s.steps);
+    s.schedule = shrink(t.schedule, t.outcome.violation, dir, s.steps, [&] { return c.clock.seconds() < c.seconds_for_run; });
     s.failure_class = failure_class(s.schedule, landing_order(s.schedule, dir));
     return s;
 }
@@ -428,7 +431,7 @@ std::vector<long long> next_chunk(long long& position, const ExploreOptions& opt
 // starts here, so that its times say how long this run's own search took.
 RunSearch search_run(const Json& source, const std::string& run, const fs::path& scratch, const ExploreOptions& opts,
                      double seconds_for_run) {
-    SearchContext c{source, run, scratch, opts, {}};
+    SearchContext c{source, run, scratch, opts, seconds_for_run, {}};
     RunSearch r;
     const int jobs = std::max(1, opts.jobs);
     long long position = 0;

@@ -435,6 +435,7 @@ RunSearch search_run(const Json& source, const std::string& run, const fs::path&
     RunSearch r;
     const int jobs = std::max(1, opts.jobs);
     long long position = 0;
+    double next_progress_s = 1;
     for (bool stop = false; !stop && c.clock.seconds() < seconds_for_run;) {
         const std::vector<long long> indices = next_chunk(position, opts, static_cast<std::size_t>(4 * jobs));
         if (indices.empty()) break;
@@ -443,9 +444,11 @@ RunSearch search_run(const Json& source, const std::string& run, const fs::path&
         const auto picked = judge(r, chunk, opts, stop);
         const auto shrunk = parallel_map<Shrunk>(picked.size(), jobs, [&](std::size_t m) { return shrink_and_class(c, *picked[m], m); });
         if (!r.violating.empty()) classify(r, c, chunk, picked, shrunk, found_after_s);
-        if (opts.progress)
+        if (opts.progress && c.clock.seconds() >= next_progress_s) {  // about once a second
+            next_progress_s = c.clock.seconds() + 1;
             std::cerr << "lockbench: explore " << run << ": " << r.schedules << " schedules, " << r.violating.size()
                       << " violating, " << r.classes.size() << " classes, " << static_cast<int>(c.clock.seconds()) << " s\n";
+        }
     }
     r.record = {{"schedules", r.schedules}, {"violating", r.violating.size()}, {"invalid", r.invalid},
                 {"classes", r.classes.size()}, {"shrunk", r.shrinks}, {"unclassified", r.unclassified},

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
@@ -32,6 +33,10 @@ std::string json_escape(std::string_view s) {
 }
 
 HistoryLine& HistoryLine::str(std::string_view key, std::string_view value) {
+    if (event_) {
+        if (!skip_) event_->str(key, value);
+        return *this;
+    }
     text_ += ",\"";
     text_ += key;
     text_ += "\":";
@@ -40,6 +45,10 @@ HistoryLine& HistoryLine::str(std::string_view key, std::string_view value) {
 }
 
 HistoryLine& HistoryLine::num(std::string_view key, long long value) {
+    if (event_) {
+        if (!skip_) event_->num(key, value);
+        return *this;
+    }
     text_ += ",\"";
     text_ += key;
     text_ += "\":";
@@ -48,6 +57,13 @@ HistoryLine& HistoryLine::num(std::string_view key, long long value) {
 }
 
 HistoryLine& HistoryLine::real(std::string_view key, double value) {
+    if (event_) {
+        // As the file path sees it: the value printed with 3 decimals, read back.
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.3f", value);
+        if (!skip_) event_->real(key, std::strtod(buf, nullptr));
+        return *this;
+    }
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.3f", value);
     text_ += ",\"";
@@ -58,6 +74,10 @@ HistoryLine& HistoryLine::real(std::string_view key, double value) {
 }
 
 HistoryLine& HistoryLine::nodes(std::uint32_t mask) {
+    if (event_) {
+        if (!skip_) event_->nodes(mask);
+        return *this;
+    }
     text_ += ",\"nodes\":[";
     bool first = true;
     for (int n = 0; n < 32; ++n) {
@@ -71,6 +91,10 @@ HistoryLine& HistoryLine::nodes(std::uint32_t mask) {
 }
 
 HistoryLine& HistoryLine::ints(std::string_view key, const std::vector<std::optional<long long>>& values) {
+    if (event_) {
+        if (!skip_) event_->ints(key, values);
+        return *this;
+    }
     text_ += ",\"";
     text_ += key;
     text_ += "\":[";
@@ -83,6 +107,11 @@ HistoryLine& HistoryLine::ints(std::string_view key, const std::vector<std::opti
 }
 
 void HistoryLine::commit() {
+    if (event_) {
+        if (!skip_) event_->finish();
+        skip_ = true;  // once
+        return;
+    }
     text_ += "}\n";
     recorder_.write(text_);
 }
@@ -105,6 +134,11 @@ void Recorder::flush() {
 }
 
 HistoryLine Recorder::line(std::string_view op, std::string_view type) {
+    if (events_) {
+        HistoryLine line(*this, *events_);
+        line.skip_ = !line.event_->begin(clock_ ? clock_() : monotonic_ns(), client_, op, type);
+        return line;
+    }
     std::string prefix = "{\"t_ns\":" + std::to_string(clock_ ? clock_() : monotonic_ns()) + ",\"client\":" +
                          std::to_string(client_) + ",\"op\":\"";
     prefix += op;

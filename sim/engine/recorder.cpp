@@ -4,7 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
+#include <charconv>
 #include <cstring>
 #include <stdexcept>
 
@@ -15,6 +15,11 @@ namespace lockbench {
 std::string json_escape(std::string_view s) {
     std::string out;
     out.reserve(s.size() + 2);
+    append_json_escaped(out, s);
+    return out;
+}
+
+void append_json_escaped(std::string& out, std::string_view s) {
     out += '"';
     for (unsigned char c : s) {
         if (c == '"' || c == '\\') {
@@ -29,7 +34,6 @@ std::string json_escape(std::string_view s) {
         }
     }
     out += '"';
-    return out;
 }
 
 HistoryLine& HistoryLine::str(std::string_view key, std::string_view value) {
@@ -58,10 +62,13 @@ HistoryLine& HistoryLine::num(std::string_view key, long long value) {
 
 HistoryLine& HistoryLine::real(std::string_view key, double value) {
     if (event_) {
-        // As the file path sees it: the value printed with 3 decimals, read back.
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%.3f", value);
-        if (!skip_) event_->real(key, std::strtod(buf, nullptr));
+        // As the file path sees it: the value printed with 3 decimals (to_chars rounds as
+        // printf's %.3f does), read back.
+        char buf[64];
+        const auto end = std::to_chars(buf, buf + sizeof buf, value, std::chars_format::fixed, 3).ptr;
+        double read = 0;
+        std::from_chars(buf, end, read);
+        if (!skip_) event_->real(key, read);
         return *this;
     }
     char buf[32];

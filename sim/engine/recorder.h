@@ -76,5 +76,7 @@ private:
 };
 
 std::string json_escape(std::string_view s);
+// The same, appended to `out` (no string of its own).
+void append_json_escaped(std::string& out, std::string_view s);
 
 }  // namespace lockbench

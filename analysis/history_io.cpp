@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fstream>
 #include <stdexcept>
+#include <string_view>
 
 #include "analysis/record_check.h"
 
@@ -67,12 +68,6 @@ StoreKind parse_store_kind(const std::string& s) {
     throw std::runtime_error("unknown store record kind \"" + s + "\"");
 }
 
-std::optional<long long> opt_int(const nlohmann::json& j, const char* key) {
-    auto it = j.find(key);
-    if (it == j.end() || it->is_null()) return std::nullopt;
-    return it->get<long long>();
-}
-
 std::uint32_t node_mask(const nlohmann::json& j) {
     std::uint32_t mask = 0;
     if (auto it = j.find("nodes"); it != j.end())
@@ -103,41 +98,177 @@ void for_each_line(const std::filesystem::path& path, F&& f) {
 
 }  // namespace
 
-void parse_client_event(const nlohmann::json& j, RunHistory& h) {
-    const std::string op = j.at("op").get<std::string>();
+namespace {
+
+// The fields a client record carries that the checker reads as numbers.
+bool numeric_client_field(std::string_view key) {
+    return key == "depth" || key == "fence" || key == "validity_ms" || key == "t_ns" || key == "client";
+}
+
+}  // namespace
+
+bool ClientEventBuilder::begin(long long t_ns, int client, std::string_view op, std::string_view type) {
     // Fault points (for the timeline), an adapter's failure (in the summary's
     // clients_failed), renewals and a lock's "lost" announcements (for the timeline: the
     // store's log shows what a lost lease led to) are not for the checker.
-    if (op == "point" || op == "adapter" || op == "renew" || op == "lost") return;
-    ClientEvent e;
-    e.t_ns = j.at("t_ns").get<long long>();
-    e.client = j.at("client").get<int>();
-    e.op = parse_op(op);
-    e.type = parse_event_type(j.at("type").get<std::string>());
-    if (auto it = j.find("lease"); it != j.end()) e.lease = h.lease_index(it->get<std::string>(), e.client);
-    e.depth = j.value("depth", 1);
-    e.fence = opt_int(j, "fence");
-    e.nodes = node_mask(j);
-    if (auto it = j.find("validity_ms"); it != j.end() && it->is_number()) e.validity_ms = it->get<double>();
-    if (auto it = j.find("key_ttl_ms"); it != j.end())
-        for (const auto& t : *it) e.key_ttl_ms.push_back(t.is_null() ? std::nullopt : std::optional(t.get<long long>()));
-    h.clients = std::max(h.clients, e.client + 1);
-    h.events.push_back(e);
+    if (op == "point" || op == "adapter" || op == "renew" || op == "lost") return false;
+    event_ = ClientEvent{};
+    event_.t_ns = t_ns;
+    event_.client = client;
+    event_.op = parse_op(std::string(op));
+    event_.type = parse_event_type(std::string(type));
+    return true;
+}
+
+void ClientEventBuilder::str(std::string_view key, std::string_view value) {
+    if (key == "lease") event_.lease = h_.lease_index(std::string(value), event_.client);
+    else if (numeric_client_field(key)) throw std::runtime_error(std::string(key) + " is a string, expected a number");
+}
+
+void ClientEventBuilder::num(std::string_view key, long long value) {
+    if (key == "depth") event_.depth = static_cast<int>(value);
+    else if (key == "fence") event_.fence = value;
+    else if (key == "validity_ms") event_.validity_ms = static_cast<double>(value);
+    else if (key == "lease") throw std::runtime_error("lease is a number, expected a string");
+}
+
+void ClientEventBuilder::real(std::string_view key, double value) {
+    if (key == "validity_ms") event_.validity_ms = value;
+    else if (key == "depth" || key == "fence") throw std::runtime_error(std::string(key) + " is not a whole number");
+}
+
+void ClientEventBuilder::ints(std::string_view key, const std::vector<std::optional<long long>>& values) {
+    if (key == "key_ttl_ms") event_.key_ttl_ms = values;
+}
+
+void ClientEventBuilder::finish() {
+    h_.clients = std::max(h_.clients, event_.client + 1);
+    h_.events.push_back(std::move(event_));
+}
+
+void parse_client_event(const nlohmann::json& j, RunHistory& h) {
+    ClientEventBuilder b(h);
+    if (!b.begin(j.at("t_ns").get<long long>(), j.at("client").get<int>(), j.at("op").get<std::string>(),
+                 j.at("type").get<std::string>()))
+        return;
+    for (const auto& [key, v] : j.items()) {
+        if (key == "t_ns" || key == "client" || key == "op" || key == "type") continue;
+        if (key == "nodes") b.nodes(node_mask(j));
+        else if (key == "key_ttl_ms") {
+            std::vector<std::optional<long long>> ttls;
+            for (const auto& t : v) ttls.push_back(t.is_null() ? std::nullopt : std::optional(t.get<long long>()));
+            b.ints(key, ttls);
+        } else if (v.is_string()) b.str(key, v.get_ref<const std::string&>());
+        else if (v.is_number_integer()) b.num(key, v.get<long long>());
+        else if (v.is_number_float()) b.real(key, v.get<double>());
+    }
+    b.finish();
+}
+
+void StoreEntryBuilder::str(std::string_view key, std::string_view value) {
+    if (key == "kind") {
+        entry_.kind = parse_store_kind(std::string(value));
+        kind_ = true;
+    } else if (key == "lease") {
+        lease_ = std::string(value);
+    } else if (key == "seq" || key == "client" || key == "fence") {
+        throw std::runtime_error(std::string(key) + " is a string, expected a number");
+    }
+}
+
+void StoreEntryBuilder::num(std::string_view key, long long value) {
+    if (key == "seq") seq_ = true, entry_.seq = value;
+    else if (key == "client") client_ = true, entry_.client = static_cast<int>(value);
+    else if (key == "fence") entry_.fence = value;
+    else if (key == "max_fence") entry_.max_fence = value;
+    else if (key == "read") entry_.read = value;
+    else if (key == "prev") entry_.prev = value;
+    else if (key == "t_us") t_us_ = value;
+    else if (key == "t_s") t_s_ = value;
+    else if (key == "t_usec") t_usec_ = value;
+    else if (key == "kind" || key == "lease") throw std::runtime_error(std::string(key) + " is a number, expected a string");
+}
+
+void StoreEntryBuilder::finish() {
+    for (const auto& [present, field] : {std::pair{seq_, "seq"}, {kind_, "kind"}, {client_, "client"},
+                                         {lease_.has_value(), "lease"}})
+        if (!present) throw std::runtime_error(std::string("no field ") + field);
+    entry_.lease = h_.lease_index(*lease_, entry_.client);
+    entry_.t_us = t_us_.value_or(t_s_ * 1000000 + t_usec_);
+    h_.store.push_back(entry_);
 }
 
 void parse_store_entry(const nlohmann::json& j, RunHistory& h) {
-    StoreEntry s;
-    s.seq = j.at("seq").get<long long>();
-    s.kind = parse_store_kind(j.at("kind").get<std::string>());
-    s.client = j.at("client").get<int>();
-    s.lease = h.lease_index(j.at("lease").get<std::string>(), s.client);
-    s.fence = opt_int(j, "fence");
-    s.max_fence = opt_int(j, "max_fence");
-    s.read = j.value("read", 0LL);
-    s.prev = j.value("prev", 0LL);
-    s.t_us = j.contains("t_us") ? j.at("t_us").get<long long>()
-                                : j.value("t_s", 0LL) * 1000000 + j.value("t_usec", 0LL);
-    h.store.push_back(s);
+    if (!j.is_object()) throw std::runtime_error("a store record is a JSON object");
+    StoreEntryBuilder b(h);
+    for (const auto& [key, v] : j.items()) {
+        if (v.is_string()) b.str(key, v.get_ref<const std::string&>());
+        else if (v.is_number_integer()) b.num(key, v.get<long long>());
+        else if (v.is_number_float()) b.num(key, static_cast<long long>(v.get<double>()));
+    }
+    b.finish();
+}
+
+namespace {
+
+// A cursor over one flat JSON object as encode_flat writes it (sim/virtual/model_node.cpp).
+class FlatReader {
+public:
+    explicit FlatReader(std::string_view text) : s_(text) {}
+    void expect(char c) {
+        if (i_ >= s_.size() || s_[i_] != c) throw std::runtime_error(std::string("expected '") + c + "' at byte " + std::to_string(i_));
+        ++i_;
+    }
+    bool at(char c) const { return i_ < s_.size() && s_[i_] == c; }
+    std::string_view string(std::string& scratch) {
+        expect('"');
+        const std::size_t from = i_;
+        while (i_ < s_.size() && s_[i_] != '"' && s_[i_] != '\\') ++i_;
+        if (at('"')) return s_.substr(from, i_++ - from);
+        scratch.assign(s_.substr(from, i_ - from));  // escapes: rare (a lease name with a quote)
+        while (i_ < s_.size() && s_[i_] != '"') {
+            if (s_[i_] != '\\') scratch += s_[i_++];
+            else if (i_ + 1 < s_.size() && s_[i_ + 1] == 'u' && i_ + 6 <= s_.size())
+                scratch += static_cast<char>(std::stoi(std::string(s_.substr(i_ + 2, 4)), nullptr, 16)), i_ += 6;
+            else if (i_ + 1 < s_.size()) scratch += s_[i_ + 1], i_ += 2;
+            else break;
+        }
+        expect('"');
+        return scratch;
+    }
+    // A number (as a whole number), or nothing for true / false / null.
+    std::optional<long long> number() {
+        const std::size_t from = i_;
+        while (i_ < s_.size() && s_[i_] != ',' && s_[i_] != '}') ++i_;
+        const std::string_view v = s_.substr(from, i_ - from);
+        if (v == "true" || v == "false" || v == "null") return std::nullopt;
+        const std::string text(v);
+        std::size_t used = 0;
+        const double d = std::stod(text, &used);
+        if (used != text.size()) throw std::runtime_error("not a number: " + text);
+        return static_cast<long long>(d);
+    }
+
+private:
+    std::string_view s_;
+    std::size_t i_ = 0;
+};
+
+}  // namespace
+
+void parse_store_text(std::string_view line, RunHistory& h) {
+    FlatReader r(line);
+    StoreEntryBuilder b(h);
+    std::string key_scratch, value_scratch;
+    r.expect('{');
+    while (!r.at('}')) {
+        if (r.at(',')) r.expect(',');
+        const std::string_view key = r.string(key_scratch);
+        r.expect(':');
+        if (r.at('"')) b.str(key, r.string(value_scratch));
+        else if (const auto n = r.number()) b.num(key, *n);
+    }
+    b.finish();
 }
 
 namespace {

@@ -5,8 +5,12 @@
 //   <run>/store.jsonl            the protected store's log, in the store's order
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -21,6 +25,50 @@ RunHistory load_run_history(const std::filesystem::path& run_dir);
 // Parses one history line / one store line into `h` (lease names interned).
 void parse_client_event(const nlohmann::json& j, RunHistory& h);
 void parse_store_entry(const nlohmann::json& j, RunHistory& h);
+
+// Parses one store line as the model's cjson writes it (one flat object: strings, numbers,
+// booleans) into `h`, without a JSON library: the simulator's verdict path (sim_run.h).
+void parse_store_text(std::string_view line, RunHistory& h);
+
+// The one mapping from a history record's fields to a ClientEvent, fed field by field: by
+// parse_client_event from a JSON line, and by the simulator's Recorder as it records, with
+// no text in between (sim/engine/recorder.h). Fields the checker does not read are ignored.
+class ClientEventBuilder {
+public:
+    explicit ClientEventBuilder(RunHistory& h) : h_(h) {}
+    // Starts a record; false if the checker reads no record of this op (a fault point, a
+    // renewal...): then feed nothing more.
+    bool begin(long long t_ns, int client, std::string_view op, std::string_view type);
+    void str(std::string_view key, std::string_view value);
+    void num(std::string_view key, long long value);
+    void real(std::string_view key, double value);
+    void nodes(std::uint32_t mask) { event_.nodes = mask; }
+    void ints(std::string_view key, const std::vector<std::optional<long long>>& values);
+    // Appends the record to the history.
+    void finish();
+
+private:
+    RunHistory& h_;
+    ClientEvent event_;
+};
+
+// The same for a store record: parse_store_entry and parse_store_text feed it.
+class StoreEntryBuilder {
+public:
+    explicit StoreEntryBuilder(RunHistory& h) : h_(h) {}
+    void str(std::string_view key, std::string_view value);
+    void num(std::string_view key, long long value);
+    // Appends the record; throws naming the first required field (seq, kind, client, lease) missing.
+    void finish();
+
+private:
+    RunHistory& h_;
+    StoreEntry entry_;
+    std::optional<std::string> lease_;
+    bool seq_ = false, kind_ = false, client_ = false;
+    long long t_s_ = 0, t_usec_ = 0;
+    std::optional<long long> t_us_;
+};
 
 OpKind parse_op(const std::string& s);
 EventType parse_event_type(const std::string& s);

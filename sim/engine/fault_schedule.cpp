@@ -283,6 +283,17 @@ void FaultSchedule::log(long long t_ns, const char* type, std::size_t fault, int
     if (log_) log_(fault_log_line(t_ns, type, f, client, by_role ? std::optional(state_[fault].node) : std::nullopt, extra));
 }
 
+bool FaultSchedule::spent() const {
+    for (std::size_t i = 0; i < specs_.size(); ++i) {
+        const FaultSpec& f = specs_[i];
+        const State& s = state_[i];
+        if (!s.done || !s.in_force.empty() || !s.held.empty() || f.repeats()) return false;
+        if (f.kind == FaultSpec::Kind::clock || open_link(f)) return false;
+        if (f.kind == FaultSpec::Kind::crash && !f.restart_after_ms) return false;
+    }
+    return std::ranges::none_of(timers_, [](const Timer& t) { return t.pending; });
+}
+
 bool FaultSchedule::killed(int client) const {
     return client >= 0 && static_cast<std::size_t>(client) < killed_.size() && killed_[static_cast<std::size_t>(client)];
 }

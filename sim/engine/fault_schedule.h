@@ -75,6 +75,11 @@ public:
     // Ends whatever is still in force: paused clients resume, held ones go on, links heal.
     void heal(long long now_ns);
 
+    // Every fault has fired and ended, and none can fire again: nothing is in force or held,
+    // no timer is pending. A clock fault never ends (a stepped or rated clock stays so), nor
+    // does a link set for good, a crash with no restart, or a repeating fault.
+    bool spent() const;
+
     bool killed(int client) const;
     // Per fault: its label and how often it fired, on which clients.
     nlohmann::json report() const;

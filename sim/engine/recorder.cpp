@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <stdexcept>
 
@@ -14,6 +15,11 @@ namespace lockbench {
 std::string json_escape(std::string_view s) {
     std::string out;
     out.reserve(s.size() + 2);
+    append_json_escaped(out, s);
+    return out;
+}
+
+void append_json_escaped(std::string& out, std::string_view s) {
     out += '"';
     for (unsigned char c : s) {
         if (c == '"' || c == '\\') {
@@ -28,10 +34,13 @@ std::string json_escape(std::string_view s) {
         }
     }
     out += '"';
-    return out;
 }
 
 HistoryLine& HistoryLine::str(std::string_view key, std::string_view value) {
+    if (event_) {
+        if (!skip_) event_->str(key, value);
+        return *this;
+    }
     text_ += ",\"";
     text_ += key;
     text_ += "\":";
@@ -40,6 +49,10 @@ HistoryLine& HistoryLine::str(std::string_view key, std::string_view value) {
 }
 
 HistoryLine& HistoryLine::num(std::string_view key, long long value) {
+    if (event_) {
+        if (!skip_) event_->num(key, value);
+        return *this;
+    }
     text_ += ",\"";
     text_ += key;
     text_ += "\":";
@@ -48,6 +61,16 @@ HistoryLine& HistoryLine::num(std::string_view key, long long value) {
 }
 
 HistoryLine& HistoryLine::real(std::string_view key, double value) {
+    if (event_) {
+        // As the file path sees it: the value printed with 3 decimals (to_chars rounds as
+        // printf's %.3f does), read back.
+        char buf[64];
+        const auto end = std::to_chars(buf, buf + sizeof buf, value, std::chars_format::fixed, 3).ptr;
+        double read = 0;
+        std::from_chars(buf, end, read);
+        if (!skip_) event_->real(key, read);
+        return *this;
+    }
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.3f", value);
     text_ += ",\"";
@@ -58,6 +81,10 @@ HistoryLine& HistoryLine::real(std::string_view key, double value) {
 }
 
 HistoryLine& HistoryLine::nodes(std::uint32_t mask) {
+    if (event_) {
+        if (!skip_) event_->nodes(mask);
+        return *this;
+    }
     text_ += ",\"nodes\":[";
     bool first = true;
     for (int n = 0; n < 32; ++n) {
@@ -71,6 +98,10 @@ HistoryLine& HistoryLine::nodes(std::uint32_t mask) {
 }
 
 HistoryLine& HistoryLine::ints(std::string_view key, const std::vector<std::optional<long long>>& values) {
+    if (event_) {
+        if (!skip_) event_->ints(key, values);
+        return *this;
+    }
     text_ += ",\"";
     text_ += key;
     text_ += "\":[";
@@ -83,6 +114,11 @@ HistoryLine& HistoryLine::ints(std::string_view key, const std::vector<std::opti
 }
 
 void HistoryLine::commit() {
+    if (event_) {
+        if (!skip_) event_->finish();
+        skip_ = true;  // once
+        return;
+    }
     text_ += "}\n";
     recorder_.write(text_);
 }
@@ -105,6 +141,11 @@ void Recorder::flush() {
 }
 
 HistoryLine Recorder::line(std::string_view op, std::string_view type) {
+    if (events_) {
+        HistoryLine line(*this, *events_);
+        line.skip_ = !line.event_->begin(clock_ ? clock_() : monotonic_ns(), client_, op, type);
+        return line;
+    }
     std::string prefix = "{\"t_ns\":" + std::to_string(clock_ ? clock_() : monotonic_ns()) + ",\"client\":" +
                          std::to_string(client_) + ",\"op\":\"";
     prefix += op;

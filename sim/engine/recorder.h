@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "analysis/history_io.h"
+
 namespace lockbench {
 
 class Recorder;
@@ -29,8 +31,12 @@ public:
 private:
     friend class Recorder;
     HistoryLine(Recorder& r, std::string prefix) : recorder_(r), text_(std::move(prefix)) {}
+    // A line of a recorder that keeps events (Recorder(client, history)): no text.
+    HistoryLine(Recorder& r, RunHistory& h) : recorder_(r), event_(std::in_place, h) {}
     Recorder& recorder_;
     std::string text_;
+    std::optional<ClientEventBuilder> event_;  // set in events mode
+    bool skip_ = false;                         // events mode: a record the checker does not read
 };
 
 class Recorder {
@@ -39,6 +45,10 @@ public:
     Recorder(const std::string& path, int client);
     // With no path: records nothing (for benchmarks of the bare cycle).
     explicit Recorder(int client) : client_(client) {}
+    // Events mode: each line becomes a ClientEvent in `into` as it is committed, through the
+    // same mapping that reads a history file back (analysis/history_io.h); nothing is written.
+    // For the simulator's verdict path (sim/virtual/sim_run.h: simulate_verdict).
+    Recorder(int client, RunHistory& into) : client_(client), events_(&into) {}
     ~Recorder();
     Recorder(const Recorder&) = delete;
     Recorder& operator=(const Recorder&) = delete;
@@ -61,9 +71,12 @@ private:
     std::function<long long()> clock_;
     bool buffered_ = false;
     std::string buffer_;
+    RunHistory* events_ = nullptr;
     std::mutex mutex_;   // the watchdog thread may record points too
 };
 
 std::string json_escape(std::string_view s);
+// The same, appended to `out` (no string of its own).
+void append_json_escaped(std::string& out, std::string_view s);
 
 }  // namespace lockbench

@@ -25,7 +25,7 @@ public:
             deadline_ = env_.now() + std::chrono::milliseconds(spec_.workload.duration_ms);
         }
         const auto limit = spec_.workload.sections_per_client;
-        while (env_.now() < deadline_ && (!limit || totals_.sections < *limit)) {
+        while (running() && (!limit || totals_.sections < *limit)) {
             const double work_ms = draw_work_ms();  // drawn first: the same per section index
             const std::string lease_id = "c" + std::to_string(spec_.client) + "." + std::to_string(totals_.sections + 1);
             std::optional<Lease> lease = acquire_nested(lease_id);
@@ -49,6 +49,8 @@ public:
     }
 
 private:
+    bool running() { return env_.now() < deadline_ && !(spec_.stop && *spec_.stop); }
+
     double draw_work_ms() {
         const bool slow = work_rng_.uniform01() < spec_.workload.slow_probability;
         const Distribution& d = slow ? spec_.workload.slow_work_ms : spec_.workload.work_ms;
@@ -73,7 +75,7 @@ private:
 
     // One acquire attempt after another until one succeeds or the deadline passes.
     std::optional<Lease> acquire(const std::string& lease_id, int depth) {
-        while (env_.now() < deadline_) {
+        while (running()) {
             env_.reach(Point::before_acquire);
             rec_.line("acquire", "invoke").num("depth", depth).commit();
             ++totals_.acquire_attempts;

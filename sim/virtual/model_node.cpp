@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <string_view>
 #include <cstdio>
 #include <stdexcept>
 #include <vector>
@@ -128,34 +130,59 @@ Value pop_reply(lua_State* L) {
     return out;
 }
 
+// A number as cjson prints it (%.14g): a whole number below 1e14 is its digits, which
+// to_chars writes without printf's cost.
+void append_number(std::string& out, double d) {
+    char buf[32];
+    if (d == std::floor(d) && std::fabs(d) < 1e14 && !(d == 0 && std::signbit(d))) {
+        out.append(buf, std::to_chars(buf, buf + sizeof buf, static_cast<long long>(d)).ptr);
+        return;
+    }
+    std::snprintf(buf, sizeof buf, "%.14g", d);
+    out += buf;
+}
+
 // cjson.encode for the flat tables the store's scripts log: numbers as cjson prints them
 // (%.14g), keys sorted so that a log line is the same in every run.
 // The C++ half: false if the table is not flat (then nothing is pushed).
+// Written into one buffer (the store logs a line per record: no string per field).
 bool encode_flat(lua_State* L) {
-    std::vector<std::pair<std::string, std::string>> fields;
+    struct Field {
+        std::size_t key_at, key_len, value_at, value_len;
+    };
+    std::string text;  // every key, then its value, one after the other
+    text.reserve(256);
+    std::vector<Field> fields;
+    fields.reserve(16);
     lua_pushnil(L);
     while (lua_next(L, 1) != 0) {
-        const std::string key = lua_type(L, -2) == LUA_TNUMBER ? std::to_string(static_cast<long long>(lua_tonumber(L, -2)))
-                                                               : std::string(lua_tostring(L, -2));
-        std::string value;
+        const std::size_t key_at = text.size();
+        if (lua_type(L, -2) == LUA_TNUMBER) text += std::to_string(static_cast<long long>(lua_tonumber(L, -2)));
+        else text += lua_tostring(L, -2);
+        const std::size_t value_at = text.size();
         switch (lua_type(L, -1)) {
-            case LUA_TNUMBER: {
-                char buf[32];
-                std::snprintf(buf, sizeof buf, "%.14g", lua_tonumber(L, -1));
-                value = buf;
-                break;
-            }
-            case LUA_TBOOLEAN: value = lua_toboolean(L, -1) ? "true" : "false"; break;
-            case LUA_TSTRING: value = json_escape(lua_tostring(L, -1)); break;
+            case LUA_TNUMBER: append_number(text, lua_tonumber(L, -1)); break;
+            case LUA_TBOOLEAN: text += lua_toboolean(L, -1) ? "true" : "false"; break;
+            case LUA_TSTRING: append_json_escaped(text, lua_tostring(L, -1)); break;
             default: lua_pop(L, 2); return false;
         }
-        fields.emplace_back(key, value);
+        fields.push_back({key_at, value_at - key_at, value_at, text.size() - value_at});
         lua_pop(L, 1);
     }
-    std::ranges::sort(fields);
+    const auto key = [&](const Field& f) { return std::string_view(text).substr(f.key_at, f.key_len); };
+    const auto value = [&](const Field& f) { return std::string_view(text).substr(f.value_at, f.value_len); };
+    std::ranges::sort(fields, [&](const Field& a, const Field& b) {
+        return key(a) != key(b) ? key(a) < key(b) : value(a) < value(b);
+    });
     std::string out = "{";
-    for (const auto& [k, v] : fields) out += (out.size() > 1 ? "," : "") + json_escape(k) + ":" + v;
-    out += "}";
+    out.reserve(text.size() + 8 * fields.size() + 2);
+    for (const Field& f : fields) {
+        if (out.size() > 1) out += ',';
+        append_json_escaped(out, key(f));
+        out += ':';
+        out += value(f);
+    }
+    out += '}';
     lua_pushlstring(L, out.data(), out.size());
     return true;
 }
@@ -493,7 +520,7 @@ Value ModelNode::eval(const Command& cmd) {
         it = scripts_.emplace(body, luaL_ref(L, LUA_REGISTRYINDEX)).first;
     }
     const auto set_table = [&](const char* name, std::size_t from, std::size_t count) {
-        lua_newtable(L);
+        lua_createtable(L, static_cast<int>(count), 0);
         for (std::size_t i = 0; i < count; ++i) {
             const std::string& s = cmd.args[from + i];
             lua_pushlstring(L, s.data(), s.size());

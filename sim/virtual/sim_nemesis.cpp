@@ -12,12 +12,17 @@ constexpr VTime kMs = 1'000'000;
 
 SimNemesis::SimNemesis(World& world, Net& net, std::vector<Process>& processes, std::size_t store,
                        std::vector<FaultSpec> faults, const std::filesystem::path& log)
-    : world_(world), net_(net), processes_(processes), store_(store), log_(log),
+    : world_(world), net_(net), processes_(processes), store_(store),
       schedule_(
-          std::move(faults), *this, [this](const std::string& line) { log_ << line; },
+          std::move(faults), *this, log.empty() ? FaultSchedule::LogSink{} : [this](const std::string& line) { log_ << line; },
           [this](long long at_ns, std::size_t timer) {
-              world_.at(at_ns, [this, timer] { schedule_.run_timer(timer, world_.now()); });
+              world_.at(at_ns, [this, timer] {
+                  schedule_.run_timer(timer, world_.now());
+                  if (changed_) changed_();
+              });
           }) {
+    if (log.empty()) return;
+    log_.open(log);
     if (!log_) throw std::runtime_error(log.string() + ": cannot write");
 }
 
@@ -35,7 +40,9 @@ std::optional<int> SimNemesis::current_holder() {
 // A client held at a gate sleeps here until a release timer wakes it; a killed one has
 // unwound already (kill() does not return to it).
 void SimNemesis::reached(int client, Point p) {
-    if (schedule_.reach(client, p, world_.now()) == FaultSchedule::Answer::held) world_.wait();
+    const auto answer = schedule_.reach(client, p, world_.now());
+    if (changed_) changed_();
+    if (answer == FaultSchedule::Answer::held) world_.wait();
 }
 
 void SimNemesis::pause(int client) { process(client).paused = true; }

@@ -28,7 +28,8 @@ namespace lockbench::sim {
 
 class SimNemesis final : private FaultActuator {
 public:
-    // `store` is the Net node of the protected store; the fault log goes to `log`.
+    // `store` is the Net node of the protected store; the fault log goes to `log` (nowhere
+    // when it is empty).
     SimNemesis(World& world, Net& net, std::vector<Process>& processes, std::size_t store,
                std::vector<FaultSpec> faults, const std::filesystem::path& log);
 
@@ -40,6 +41,10 @@ public:
 
     nlohmann::json report() const { return schedule_.report(); }
     long long injected() const { return schedule_.injected(); }
+    // See FaultSchedule::spent(); `changed` is called after every timer or point that may
+    // have changed it (the early stop's watch, sim_run.cpp).
+    bool spent() const { return schedule_.spent(); }
+    void on_change(std::function<void()> changed) { changed_ = std::move(changed); }
 
 private:
     void pause(int client) override;
@@ -73,6 +78,7 @@ private:
     std::vector<Process>& processes_;
     std::size_t store_;
     std::ofstream log_;
+    std::function<void()> changed_;
     std::map<int, Held> held_;  // by client: the fiber a gate holds, and its wake token
     FaultSchedule schedule_;
 };

@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/history.h"
 #include "sim/engine/run_setup.h"
 #include "sim/engine/scenario.h"
 
@@ -31,5 +32,20 @@ std::optional<std::string> unsupported(const RunSpec& run);
 // is called first, as run_live calls it (sim/live/live_run.h).
 RunOutcome run_simulated(const Scenario& s, const RunSpec& run, std::uint64_t seed,
                          const std::filesystem::path& run_dir, const std::function<void()>& started = {});
+
+// What check() (analysis/checker.h) finds in one simulated run: its three safety counts.
+struct SimVerdict {
+    long long mutual_exclusion_violations = 0, stale_writes_accepted = 0, lost_updates = 0;
+    bool stopped_early = false;
+    long long sim_events = 0;
+};
+
+// The same run as run_simulated, checked in memory: no files, no JSON text (the histories go
+// straight into a RunHistory, the store's log is read off the model). Safe to call from
+// several threads at once: each call has its own world. With `stop_early`, the run ends once
+// its faults are spent and a quiet window has passed (sim_run.cpp: early_stop_window_ns): the
+// verdict's kind (which count is > 0, first in the order above) is the full run's, but the
+// counts may be lower than a full run's.
+SimVerdict simulate_verdict(const Scenario& s, const RunSpec& run, std::uint64_t seed, bool stop_early = true);
 
 }  // namespace lockbench::sim

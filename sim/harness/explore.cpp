@@ -73,31 +73,31 @@ Outcome simulate(const Json& scenario, std::uint64_t seed, const fs::path& dir) 
     return {};
 }
 
-// Smaller variants of a violating schedule, biggest cuts first.
+// Smaller variants of a violating schedule, biggest cuts first: fewer faults, a shorter run
+// (each later try is cheaper), half the clients, one client fewer, then shorter faults.
 std::vector<Json> smaller(const Json& s) {
     std::vector<Json> out;
     const Json& run = s.at("runs").at(0);
-    const int clients = s.at("workload").value("clients", 8);
-    // Fewer clients, if no fault names the last one.
-    bool last_named = false;
-    for (const auto& f : run.at("faults"))
-        if (f.contains("client") && f["client"].is_number_integer() && f["client"] == clients - 1) last_named = true;
-    if (clients > 2 && !last_named) {
+    for (std::size_t i = 0; i < run.at("faults").size(); ++i) {
         Json t = s;
-        t["workload"]["clients"] = clients - 1;
+        t["runs"][0]["faults"].erase(i);
         out.push_back(t);
     }
-    // A shorter run.
     const long long duration = s.at("workload").value("duration_ms", 3000LL);
     if (duration > 100) {
         Json t = s;
         t["workload"]["duration_ms"] = duration / 2;
         out.push_back(t);
     }
-    // Fewer faults, then shorter ones.
-    for (std::size_t i = 0; i < run.at("faults").size(); ++i) {
+    // Fewer clients, if no fault names one of those left out.
+    const int clients = s.at("workload").value("clients", 8);
+    int named = -1;
+    for (const auto& f : run.at("faults"))
+        if (f.contains("client") && f["client"].is_number_integer()) named = std::max(named, f["client"].get<int>());
+    for (const int fewer : {clients / 2, clients - 1}) {
+        if (fewer < 2 || fewer <= named || fewer == clients || (fewer == clients - 1 && fewer == clients / 2)) continue;
         Json t = s;
-        t["runs"][0]["faults"].erase(i);
+        t["workload"]["clients"] = fewer;
         out.push_back(t);
     }
     for (std::size_t i = 0; i < run.at("faults").size(); ++i)
@@ -220,16 +220,18 @@ std::vector<T> parallel_map(std::size_t n, int jobs, F fn) {
 }
 
 // Shrinks a violating schedule: keeps each smaller variant that still shows the violation,
-// until none does or `go_on` says the time is up (a search bounded by --seconds).
+// until none does, `go_on` says the time is up (a search bounded by --seconds), or `settled`
+// knows the class of what is left (a smaller schedule alike was shrunk already).
 Json shrink(Json schedule, const std::string& violation, const fs::path& scratch, int& steps,
-            const std::function<bool()>& go_on = [] { return true; }) {
+            const std::function<bool()>& go_on = [] { return true; },
+            const std::function<bool(const Json&)>& settled = [](const Json&) { return false; }) {
     for (bool progress = true; progress && go_on();) {
         progress = false;
         for (const Json& candidate : smaller(schedule)) {
             ++steps;
             if (simulate(candidate, candidate.at("seed").get<std::uint64_t>(), scratch).violation == violation) {
                 schedule = candidate;
-                progress = true;
+                progress = !settled(schedule);
                 break;
             }
         }
@@ -333,11 +335,21 @@ Tried try_schedule(const SearchContext& c, long long index, std::size_t slot) {
     return t;
 }
 
-Shrunk shrink_and_class(const SearchContext& c, const Tried& t, std::size_t slot) {
+// Shrinks a violating schedule and names its class. Once what is left has the raw class of a
+// schedule shrunk before, it takes that one's class: the same assumption that counts every
+// violating schedule in the class of the first of its raw class.
+Shrunk shrink_and_class(const SearchContext& c, const Tried& t, std::size_t slot,
+                        const std::map<std::string, std::string>& raw_to_class) {
     Shrunk s;
     const fs::path dir = c.scratch / ("shrink" + std::to_string(slot));
-    s.schedule = shrink(t.schedule, t.outcome.violation, dir, s.steps, [&] { return c.clock.seconds() < c.seconds_for_run; });
-    s.failure_class = failure_class(s.schedule, landing_order(s.schedule, dir));
+    std::optional<std::string> known;
+    const auto settled = [&](const Json& left) {
+        const auto it = raw_to_class.find(failure_class(left));
+        if (it != raw_to_class.end()) known = it->second;
+        return known.has_value();
+    };
+    s.schedule = shrink(t.schedule, t.outcome.violation, dir, s.steps, [&] { return c.clock.seconds() < c.seconds_for_run; }, settled);
+    s.failure_class = known ? *known : failure_class(s.schedule, landing_order(s.schedule, dir));
     return s;
 }
 
@@ -440,7 +452,7 @@ RunSearch search_run(const Json& source, const std::string& run, const fs::path&
         const auto chunk = parallel_map<Tried>(indices.size(), jobs, [&](std::size_t k) { return try_schedule(c, indices[k], k); });
         const double found_after_s = c.clock.seconds();
         const auto picked = judge(r, chunk, opts, stop);
-        const auto shrunk = parallel_map<Shrunk>(picked.size(), jobs, [&](std::size_t m) { return shrink_and_class(c, *picked[m], m); });
+        const auto shrunk = parallel_map<Shrunk>(picked.size(), jobs, [&](std::size_t m) { return shrink_and_class(c, *picked[m], m, r.raw_to_class); });
         if (!r.violating.empty()) classify(r, c, chunk, picked, shrunk, found_after_s);
         if (opts.progress && c.clock.seconds() >= next_progress_s) {  // about once a second
             next_progress_s = c.clock.seconds() + 1;

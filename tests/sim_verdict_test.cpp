@@ -5,7 +5,8 @@
 //                 become text, so the two paths share only the mapping of fields to events)
 //   early stop .. stopping once the faults are spent and a quiet window has passed gives the
 //                 full run's verdict kind, schedule by schedule, over the catalog's simulated
-//                 runs; and it does stop some of them early
+//                 runs and over schedules `explore --budget` composes (node clock steps, spent
+//                 once they struck, among them); and it does stop some of them early
 //   threads ..... two threads calling it at once give the verdicts a serial loop gives
 #include <gtest/gtest.h>
 
@@ -21,6 +22,7 @@
 #include "analysis/checker.h"
 #include "analysis/history_io.h"
 #include "sim/engine/workload.h"
+#include "sim/harness/discover.h"
 #include "sim/harness/explore.h"
 #include "faults/process.h"
 #include "sim/virtual/sim_run.h"
@@ -121,6 +123,30 @@ TEST(SimVerdict, EarlyStopKeepsEveryScheduleVerdictKind) {
         }
     std::cout << total << " schedules, " << violating << " violating, " << stopped << " stopped early\n";
     EXPECT_GT(stopped, total / 10) << "the early stop hardly ever stopped: the comparison shows little";
+    EXPECT_GT(violating, total / 20);
+}
+
+// The schedules `explore --budget` composes: every fault kind of the vocabulary, node clock
+// steps (spent once they struck) among them, over every algorithm the simulator runs.
+TEST(SimVerdict, EarlyStopKeepsTheVerdictOfBudgetSchedules) {
+    Json source = read_json(kScenarios / "baseline.json");
+    source["workload"]["clients"] = 4;
+    source["workload"]["duration_ms"] = 1200;
+    int stopped = 0, violating = 0, total = 0;
+    for (const std::string& run : simulated_runs(source))
+        for (std::uint64_t i = 0; i < 40; ++i) {
+            const Json drawn = draw_budget_schedule(source, run, derive_seed(11, i), 2);
+            const Scenario sc = parse_scenario(drawn, "<schedule>");
+            const auto seed = drawn.at("seed").get<std::uint64_t>();
+            const SimVerdict full = simulate_verdict(sc, sc.runs.at(0), seed, false);
+            const SimVerdict early = simulate_verdict(sc, sc.runs.at(0), seed, true);
+            EXPECT_EQ(kind(early), kind(full)) << run << " " << drawn.at("runs").at(0).at("faults").dump();
+            stopped += early.stopped_early ? 1 : 0;
+            violating += kind(full).empty() ? 0 : 1;
+            ++total;
+        }
+    std::cout << total << " budget schedules, " << violating << " violating, " << stopped << " stopped early\n";
+    EXPECT_GT(stopped, total / 10);
     EXPECT_GT(violating, total / 20);
 }
 

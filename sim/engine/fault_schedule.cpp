@@ -288,7 +288,12 @@ bool FaultSchedule::spent() const {
         const FaultSpec& f = specs_[i];
         const State& s = state_[i];
         if (!s.done || !s.in_force.empty() || !s.held.empty() || f.repeats()) return false;
-        if (f.kind == FaultSpec::Kind::clock || open_link(f)) return false;
+        // A client's stepped clock stays off the others' (locks that compare clients' clocks
+        // feel it on every cycle), and a drifting clock drifts on; a lock node's step acts
+        // once, when it expires what it expires: after it, keys are set and expire by the
+        // node's new clock as by any clock.
+        const bool node_step = f.kind == FaultSpec::Kind::clock && f.node && !f.rate;
+        if ((f.kind == FaultSpec::Kind::clock && !node_step) || open_link(f)) return false;
         if (f.kind == FaultSpec::Kind::crash && !f.restart_after_ms) return false;
     }
     return std::ranges::none_of(timers_, [](const Timer& t) { return t.pending; });

@@ -76,8 +76,9 @@ public:
     void heal(long long now_ns);
 
     // Every fault has fired and ended, and none can fire again: nothing is in force or held,
-    // no timer is pending. A clock fault never ends (a stepped or rated clock stays so), nor
-    // does a link set for good, a crash with no restart, or a repeating fault.
+    // no timer is pending. A client's clock fault never ends (a stepped or rated clock stays
+    // so), nor does a node's drifting clock, a link set for good, a crash with no restart, or a
+    // repeating fault; a node's clock step ends once it struck.
     bool spent() const;
 
     bool killed(int client) const;

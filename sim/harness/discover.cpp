@@ -106,14 +106,16 @@ struct Aim {
 };
 
 // When and on whom: at a point (whoever reaches it, or one client), or at a time on a client.
-void draw_when(Draw& d, Json& f, Aim& aim, bool needs_point, bool node_fault) {
+void draw_when(Draw& d, Json& f, Aim& aim, bool needs_point, bool node_fault, bool cuts_nodes) {
     const Run& r = d.run();
     if (aim.correlated) {
-        // A node fault lands right after the client locked, if the story has not passed it.
-        const auto after_acquire = std::ranges::find(r.points, "after_acquire") - r.points.begin();
-        aim.from_point = node_fault && static_cast<std::size_t>(after_acquire) >= aim.from_point && d.chance(0.5)
-                             ? static_cast<std::size_t>(after_acquire)
-                             : static_cast<std::size_t>(d.uniform(static_cast<long long>(aim.from_point), static_cast<long long>(r.points.size()) - 1));
+        // The story's natural places: a cut from lock nodes as the client sets out to lock
+        // (drawn first, at the first point), a node fault right after it locked, if the story
+        // has not passed it; anything else anywhere from where the story is.
+        const auto after_acquire = static_cast<std::size_t>(std::ranges::find(r.points, "after_acquire") - r.points.begin());
+        if (cuts_nodes) aim.from_point = 0;
+        else if (node_fault && after_acquire >= aim.from_point && d.chance(0.5)) aim.from_point = after_acquire;
+        else aim.from_point = static_cast<std::size_t>(d.uniform(static_cast<long long>(aim.from_point), static_cast<long long>(r.points.size()) - 1));
         f["point"] = r.points.at(aim.from_point);
         f["occurrence"] = aim.occurrence;
         f["client"] = aim.client;
@@ -135,9 +137,9 @@ long long within_run(const Draw& d, const Json& f, long long length_ms) {
 
 // The lock nodes a link cuts: one, a minority, a bare majority or all of them; those sizes
 // are where quorum locks change behaviour.
-std::vector<int> draw_node_set(Draw& d) {
+std::vector<int> draw_node_set(Draw& d, bool minority) {
     const int n = d.run().nodes;
-    const std::vector<int> sizes{1, std::max(1, (n - 1) / 2), n / 2 + 1, n};
+    const std::vector<int> sizes = minority ? std::vector<int>{std::max(1, (n - 1) / 2)} : std::vector<int>{1, std::max(1, (n - 1) / 2), n / 2 + 1, n};
     std::vector<int> nodes(static_cast<std::size_t>(n));
     std::iota(nodes.begin(), nodes.end(), 0);
     std::shuffle(nodes.begin(), nodes.end(), d.rng());
@@ -161,7 +163,8 @@ void draw_link(Draw& d, Json& f, Aim& aim, Kind kind) {
     if (f["mode"] == "delay") f["latency_ms"] = d.scaled(-3, 1);
     if (kind != Kind::replication_link && d.chance(0.5)) f["direction"] = d.chance(0.5) ? "upstream" : "downstream";
     if (kind == Kind::lock_link) {
-        const std::vector<int> nodes = draw_node_set(d);
+        // In a story the cut leaves the client a bare majority to lock (a minority cut).
+        const std::vector<int> nodes = draw_node_set(d, aim.correlated && d.run().nodes >= 3);
         f["nodes"] = nodes;
         if (f.contains("client") && f["client"] == aim.client) aim.cut = nodes;
     }
@@ -173,7 +176,7 @@ void draw_link(Draw& d, Json& f, Aim& aim, Kind kind) {
 Json draw_fault(Draw& d, Kind kind, Aim& aim) {
     Json f = Json::object();
     const bool node_fault = kind == Kind::node_clock || kind == Kind::node_crash;
-    draw_when(d, f, aim, kind == Kind::gate, node_fault);
+    draw_when(d, f, aim, kind == Kind::gate, node_fault, kind == Kind::lock_link);
     switch (kind) {
         case Kind::pause:
         case Kind::watchdog_pause:
@@ -184,8 +187,9 @@ Json draw_fault(Draw& d, Kind kind, Aim& aim) {
         case Kind::client_clock:
         case Kind::node_clock:
             f["fault"] = "clock";
-            // A node's clock mostly steps forward: back, it only keeps keys longer.
-            f["jump_ms"] = d.scaled(-2, 2) * (d.chance(kind == Kind::node_clock ? 0.75 : 0.5) ? 1 : -1);
+            // A node's clock mostly steps forward (back, it only keeps keys longer), by half
+            // its TTL or more (a small step rarely outruns a lease).
+            f["jump_ms"] = (kind == Kind::node_clock ? d.scaled(-1, 2) : d.scaled(-2, 2)) * (d.chance(kind == Kind::node_clock ? 0.75 : 0.5) ? 1 : -1);
             if (kind == Kind::node_clock) f["node"] = draw_node(d, aim);
             break;
         case Kind::node_crash:

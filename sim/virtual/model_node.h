@@ -28,6 +28,8 @@ struct lua_State;
 
 namespace lockbench::sim {
 
+struct LuaVm;  // a Lua state with the scripts compiled in it (model_node.cpp)
+
 class ModelNode {
 public:
     ModelNode();
@@ -85,8 +87,9 @@ private:
     std::vector<std::string> dirty_;
     bool tracking_ = false;
     long long now_ms_ = 0;
-    std::unique_ptr<lua_State, void (*)(lua_State*)> lua_;
-    std::unordered_map<std::string, int> scripts_;  // script text → its compiled function
+    std::unique_ptr<LuaVm> vm_;  // from the thread's pool, and back to it
+    Command scratch_;            // redis.call's command, its strings' buffers kept between calls
+    bool scratch_busy_ = false;
 };
 
 // A Redis error reply, as execute() returns it.

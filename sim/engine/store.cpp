@@ -86,6 +86,15 @@ std::string fence_arg(const SectionId& s) { return s.fence ? std::to_string(*s.f
 
 }  // namespace
 
+const char* store_script(StoreScript which) {
+    switch (which) {
+        case StoreScript::enter: return kEnter;
+        case StoreScript::write_and_exit: return kWriteAndExit;
+        case StoreScript::abandon: return kAbandon;
+    }
+    return "";
+}
+
 const char* resource_check_name(ResourceCheck c) {
     switch (c) {
         case ResourceCheck::none: return "none";

@@ -58,6 +58,10 @@ struct SectionId {
     std::string token;   // the lease's random value (Lease::token), for the check "token"
 };
 
+// The scripts' texts, for a model that runs them natively (sim/virtual/model_store_scripts.cpp).
+enum class StoreScript { enter, write_and_exit, abandon };
+const char* store_script(StoreScript which);
+
 class Store {
 public:
     Store(Env& env, Duration timeout, ResourceCheck check = ResourceCheck::fence)

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <cstdio>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 namespace lockbench::sim {
@@ -204,7 +205,11 @@ bool redis_call(lua_State* L, ModelNode* node, char* err, std::size_t err_size) 
         std::snprintf(err, err_size, "Please specify at least one argument for redis.call()");
         return false;
     }
-    Command cmd;
+    // The node's scratch command, unless a call is under way (a script's EVAL): its strings
+    // keep their buffers from call to call.
+    Command local;
+    Command& cmd = node->scratch_busy_ ? local : node->scratch_;
+    cmd.args.resize(static_cast<std::size_t>(n));
     for (int i = 1; i <= n; ++i) {
         if (!lua_isstring(L, i)) {
             std::snprintf(err, err_size, "Lua redis() command arguments must be strings or integers");
@@ -212,8 +217,13 @@ bool redis_call(lua_State* L, ModelNode* node, char* err, std::size_t err_size) 
         }
         std::size_t len = 0;
         const char* s = lua_tolstring(L, i, &len);
-        cmd.args.emplace_back(s, len);
+        cmd.args[static_cast<std::size_t>(i - 1)].assign(s, len);
     }
+    struct Busy {
+        bool& flag;
+        bool was;
+        ~Busy() { flag = was; }
+    } busy{node->scratch_busy_, std::exchange(node->scratch_busy_, true)};
     try {
         const Value v = node->run(cmd);
         push_reply(L, v);
@@ -236,22 +246,52 @@ int model_redis_call(lua_State* L) {
     return lua_error(L);
 }
 
-ModelNode::ModelNode() : lua_(luaL_newstate(), lua_close) {
-    lua_State* L = lua_.get();
-    luaL_openlibs(L);
-    lua_pushlightuserdata(L, this);
-    lua_setfield(L, LUA_REGISTRYINDEX, "lockbench_node");
-    lua_newtable(L);
-    lua_pushcfunction(L, model_redis_call);
-    lua_setfield(L, -2, "call");
-    lua_setglobal(L, "redis");
-    lua_newtable(L);
-    lua_pushcfunction(L, cjson_encode);
-    lua_setfield(L, -2, "encode");
-    lua_setglobal(L, "cjson");
+struct LuaVm {
+    lua_State* L = nullptr;
+    std::vector<std::pair<std::string, int>> scripts;  // script text → its compiled function
+    LuaVm() : L(luaL_newstate()) {
+        luaL_openlibs(L);
+        lua_newtable(L);
+        lua_pushcfunction(L, model_redis_call);
+        lua_setfield(L, -2, "call");
+        lua_setglobal(L, "redis");
+        lua_newtable(L);
+        lua_pushcfunction(L, cjson_encode);
+        lua_setfield(L, -2, "encode");
+        lua_setglobal(L, "cjson");
+    }
+    ~LuaVm() { lua_close(L); }
+    LuaVm(const LuaVm&) = delete;
+    LuaVm& operator=(const LuaVm&) = delete;
+};
+
+namespace {
+
+// Lua states outlive the nodes that used them: opening one (luaL_openlibs) and compiling the
+// scripts cost a good part of a short simulated run. One pool per thread, so that no state is
+// ever used by two threads; a script leaves nothing behind but its compiled self (Redis's
+// scripts set no globals; KEYS and ARGV are set anew by every EVAL).
+constexpr std::size_t kPooledVms = 16;
+thread_local std::vector<std::unique_ptr<LuaVm>> pooled_vms;
+
+std::unique_ptr<LuaVm> take_vm() {
+    if (pooled_vms.empty()) return std::make_unique<LuaVm>();
+    std::unique_ptr<LuaVm> vm = std::move(pooled_vms.back());
+    pooled_vms.pop_back();
+    return vm;
 }
 
-ModelNode::~ModelNode() = default;
+}  // namespace
+
+ModelNode::ModelNode() : vm_(take_vm()) {
+    lua_pushlightuserdata(vm_->L, this);
+    lua_setfield(vm_->L, LUA_REGISTRYINDEX, "lockbench_node");
+}
+
+ModelNode::~ModelNode() {
+    lua_settop(vm_->L, 0);
+    if (pooled_vms.size() < kPooledVms) pooled_vms.push_back(std::move(vm_));
+}
 
 void ModelNode::restart(bool keep_data) {
     if (!keep_data) data_.clear();
@@ -505,19 +545,26 @@ Value ModelNode::cmd_flushall(const Command&) {
 
 Value ModelNode::eval(const Command& cmd) {
     arity(cmd, 3);
-    lua_State* L = lua_.get();
+    lua_State* L = vm_->L;
     const std::string& body = cmd.args[1];
     const long long numkeys = to_integer(cmd.args[2]);
     if (numkeys < 0 || static_cast<std::size_t>(numkeys) > cmd.args.size() - 3)
         fail("ERR Number of keys can't be greater than number of args");
-    auto it = scripts_.find(body);
-    if (it == scripts_.end()) {
+    if (native_scripts_)
+        if (auto v = native_store_script(cmd)) {
+            ++native_runs_;
+            return std::move(*v);
+        }
+    // A few scripts a run: comparing the texts beats hashing them.
+    auto it = std::ranges::find(vm_->scripts, body, &std::pair<std::string, int>::first);
+    if (it == vm_->scripts.end()) {
         if (luaL_loadbuffer(L, body.data(), body.size(), "@user_script") != 0) {
             const std::string e = lua_tostring(L, -1);
             lua_pop(L, 1);
             fail("ERR Error compiling script (new function): " + e);
         }
-        it = scripts_.emplace(body, luaL_ref(L, LUA_REGISTRYINDEX)).first;
+        vm_->scripts.emplace_back(body, luaL_ref(L, LUA_REGISTRYINDEX));
+        it = vm_->scripts.end() - 1;
     }
     const auto set_table = [&](const char* name, std::size_t from, std::size_t count) {
         lua_createtable(L, static_cast<int>(count), 0);

@@ -28,6 +28,8 @@ struct lua_State;
 
 namespace lockbench::sim {
 
+struct LuaVm;  // a Lua state with the scripts compiled in it (model_node.cpp)
+
 class ModelNode {
 public:
     ModelNode();
@@ -38,6 +40,12 @@ public:
     // One command at the node's wall-clock time `now_ms`. On a Redis error reply ("ERR ...",
     // "WRONGTYPE ...") `*error` gets its text and the Value is nil (Reply::redis_error).
     Value execute(const Command& cmd, long long now_ms, std::string* error);
+
+    // The store's scripts (sim/engine/store.h) run in C++ rather than Lua, with the same
+    // replies, keys and log lines (model_store_scripts.cpp; tests/model_store_scripts_test.cpp
+    // holds the two to that). On by default; off, every script runs in Lua.
+    void set_native_scripts(bool on) { native_scripts_ = on; }
+    std::size_t native_runs() const { return native_runs_; }  // how many ran natively
 
     // A crash and restart: with persistence, the data survives; without, it is gone.
     void restart(bool keep_data);
@@ -79,14 +87,26 @@ private:
     Value cmd_time(const Command& cmd);
     Value cmd_flushall(const Command& cmd);
     Value eval(const Command& cmd);
+    // The store's script `cmd` runs, natively, if it is one and its keys and arguments are
+    // as the store leaves them (plain integers, no expiry); else nothing happens.
+    std::optional<Value> native_store_script(const Command& cmd);
+    std::optional<Value> store_enter(const Command& cmd);
+    std::optional<Value> store_write_and_exit(const Command& cmd);
+    Value store_abandon(const Command& cmd);
+    const Entry* plain(const std::string& key, Entry::Type type, bool* ok) const;
+    void set_plain(const std::string& key, std::string value);
+    long long rpush_log(const std::string& key, std::string line);
     friend bool redis_call(lua_State* L, ModelNode* node, char* err, std::size_t err_size);
 
     std::unordered_map<std::string, Entry> data_;
     std::vector<std::string> dirty_;
     bool tracking_ = false;
     long long now_ms_ = 0;
-    std::unique_ptr<lua_State, void (*)(lua_State*)> lua_;
-    std::unordered_map<std::string, int> scripts_;  // script text → its compiled function
+    std::unique_ptr<LuaVm> vm_;  // from the thread's pool, and back to it
+    Command scratch_;            // redis.call's command, its strings' buffers kept between calls
+    bool scratch_busy_ = false;
+    bool native_scripts_ = true;
+    std::size_t native_runs_ = 0;
 };
 
 // A Redis error reply, as execute() returns it.

@@ -1,6 +1,7 @@
 #include "sim/virtual/sim_env.h"
 
 #include <algorithm>
+#include <numeric>
 #include <exception>
 
 namespace lockbench::sim {
@@ -177,7 +178,7 @@ void Net::failover(ReplicaGroup& g, std::size_t crashed) {
     });
 }
 
-bool Net::send(int channel, std::size_t n, const Command& cmd, std::function<void(Reply)> done) {
+bool Net::send(int channel, std::size_t n, std::shared_ptr<const Command> shared, std::function<void(Reply)> done) {
     Conn& c = conn(channel, n);
     const int client = c.client;
     Path& p = path(client, n);
@@ -189,7 +190,9 @@ bool Net::send(int channel, std::size_t n, const Command& cmd, std::function<voi
     }
     c.connected = true;
     const std::uint64_t connection = c.connection, incarnation = nodes_.at(target)->incarnation;
-    travel(p.up, [this, channel, client, n, target, cmd, done = std::move(done), connection, incarnation]() mutable {
+    travel(p.up, [this, channel, client, n, target, shared = std::move(shared), done = std::move(done), connection,
+                  incarnation]() mutable {
+        const Command& cmd = *shared;
         SimNode& node = *nodes_[target];
         if (!node.up || node.incarnation != incarnation) return;  // lost with the node
         auto respond = [this, channel, client, n, connection, done = std::move(done)](Reply r) {
@@ -240,13 +243,13 @@ void SimEnv::run_if_background_paused(World& world, Process& process, std::uint6
     }
 }
 
-std::vector<Reply> SimEnv::exchange(const std::vector<std::pair<int, Command>>& requests, Duration timeout,
+std::vector<Reply> SimEnv::exchange(const std::vector<int>& requests, const Command& cmd, Duration timeout,
                                     std::optional<Point> after_send) {
     World& w = net_.world();
     if (background_) run_if_background_paused(w, process_, wait_token_, stopped_);  // a held task sends nothing
     if (stopped_ && *stopped_) {
         std::vector<Reply> replies;
-        for (const auto& [id, cmd] : requests)
+        for (const int id : requests)
             replies.push_back(Reply{NodeId{id}, Reply::Status::unknown, {}, "background task stopped", false});
         return replies;
     }
@@ -270,11 +273,12 @@ std::vector<Reply> SimEnv::exchange(const std::vector<std::pair<int, Command>>& 
         call->done[i] = true;
         if (--call->left == 0 && call->waiting) w.wake(call->fiber, call->token);
     };
+    const auto shared = std::make_shared<const Command>(cmd);
     for (std::size_t i = 0; i < requests.size(); ++i) {
-        const int id = requests[i].first;
+        const int id = requests[i];
         call->replies.push_back(Reply{NodeId{id}, Reply::Status::unknown, {}, "", false});
         const std::size_t target = targets_.at(static_cast<std::size_t>(id));
-        if (!net_.send(channel_, target, requests[i].second, [finish, i](Reply r) { finish(i, std::move(r)); }))
+        if (!net_.send(channel_, target, shared, [finish, i](Reply r) { finish(i, std::move(r)); }))
             finish(i, Reply{NodeId{id}, Reply::Status::error, {}, "Connection refused", false});
     }
     // The timeout is judged by the client: not while it is paused, and a reply that arrived
@@ -311,13 +315,13 @@ std::vector<Reply> SimEnv::exchange(const std::vector<std::pair<int, Command>>& 
 }
 
 Reply SimEnv::command(NodeId node, const Command& cmd, Duration timeout, std::optional<Point> after_send) {
-    return exchange({{node.value, cmd}}, timeout, after_send).front();
+    return exchange({node.value}, cmd, timeout, after_send).front();
 }
 
 std::vector<Reply> SimEnv::fan_out(const Command& cmd, Duration timeout, std::optional<Point> after_send) {
-    std::vector<std::pair<int, Command>> requests;
-    for (int i = 0; i < node_count(); ++i) requests.emplace_back(i, cmd);
-    return exchange(requests, timeout, after_send);
+    std::vector<int> requests(static_cast<std::size_t>(node_count()));
+    std::iota(requests.begin(), requests.end(), 0);
+    return exchange(requests, cmd, timeout, after_send);
 }
 
 void SimEnv::sleep(Duration d) {

@@ -128,8 +128,9 @@ public:
     void restart(std::size_t node);
 
     // Sends `cmd` on `channel` to `node`; `done` gets the reply (or nothing, if it is lost).
-    // Returns false if the node refuses the connection (down): nothing was sent.
-    bool send(int channel, std::size_t node, const Command& cmd, std::function<void(Reply)> done);
+    // Returns false if the node refuses the connection (down): nothing was sent. The command
+    // is shared, not copied: a fan-out sends one to every node.
+    bool send(int channel, std::size_t node, std::shared_ptr<const Command> cmd, std::function<void(Reply)> done);
 
     // Makes `master` (clients' name for the group) replicate to `replica`, under Sentinel.
     void add_replica(std::size_t master, std::size_t replica,
@@ -187,7 +188,8 @@ public:
     }
 
 private:
-    std::vector<Reply> exchange(const std::vector<std::pair<int, Command>>& requests, Duration timeout,
+    // Sends `cmd` to each of `nodes` (this env's NodeIds) and waits for the replies.
+    std::vector<Reply> exchange(const std::vector<int>& nodes, const Command& cmd, Duration timeout,
                                 std::optional<Point> after_send);
 
     Net& net_;

@@ -26,13 +26,7 @@ Fiber* World::spawn(std::string name, std::function<void()> body, std::size_t st
     f->name_ = std::move(name);
     f->body_ = std::move(body);
     f->stack_.reset(new char[stack_bytes]);
-    getcontext(&f->context_);
-    f->context_.uc_stack.ss_sp = f->stack_.get();
-    f->context_.uc_stack.ss_size = stack_bytes;
-    f->context_.uc_link = &world_context_;
-    const auto p = reinterpret_cast<std::uintptr_t>(this);
-    makecontext(&f->context_, reinterpret_cast<void (*)()>(&World::trampoline), 2,
-                static_cast<unsigned>(p & 0xffffffffu), static_cast<unsigned>(p >> 32));
+    f->context_ = boost::context::detail::make_fcontext(f->stack_.get() + stack_bytes, stack_bytes, &World::trampoline);
     fibers_.push_back(std::move(fiber));
     f->waiting_ = true;
     const std::uint64_t token = ++f->wake_id_;
@@ -40,9 +34,11 @@ Fiber* World::spawn(std::string name, std::function<void()> body, std::size_t st
     return f;
 }
 
-// The first frame of every fiber: runs the body and catches the kill that unwinds it.
-void World::trampoline(unsigned lo, unsigned hi) {
-    World* w = reinterpret_cast<World*>(static_cast<std::uintptr_t>(lo) | (static_cast<std::uintptr_t>(hi) << 32));
+// The first frame of every fiber: runs the body and catches the kill that unwinds it. The
+// world passes itself on the first switch.
+void World::trampoline(boost::context::detail::transfer_t from) {
+    World* w = static_cast<World*>(from.data);
+    w->world_context_ = from.fctx;
     Fiber* f = w->current_;
     try {
         if (!f->killed_) f->body_();
@@ -51,7 +47,8 @@ void World::trampoline(unsigned lo, unsigned hi) {
         f->error_ = std::current_exception();  // rethrown by resume(), on the world's stack
     }
     f->finished_ = true;
-    // Returning switches to uc_link: the world.
+    // Back to the world for good (an fcontext function must not return); its stack is freed there.
+    boost::context::detail::jump_fcontext(w->world_context_, nullptr);
 }
 
 std::uint64_t World::prepare_wait() {
@@ -97,7 +94,7 @@ void World::kill(Fiber* f) {
 
 void World::resume(Fiber* f) {
     current_ = f;
-    swapcontext(&world_context_, &f->context_);
+    f->context_ = boost::context::detail::jump_fcontext(f->context_, this).fctx;
     current_ = nullptr;
     if (f->finished_) f->stack_.reset();  // back on the world's stack: its own can go
     if (f->error_) std::rethrow_exception(std::exchange(f->error_, nullptr));
@@ -105,8 +102,8 @@ void World::resume(Fiber* f) {
 
 void World::yield_to_world() {
     Fiber* f = current_;
-    swapcontext(&f->context_, &world_context_);
-    // Back in the fiber, made current again by resume().
+    world_context_ = boost::context::detail::jump_fcontext(world_context_, nullptr).fctx;
+    // Back in the fiber, made current again by resume() (from wherever the world is now).
     if (f->killed_) throw FiberKilled{};
 }
 

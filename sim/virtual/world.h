@@ -8,11 +8,11 @@
 //     └─ random: one seeded source, the only randomness of a simulated run
 //
 // Exactly one fiber runs at a time and the order of events is a function of the seed, so a
-// run replays byte for byte. Fibers are ucontext coroutines with their own stacks: the seam
-// (lockimpl/env.h) is synchronous, and an algorithm must not change to run here.
+// run replays byte for byte. Fibers are coroutines with their own stacks, switched with
+// Boost.Context's fcontext (a few instructions, where ucontext's swapcontext makes a system
+// call to save the signal mask): the seam (lockimpl/env.h) is synchronous, and an algorithm
+// must not change to run here.
 #pragma once
-
-#include <ucontext.h>
 
 #include <cstdint>
 #include <exception>
@@ -22,6 +22,8 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include <boost/context/detail/fcontext.hpp>
 
 namespace lockbench::sim {
 
@@ -43,7 +45,7 @@ private:
     friend class World;
     std::string name_;
     std::function<void()> body_;
-    ucontext_t context_{};
+    boost::context::detail::fcontext_t context_ = nullptr;  // where it resumes
     std::unique_ptr<char[]> stack_;  // not zeroed: a fiber a watchdog, spawned per acquire
     bool finished_ = false;
     bool killed_ = false;    // asked to unwind at its next switch
@@ -98,7 +100,7 @@ private:
         std::function<void()> f;
         bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
     };
-    static void trampoline(unsigned lo, unsigned hi);
+    static void trampoline(boost::context::detail::transfer_t from);
     void resume(Fiber* f);
     void yield_to_world();
 
@@ -108,7 +110,7 @@ private:
     std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
     std::vector<std::unique_ptr<Fiber>> fibers_;
     Fiber* current_ = nullptr;
-    ucontext_t world_context_{};
+    boost::context::detail::fcontext_t world_context_ = nullptr;  // where the running fiber returns to
     std::mt19937_64 random_;
 };
 

@@ -51,7 +51,7 @@ bool contains(const std::string& s, const char* piece) { return s.find(piece) !=
 
 // Schedules per run of the rediscovery: enough, with its seed, for every class it asserts (the
 // search's speed is a benchmark, explore/*, not a test).
-constexpr long long kRediscoverySchedules = 400;
+constexpr long long kRediscoverySchedules = 40;
 
 constexpr const char* kSmall = R"({"name": "small", "seed": 1,
     "workload": {"clients": 3, "duration_ms": 400, "work_ms": {"uniform": [1, 3]}, "retry_ms": {"uniform": [1, 3]}},

@@ -1,6 +1,7 @@
 #include "analysis/history_io.h"
 
 #include <algorithm>
+#include <charconv>
 #include <fstream>
 #include <stdexcept>
 #include <string_view>
@@ -242,6 +243,9 @@ public:
         while (i_ < s_.size() && s_[i_] != ',' && s_[i_] != '}') ++i_;
         const std::string_view v = s_.substr(from, i_ - from);
         if (v == "true" || v == "false" || v == "null") return std::nullopt;
+        long long whole = 0;  // the usual case, without a string
+        if (const auto r = std::from_chars(v.data(), v.data() + v.size(), whole); r.ec == std::errc() && r.ptr == v.data() + v.size())
+            return whole;
         const std::string text(v);
         std::size_t used = 0;
         const double d = std::stod(text, &used);

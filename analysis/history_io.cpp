@@ -1,6 +1,7 @@
 #include "analysis/history_io.h"
 
 #include <algorithm>
+#include <charconv>
 #include <fstream>
 #include <stdexcept>
 #include <string_view>
@@ -107,11 +108,15 @@ bool numeric_client_field(std::string_view key) {
 
 }  // namespace
 
-bool ClientEventBuilder::begin(long long t_ns, int client, std::string_view op, std::string_view type) {
+bool ClientEventBuilder::read_by_checker(std::string_view op) {
     // Fault points (for the timeline), an adapter's failure (in the summary's
     // clients_failed), renewals and a lock's "lost" announcements (for the timeline: the
     // store's log shows what a lost lease led to) are not for the checker.
-    if (op == "point" || op == "adapter" || op == "renew" || op == "lost") return false;
+    return !(op == "point" || op == "adapter" || op == "renew" || op == "lost");
+}
+
+bool ClientEventBuilder::begin(long long t_ns, int client, std::string_view op, std::string_view type) {
+    if (!read_by_checker(op)) return false;
     event_ = ClientEvent{};
     event_.t_ns = t_ns;
     event_.client = client;
@@ -147,10 +152,10 @@ void ClientEventBuilder::finish() {
 }
 
 void parse_client_event(const nlohmann::json& j, RunHistory& h) {
+    const std::string op = j.at("op").get<std::string>();
+    if (!ClientEventBuilder::read_by_checker(op)) return;  // before its other fields, which it may lack
     ClientEventBuilder b(h);
-    if (!b.begin(j.at("t_ns").get<long long>(), j.at("client").get<int>(), j.at("op").get<std::string>(),
-                 j.at("type").get<std::string>()))
-        return;
+    b.begin(j.at("t_ns").get<long long>(), j.at("client").get<int>(), op, j.at("type").get<std::string>());
     for (const auto& [key, v] : j.items()) {
         if (key == "t_ns" || key == "client" || key == "op" || key == "type") continue;
         if (key == "nodes") b.nodes(node_mask(j));
@@ -242,6 +247,9 @@ public:
         while (i_ < s_.size() && s_[i_] != ',' && s_[i_] != '}') ++i_;
         const std::string_view v = s_.substr(from, i_ - from);
         if (v == "true" || v == "false" || v == "null") return std::nullopt;
+        long long whole = 0;  // the usual case, without a string
+        if (const auto r = std::from_chars(v.data(), v.data() + v.size(), whole); r.ec == std::errc() && r.ptr == v.data() + v.size())
+            return whole;
         const std::string text(v);
         std::size_t used = 0;
         const double d = std::stod(text, &used);

@@ -39,6 +39,8 @@ public:
     // Starts a record; false if the checker reads no record of this op (a fault point, a
     // renewal...): then feed nothing more.
     bool begin(long long t_ns, int client, std::string_view op, std::string_view type);
+    // Whether the checker reads records of this op at all (begin's answer, before any field).
+    static bool read_by_checker(std::string_view op);
     void str(std::string_view key, std::string_view value);
     void num(std::string_view key, long long value);
     void real(std::string_view key, double value);

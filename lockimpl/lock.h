@@ -97,6 +97,11 @@ public:
 // KEYS[1] = key, ARGV[1] = token; returns 1 if it deleted, else 0.
 extern const char* const kCompareAndDelete;
 
+// token-lua's fenced acquire: SET key token NX PX ttl, then INCR key:fence, in one script.
+// KEYS[1] = key, KEYS[2] = fence key, ARGV[1] = token, ARGV[2] = ttl (ms); returns the new
+// fence, or nil if the key was held.
+extern const char* const kAcquireFenced;
+
 // redis-py's extend script (Lock.LUA_EXTEND_SCRIPT): only if the key still holds our token
 // and has a TTL, PEXPIRE it to ARGV[2] (replace, ARGV[3] == "1") or PTTL + ARGV[2] (add).
 // KEYS[1] = key, ARGV[1] = token; returns 1 if it extended, 0 if the key is not ours or

@@ -14,13 +14,14 @@
 #include "lockimpl/registry.h"
 
 namespace lockbench {
-namespace {
 
 const char* const kAcquireFenced =
     "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then "
     "  return redis.call('incr', KEYS[2]) "
     "end "
     "return false";
+
+namespace {
 
 class TokenLuaLock final : public Lock {
 public:

@@ -1,15 +1,18 @@
-// The store's scripts run natively by the model (sim/virtual/model_store_scripts.cpp) against
-// the same scripts run in the model's Lua: over random sequences of enters, writes and
-// abandons (every check, fenced or not, tokens that match or not, leases that need escaping),
-// with the odd key the store never leaves (a counter that is not a plain number, a key with an
-// expiry, a log that is not a list), every reply, error, log line and key is the same, and the
-// native path does run on the store's own inputs.
+// The scripts the model runs natively against the same scripts run in its Lua:
+//   store ... (sim/virtual/model_store_scripts.cpp) over random sequences of enters, writes and
+//             abandons (every check, fenced or not, tokens that match or not, leases that need
+//             escaping), with the odd key the store never leaves (a counter that is not a plain
+//             number, a key with an expiry, a log that is not a list)
+//   locks ... (model_lock_scripts.cpp) compare-and-delete and the fenced acquire, among SETs,
+//             DELs, expiries, a key of the wrong type and TTLs Redis refuses
+// every reply, error, log line and key is the same, and the native path does run.
 #include <gtest/gtest.h>
 
 #include <random>
 #include <string>
 #include <vector>
 
+#include "lockimpl/lock.h"
 #include "sim/engine/store.h"
 #include "sim/virtual/model_node.h"
 
@@ -95,6 +98,47 @@ TEST(ModelStoreScripts, NativeAndLuaAgreeOnEveryReplyLogLineAndKey) {
         }
         EXPECT_GT(native.native_runs(), 100u) << "seed " << seed << ": the native path hardly ran";
         EXPECT_EQ(lua.native_runs(), 0u);
+    }
+}
+
+Command lock_step(std::mt19937_64& rng) {
+    const std::string key = rng() % 8 == 0 ? "other" : "lock", token = "t" + std::to_string(rng() % 3);
+    const std::string ttls[] = {"100", "5", "0", "-3", "x"};
+    switch (rng() % 8) {
+        case 0: return {"SET", key, token, "PX", std::to_string(1 + rng() % 20)};
+        case 1: return {"DEL", key};
+        case 2: return {"HINCRBY", key, "f", "1"};  // the wrong type for both scripts
+        case 3: case 4: return {"EVAL", kCompareAndDelete, "1", key, token};
+        default: return {"EVAL", kAcquireFenced, "2", key, key + ":fence", token, ttls[rng() % 5]};
+    }
+}
+
+std::string lock_state(ModelNode& node, long long now_ms) {
+    std::string s;
+    for (const Command& c : {Command{"GET", "lock"}, Command{"PTTL", "lock"}, Command{"GET", "lock:fence"},
+                             Command{"GET", "other"}, Command{"GET", "other:fence"}}) {
+        std::string error;
+        s += describe(node.execute(c, now_ms, &error), error) + "\n";
+    }
+    return s;
+}
+
+TEST(ModelLockScripts, NativeAndLuaAgreeOnEveryReplyAndKey) {
+    for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+        std::mt19937_64 rng(seed);
+        ModelNode native, lua;
+        lua.set_native_scripts(false);
+        long long now_ms = 1'800'000'000'000LL;
+        for (int step = 0; step < 300; ++step) {
+            const Command cmd = lock_step(rng);
+            now_ms += static_cast<long long>(rng() % 4);
+            std::string native_error, lua_error;
+            const Value a = native.execute(cmd, now_ms, &native_error);
+            const Value b = lua.execute(cmd, now_ms, &lua_error);
+            ASSERT_EQ(describe(a, native_error), describe(b, lua_error)) << "seed " << seed << " step " << step;
+            ASSERT_EQ(lock_state(native, now_ms), lock_state(lua, now_ms)) << "seed " << seed << " step " << step;
+        }
+        EXPECT_GT(native.native_runs(), 50u) << "seed " << seed;
     }
 }
 

@@ -550,11 +550,14 @@ Value ModelNode::eval(const Command& cmd) {
     const long long numkeys = to_integer(cmd.args[2]);
     if (numkeys < 0 || static_cast<std::size_t>(numkeys) > cmd.args.size() - 3)
         fail("ERR Number of keys can't be greater than number of args");
-    if (native_scripts_)
-        if (auto v = native_store_script(cmd)) {
+    if (native_scripts_) {
+        std::optional<Value> v = native_lock_script(cmd);
+        if (!v) v = native_store_script(cmd);
+        if (v) {
             ++native_runs_;
             return std::move(*v);
         }
+    }
     // A few scripts a run: comparing the texts beats hashing them.
     auto it = std::ranges::find(vm_->scripts, body, &std::pair<std::string, int>::first);
     if (it == vm_->scripts.end()) {

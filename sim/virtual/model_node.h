@@ -41,9 +41,11 @@ public:
     // "WRONGTYPE ...") `*error` gets its text and the Value is nil (Reply::redis_error).
     Value execute(const Command& cmd, long long now_ms, std::string* error);
 
-    // The store's scripts (sim/engine/store.h) run in C++ rather than Lua, with the same
-    // replies, keys and log lines (model_store_scripts.cpp; tests/model_store_scripts_test.cpp
-    // holds the two to that). On by default; off, every script runs in Lua.
+    // The store's scripts (sim/engine/store.h) and two of the locks' (lockimpl/lock.h:
+    // compare-and-delete, the fenced acquire) run in C++ rather than Lua, with the same
+    // replies, keys and log lines (model_store_scripts.cpp, model_lock_scripts.cpp;
+    // tests/model_store_scripts_test.cpp holds the two paths to that). On by default; off,
+    // every script runs in Lua.
     void set_native_scripts(bool on) { native_scripts_ = on; }
     std::size_t native_runs() const { return native_runs_; }  // how many ran natively
 
@@ -90,6 +92,7 @@ private:
     // The store's script `cmd` runs, natively, if it is one and its keys and arguments are
     // as the store leaves them (plain integers, no expiry); else nothing happens.
     std::optional<Value> native_store_script(const Command& cmd);
+    std::optional<Value> native_lock_script(const Command& cmd);
     std::optional<Value> store_enter(const Command& cmd);
     std::optional<Value> store_write_and_exit(const Command& cmd);
     Value store_abandon(const Command& cmd);

@@ -6,13 +6,53 @@
 #include <stdexcept>
 #include <utility>
 
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
+#define LOCKBENCH_TSAN 1
+#endif
+
 namespace lockbench::sim {
 
-World::World(std::uint64_t seed) : random_(seed) {}
+namespace {
+
+// ThreadSanitizer follows a switch of stacks only when told (each fiber is one of its
+// fibers); without it, it sees one thread's stack change under it and reports nonsense.
+void* tsan_new_fiber() {
+#ifdef LOCKBENCH_TSAN
+    return __tsan_create_fiber(0);
+#else
+    return nullptr;
+#endif
+}
+
+void tsan_switch(void* to) {
+#ifdef LOCKBENCH_TSAN
+    if (to) __tsan_switch_to_fiber(to, 0);
+#else
+    (void)to;
+#endif
+}
+
+void tsan_destroy(void* fiber) {
+#ifdef LOCKBENCH_TSAN
+    if (fiber) __tsan_destroy_fiber(fiber);
+#else
+    (void)fiber;
+#endif
+}
+
+}  // namespace
+
+World::World(std::uint64_t seed) : random_(seed) {
+#ifdef LOCKBENCH_TSAN
+    tsan_world_ = __tsan_get_current_fiber();
+#endif
+}
 
 World::~World() {
     // Fibers still blocked are abandoned with their stacks: nothing on them owns anything
     // outside the world (their objects are destroyed with the world's owners).
+    for (auto& f : fibers_) tsan_destroy(f->tsan_fiber_);
 }
 
 void World::at(VTime t, std::function<void()> f) {
@@ -27,6 +67,7 @@ Fiber* World::spawn(std::string name, std::function<void()> body, std::size_t st
     f->body_ = std::move(body);
     f->stack_.reset(new char[stack_bytes]);
     f->context_ = boost::context::detail::make_fcontext(f->stack_.get() + stack_bytes, stack_bytes, &World::trampoline);
+    f->tsan_fiber_ = tsan_new_fiber();
     fibers_.push_back(std::move(fiber));
     f->waiting_ = true;
     const std::uint64_t token = ++f->wake_id_;
@@ -48,6 +89,7 @@ void World::trampoline(boost::context::detail::transfer_t from) {
     }
     f->finished_ = true;
     // Back to the world for good (an fcontext function must not return); its stack is freed there.
+    tsan_switch(w->tsan_world_);
     boost::context::detail::jump_fcontext(w->world_context_, nullptr);
 }
 
@@ -94,6 +136,7 @@ void World::kill(Fiber* f) {
 
 void World::resume(Fiber* f) {
     current_ = f;
+    tsan_switch(f->tsan_fiber_);
     f->context_ = boost::context::detail::jump_fcontext(f->context_, this).fctx;
     current_ = nullptr;
     if (f->finished_) f->stack_.reset();  // back on the world's stack: its own can go
@@ -102,6 +145,7 @@ void World::resume(Fiber* f) {
 
 void World::yield_to_world() {
     Fiber* f = current_;
+    tsan_switch(tsan_world_);
     world_context_ = boost::context::detail::jump_fcontext(world_context_, nullptr).fctx;
     // Back in the fiber, made current again by resume() (from wherever the world is now).
     if (f->killed_) throw FiberKilled{};

@@ -47,6 +47,7 @@ private:
     std::function<void()> body_;
     boost::context::detail::fcontext_t context_ = nullptr;  // where it resumes
     std::unique_ptr<char[]> stack_;  // not zeroed: a fiber a watchdog, spawned per acquire
+    void* tsan_fiber_ = nullptr;     // under -fsanitize=thread: its ThreadSanitizer fiber
     bool finished_ = false;
     bool killed_ = false;    // asked to unwind at its next switch
     bool waiting_ = false;   // blocked, with a wake-up pending somewhere
@@ -111,6 +112,7 @@ private:
     std::vector<std::unique_ptr<Fiber>> fibers_;
     Fiber* current_ = nullptr;
     boost::context::detail::fcontext_t world_context_ = nullptr;  // where the running fiber returns to
+    void* tsan_world_ = nullptr;  // under -fsanitize=thread: the world's ThreadSanitizer fiber
     std::mt19937_64 random_;
 };
 

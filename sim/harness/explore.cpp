@@ -446,11 +446,16 @@ RunSearch search_run(const Json& source, const std::string& run, const fs::path&
     const int jobs = std::max(1, opts.jobs);
     long long position = 0;
     double next_progress_s = 1;
+    // Chunks grow while they take under a tenth of a second, so that fast schedules keep every
+    // core busy; the chunking changes nothing of the results (they are judged in index order).
+    std::size_t chunk_size = static_cast<std::size_t>(4 * jobs);
     for (bool stop = false; !stop && c.clock.seconds() < seconds_for_run;) {
-        const std::vector<long long> indices = next_chunk(position, opts, static_cast<std::size_t>(4 * jobs));
+        const std::vector<long long> indices = next_chunk(position, opts, chunk_size);
         if (indices.empty()) break;
+        const double started_s = c.clock.seconds();
         const auto chunk = parallel_map<Tried>(indices.size(), jobs, [&](std::size_t k) { return try_schedule(c, indices[k], k); });
         const double found_after_s = c.clock.seconds();
+        if (found_after_s - started_s < 0.1 && chunk_size < static_cast<std::size_t>(256 * jobs)) chunk_size *= 2;
         const auto picked = judge(r, chunk, opts, stop);
         const auto shrunk = parallel_map<Shrunk>(picked.size(), jobs, [&](std::size_t m) { return shrink_and_class(c, *picked[m], m, r.raw_to_class); });
         if (!r.violating.empty()) classify(r, c, chunk, picked, shrunk, found_after_s);

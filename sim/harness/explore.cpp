@@ -268,6 +268,7 @@ Json write_witness(const Json& schedule, const std::string& run, std::uint64_t s
     const fs::path file = out / (name + ".json"), tree = out / name;
     Json scenario = schedule;
     scenario.erase("failure_class");  // the file's column of the library table; a witness is not in it
+    scenario["name"] = name;  // unique: schedule i of every run has the same seed
     scenario["description"] = "Shrunk by lockbench explore from schedule " + std::to_string(seed) + " of " +
                               schedule.value("name", std::string()) + ": the smallest variant found that still violates.";
     write_atomically(file, scenario.dump(2) + "\n");

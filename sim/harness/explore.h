@@ -42,7 +42,7 @@ struct ExploreOptions {
     std::optional<double> seconds;        // bounds the whole search (all runs) by wall time
     int jobs = 0;                         // threads; 0: one per core
     int shard_index = 0, shard_count = 1; // this shard runs the indices equal to I modulo N
-    int max_shrinks = 64;                 // per run: violations shrunk to find their class
+    int max_shrinks = 256;                // per run: violations shrunk to find their class
 };
 
 // The scenario with only run `name`, its faults made its own (the scenario's, unless it

@@ -3,8 +3,9 @@
 //   draws ...... every schedule drawn from the budget is a valid scenario with 1..N faults; it
 //                draws only the kinds that apply to the run (a watchdog pause only where a
 //                watchdog runs, a replication link only under Sentinel); swarm subsets leave
-//                some schedules with one kind only; correlated draws aim a node fault at a node
-//                the same client was not cut from; the same seed draws the same schedule
+//                some schedules with one kind only; a correlated draw tells one story (one
+//                client, one cycle, points in order, a node fault off that client's cut); the
+//                same seed draws the same schedule
 //   classes .... a class names each fault's kind, point and size against the TTL, in the order
 //                the faults landed, and leaves out what does not change the failure
 #include <gtest/gtest.h>
@@ -78,6 +79,31 @@ TEST(BudgetDraw, SwarmSubsetsAndCorrelatedTargetsAppear) {
     }
     EXPECT_GT(one_kind, 0);
     EXPECT_GT(correlated, 1) << "a cut and a node fault on one client, off the cut, is one draw in a hundred";
+}
+
+// A story: every fault on one client in one lock cycle, at points in the cycle's order, and a
+// node fault never on a node an earlier cut of that client took away. Independent draws that
+// happen to share a client and an occurrence follow no order: they are the few exceptions.
+TEST(BudgetDraw, CorrelatedDrawsTellOneStory) {
+    const std::vector<std::string> order{"before_acquire", "during_acquire", "after_acquire", "before_write", "before_release"};
+    int stories = 0, out_of_order = 0, node_after_cut = 0, on_the_cut = 0;
+    for (const Json& s : draws(baseline(), "redlock", 2, 2000)) {
+        const auto& f = s.at("runs").at(0).at("faults");
+        if (f.size() != 2 || !f[0].contains("client") || !f[1].contains("client") || f[0].at("client") != f[1].at("client") ||
+            !f[0].contains("point") || !f[1].contains("point") || f[0].value("occurrence", 0) != f[1].value("occurrence", -1))
+            continue;
+        ++stories;
+        const auto at = [&](const Json& x) { return std::ranges::find(order, x.at("point").get<std::string>()) - order.begin(); };
+        if (at(f[0]) > at(f[1])) ++out_of_order;
+        if (f[0].contains("nodes") && f[1].contains("node") && f[0].at("nodes").size() < 5) {
+            ++node_after_cut;
+            if (std::ranges::count(f[0].at("nodes"), f[1].at("node")) > 0) ++on_the_cut;
+        }
+    }
+    EXPECT_GT(stories, 200);
+    EXPECT_LT(out_of_order, stories / 20) << stories;
+    EXPECT_GT(node_after_cut, 10);
+    EXPECT_LT(on_the_cut, node_after_cut / 5) << node_after_cut;
 }
 
 TEST(BudgetDraw, TheSameSeedDrawsTheSameSchedule) {

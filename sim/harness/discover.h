@@ -11,7 +11,8 @@
 //     targets ── independent, or correlated: every fault on one client, and a fault on a node
 //                kept off the nodes an earlier link fault cut that client from (a node the
 //                client could still lock), so that "cut the holder off from two of five nodes,
-//                then step the clock of one of its three" is one draw in tens, not thousands
+//                then step the clock of (or crash) one of its three" is about one draw in 125
+//                for Redlock at a budget of two, not one in tens of thousands
 //
 //   failure_class(faults, landing order)
 //     "pause at before_write, longer than the TTL"; "link blackhole from a client to 2 of 5

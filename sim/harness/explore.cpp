@@ -14,12 +14,11 @@
 #include <stdexcept>
 #include <thread>
 
-#include "analysis/checker.h"
-#include "analysis/history_io.h"
 #include "sim/harness/discover.h"
 #include "sim/harness/matrix.h"
 #include "faults/process.h"
 #include "sim/harness/results_folder.h"
+#include "sim/harness/worker_pool.h"
 #include "sim/harness/runner.h"
 #include "sim/virtual/sim_run.h"
 #include "sim/engine/workload.h"
@@ -53,15 +52,14 @@ struct Outcome {
     long long count = 0;     // how many of them
 };
 
-// Runs a one-run scenario in the simulator into `dir` and checks it.
-Outcome simulate(const Json& scenario, std::uint64_t seed, const fs::path& dir) {
+// Runs a one-run scenario in the simulator, in memory, and checks it.
+Outcome simulate(const Json& scenario, std::uint64_t seed) {
     Scenario s;
     try {
         s = parse_scenario(scenario, "<schedule>");
     } catch (const ScenarioError&) {
         return {"invalid", 0};  // a draw or a cut the scenario rules refuse (a pause past the end)
     }
-    (void)dir;  // simulate_verdict writes nothing
     const SimVerdict r = simulate_verdict(s, s.runs.at(0), seed);
     // A fenced lock promises that no stale write lands, not that sections never overlap (a
     // holder slowed past its lease still overlaps the next one, harmlessly if it never writes):
@@ -192,44 +190,17 @@ std::vector<std::string> runs_to_explore(const Scenario& s, const std::vector<st
     return names;
 }
 
-// Runs fn(i) for every i below n on `jobs` threads; the results by index, whatever the
-// threads' order. The first exception escapes, after every thread has stopped.
-template <class T, class F>
-std::vector<T> parallel_map(std::size_t n, int jobs, F fn) {
-    std::vector<T> out(n);
-    std::atomic<std::size_t> next{0};
-    std::mutex mutex;
-    std::exception_ptr error;
-    const auto work = [&] {
-        for (std::size_t i = next++; i < n; i = next++) {
-            try {
-                out[i] = fn(i);
-            } catch (...) {
-                const std::lock_guard<std::mutex> hold(mutex);
-                if (!error) error = std::current_exception();
-                next = n;
-            }
-        }
-    };
-    std::vector<std::thread> threads;
-    for (int t = 1; t < jobs && static_cast<std::size_t>(t) < n; ++t) threads.emplace_back(work);
-    work();
-    for (auto& t : threads) t.join();
-    if (error) std::rethrow_exception(error);
-    return out;
-}
-
 // Shrinks a violating schedule: keeps each smaller variant that still shows the violation,
 // until none does, `go_on` says the time is up (a search bounded by --seconds), or `settled`
 // knows the class of what is left (a smaller schedule alike was shrunk already).
-Json shrink(Json schedule, const std::string& violation, const fs::path& scratch, int& steps,
+Json shrink(Json schedule, const std::string& violation, int& steps,
             const std::function<bool()>& go_on = [] { return true; },
             const std::function<bool(const Json&)>& settled = [](const Json&) { return false; }) {
     for (bool progress = true; progress && go_on();) {
         progress = false;
         for (const Json& candidate : smaller(schedule)) {
             ++steps;
-            if (simulate(candidate, candidate.at("seed").get<std::uint64_t>(), scratch).violation == violation) {
+            if (simulate(candidate, candidate.at("seed").get<std::uint64_t>()).violation == violation) {
                 schedule = candidate;
                 progress = !settled(schedule);
                 break;
@@ -323,13 +294,14 @@ struct SearchContext {
     const fs::path& scratch;
     const ExploreOptions& opts;
     double seconds_for_run;  // this run's share of --seconds (infinite without)
+    WorkerPool& pool;
     Stopwatch clock;
 };
 
-Tried try_schedule(const SearchContext& c, long long index, std::size_t slot) {
+Tried try_schedule(const SearchContext& c, long long index) {
     Tried t{index, derive_seed(c.opts.seed, static_cast<std::uint64_t>(index)), {}, {}, {}};
     Json schedule = draw_for(c.opts, c.source, c.run, t.seed);
-    t.outcome = simulate(schedule, schedule.at("seed").get<std::uint64_t>(), c.scratch / ("s" + std::to_string(slot)));
+    t.outcome = simulate(schedule, schedule.at("seed").get<std::uint64_t>());
     if (t.outcome.violation.empty() || t.outcome.violation == "invalid") return t;
     t.raw_class = failure_class(schedule);
     t.schedule = std::move(schedule);
@@ -342,14 +314,14 @@ Tried try_schedule(const SearchContext& c, long long index, std::size_t slot) {
 Shrunk shrink_and_class(const SearchContext& c, const Tried& t, std::size_t slot,
                         const std::map<std::string, std::string>& raw_to_class) {
     Shrunk s;
-    const fs::path dir = c.scratch / ("shrink" + std::to_string(slot));
+    const fs::path dir = c.scratch / ("order" + std::to_string(slot));  // the landing order's run
     std::optional<std::string> known;
     const auto settled = [&](const Json& left) {
         const auto it = raw_to_class.find(failure_class(left));
         if (it != raw_to_class.end()) known = it->second;
         return known.has_value();
     };
-    s.schedule = shrink(t.schedule, t.outcome.violation, dir, s.steps, [&] { return c.clock.seconds() < c.seconds_for_run; }, settled);
+    s.schedule = shrink(t.schedule, t.outcome.violation, s.steps, [&] { return c.clock.seconds() < c.seconds_for_run; }, settled);
     s.failure_class = known ? *known : failure_class(s.schedule, landing_order(s.schedule, dir));
     return s;
 }
@@ -384,7 +356,7 @@ Json class_entry(const SearchContext& c, const Tried& t, const Shrunk& s) {
     const Json w = write_witness(s.schedule, c.run, t.seed, c.opts.out);
     if (c.opts.progress)
         std::cerr << "lockbench: explore " << c.run << ": new class after " << static_cast<int>(c.clock.seconds())
-                  << " s (schedule " << t.seed << ", " << t.outcome.violation << "): " << s.failure_class << "\n";
+                  << " s (schedule " << t.index << ", seed " << t.seed << ", " << t.outcome.violation << "): " << s.failure_class << "\n";
     return {{"run", c.run}, {"class", s.failure_class}, {"faults", s.schedule.at("runs").at(0).at("faults")},
             {"schedules", 0}, {"first_found_s", c.clock.seconds()}, {"witness", w.at("scenario")},
             {"violation", t.outcome.violation}, {"schedule", t.index}, {"schedule_seed", t.seed}, {"shrink_steps", s.steps},
@@ -441,24 +413,22 @@ std::vector<long long> next_chunk(long long& position, const ExploreOptions& opt
 // its schedules, its share of --seconds, or (with --first) its first violation. Its clock
 // starts here, so that its times say how long this run's own search took.
 RunSearch search_run(const Json& source, const std::string& run, const fs::path& scratch, const ExploreOptions& opts,
-                     double seconds_for_run) {
-    SearchContext c{source, run, scratch, opts, seconds_for_run, {}};
+                     double seconds_for_run, WorkerPool& pool) {
+    SearchContext c{source, run, scratch, opts, seconds_for_run, pool, {}};
     RunSearch r;
-    const int jobs = std::max(1, opts.jobs);
     long long position = 0;
     double next_progress_s = 1;
-    // Chunks grow while they take under a tenth of a second, so that fast schedules keep every
-    // core busy; the chunking changes nothing of the results (they are judged in index order).
-    std::size_t chunk_size = static_cast<std::size_t>(4 * jobs);
+    // Chunks of a fixed size, whatever the number of threads or their speed: a shrink that
+    // stops at a raw class already known sees the classes of the chunks before its own, so the
+    // chunks' bounds must not move for the results to stay the same.
+    constexpr std::size_t kChunk = 32;
     for (bool stop = false; !stop && c.clock.seconds() < seconds_for_run;) {
-        const std::vector<long long> indices = next_chunk(position, opts, chunk_size);
+        const std::vector<long long> indices = next_chunk(position, opts, kChunk);
         if (indices.empty()) break;
-        const double started_s = c.clock.seconds();
-        const auto chunk = parallel_map<Tried>(indices.size(), jobs, [&](std::size_t k) { return try_schedule(c, indices[k], k); });
+        const auto chunk = pool.map<Tried>(indices.size(), [&](std::size_t k) { return try_schedule(c, indices[k]); });
         const double found_after_s = c.clock.seconds();
-        if (found_after_s - started_s < 0.1 && chunk_size < static_cast<std::size_t>(256 * jobs)) chunk_size *= 2;
         const auto picked = judge(r, chunk, opts, stop);
-        const auto shrunk = parallel_map<Shrunk>(picked.size(), jobs, [&](std::size_t m) { return shrink_and_class(c, *picked[m], m, r.raw_to_class); });
+        const auto shrunk = pool.map<Shrunk>(picked.size(), [&](std::size_t m) { return shrink_and_class(c, *picked[m], m, r.raw_to_class); });
         if (!r.violating.empty()) classify(r, c, chunk, picked, shrunk, found_after_s);
         if (opts.progress && c.clock.seconds() >= next_progress_s) {  // about once a second
             next_progress_s = c.clock.seconds() + 1;
@@ -480,8 +450,13 @@ Json explore(const ExploreOptions& given) {
     const Json source = read_json_file(opts.scenario_file);
     const Scenario parsed = load_scenario(opts.scenario_file);
     const auto runs = runs_to_explore(parsed, opts.algorithms);
-    fs::create_directories(opts.out);
+    // The folder is built beside OUT and switched in whole at the end: a search stopped
+    // half-way leaves the previous one as it was, and a finished one leaves none of its witnesses.
+    const fs::path out = opts.out;
+    fs::create_directories(out);
+    opts.out = make_staging(out);
     const fs::path scratch = make_run_temp_dir();
+    WorkerPool pool(opts.jobs);
     const Stopwatch clock;
     Json found = Json::array(), every = Json::array(), classes = Json::array(), per_run = Json::object();
     long long run_count = 0;
@@ -490,7 +465,7 @@ Json explore(const ExploreOptions& given) {
             // Each run gets an even share of what --seconds leaves.
             const double share = opts.seconds ? std::max(0.0, *opts.seconds - clock.seconds()) / static_cast<double>(runs.size() - i)
                                               : std::numeric_limits<double>::infinity();
-            RunSearch r = search_run(source, runs[i], scratch, opts, share);
+            RunSearch r = search_run(source, runs[i], scratch, opts, share, pool);
             run_count += r.schedules;
             if (r.first) found.push_back(std::move(*r.first));
             for (auto& v : r.violating) every.push_back(std::move(v));
@@ -499,6 +474,7 @@ Json explore(const ExploreOptions& given) {
         }
     } catch (...) {
         fs::remove_all(scratch);
+        fs::remove_all(opts.out);
         throw;
     }
     fs::remove_all(scratch);
@@ -506,10 +482,13 @@ Json explore(const ExploreOptions& given) {
     const double wall_s = clock.seconds();
     Json result = {{"scenario", parsed.name}, {"scenario_file", opts.scenario_file.string()}, {"seed", opts.seed},
                    {"budget", opts.budget}, {"shard", std::to_string(opts.shard_index) + "/" + std::to_string(opts.shard_count)},
+                   {"schedules_per_run", opts.schedules == std::numeric_limits<long long>::max() ? Json() : Json(opts.schedules)},
+                   {"first", opts.stop_at_first}, {"searched", runs},
                    {"schedules_run", run_count}, {"violations_found", found.size()}, {"wall_s", wall_s},
                    {"schedules_per_s", static_cast<double>(run_count) / std::max(wall_s, 1e-9)},
                    {"runs", per_run}, {"violations", found}, {"violating_schedules", every}, {"classes", classes}};
     write_atomically(opts.out / "explore.json", result.dump(2) + "\n");
+    replace_folder(opts.out, out);
     return result;
 }
 

@@ -22,13 +22,23 @@ struct ShardFile {
     int index = 0, count = 1;
 };
 
+// One shard's explore.json, its fields checked: a file that is not one names itself and the
+// field, in one line.
 ShardFile read_shard(const fs::path& dir) {
     ShardFile s{dir, read_json_file(dir / "explore.json")};
     const std::string where = (dir / "explore.json").string();
-    const std::string shard = s.e.value("shard", std::string("0/1"));
-    if (!s.e.contains("classes")) throw std::runtime_error(where + ": written before failure classes; run explore again");
-    if (std::sscanf(shard.c_str(), "%d/%d", &s.index, &s.count) != 2 || s.count < 1)
-        throw std::runtime_error(where + ": shard: expected I/N, got \"" + shard + "\"");
+    if (!s.e.is_object() || !s.e.contains("classes"))
+        throw std::runtime_error(where + ": classes: missing (written before failure classes, or not an explore.json); run explore again");
+    for (const char* list : {"classes", "violations", "violating_schedules", "searched"})
+        if (!s.e.contains(list) || !s.e.at(list).is_array()) throw std::runtime_error(where + ": " + list + ": expected an array");
+    if (!s.e.contains("runs") || !s.e.at("runs").is_object()) throw std::runtime_error(where + ": runs: expected an object");
+    for (const char* number : {"schedules_run", "wall_s"})
+        if (!s.e.contains(number) || !s.e.at(number).is_number()) throw std::runtime_error(where + ": " + number + ": expected a number");
+    const Json shard = s.e.value("shard", Json());
+    char rest = 0;
+    if (!shard.is_string() || std::sscanf(shard.get<std::string>().c_str(), "%d/%d%c", &s.index, &s.count, &rest) != 2 ||
+        s.count < 1 || s.index < 0 || s.index >= s.count)
+        throw std::runtime_error(where + ": shard: expected I/N with 0 <= I < N, got " + shard.dump());
     return s;
 }
 
@@ -38,7 +48,7 @@ void check_shards(const std::vector<ShardFile>& shards) {
     const ShardFile& first = shards.front();
     for (const ShardFile& s : shards) {
         const std::string where = (s.dir / "explore.json").string();
-        for (const char* field : {"scenario", "seed", "budget"})
+        for (const char* field : {"scenario", "seed", "budget", "schedules_per_run", "first", "searched"})
             if (s.e.value(field, Json()) != first.e.value(field, Json()))
                 throw std::runtime_error(where + ": " + field + ": differs from " + (first.dir / "explore.json").string() +
                                          ": not a shard of the same search");
@@ -98,8 +108,11 @@ Json lowest_per(const std::vector<ShardFile>& shards, const char* list, Key key,
     return out;
 }
 
-void copy_witness(const fs::path& from, const std::string& scenario, const std::string& tree, const fs::path& out) {
-    if (fs::exists(out / scenario)) return;
+// Copies a witness (its scenario and its tree) into the merged folder, once per merge, over
+// whatever a previous merge left there.
+void copy_witness(const fs::path& from, const std::string& scenario, const std::string& tree, const fs::path& out,
+                  std::set<std::string>& copied) {
+    if (!copied.insert(scenario).second) return;
     fs::copy_file(from / scenario, out / scenario, fs::copy_options::overwrite_existing);
     const fs::path staging = make_staging(out / tree);
     fs::copy(from / tree, staging, fs::copy_options::recursive);
@@ -126,9 +139,10 @@ Json merge_explore(const std::vector<fs::path>& dirs, const fs::path& out) {
     Json firsts = lowest_per(shards, "violations", [](const Json& e) { return e.at("run").get<std::string>(); },
                              [](Json&, const Json&) {}, first_from);
     fs::create_directories(out);
-    for (const Json& c : classes) copy_witness(class_from.at(class_key(c)), c.at("witness"), c.at("tree"), out);
+    std::set<std::string> copied;
+    for (const Json& c : classes) copy_witness(class_from.at(class_key(c)), c.at("witness"), c.at("tree"), out, copied);
     for (const Json& v : firsts)
-        copy_witness(first_from.at(v.at("run")), v.at("witness").at("scenario"), v.at("witness").at("tree"), out);
+        copy_witness(first_from.at(v.at("run")), v.at("witness").at("scenario"), v.at("witness").at("tree"), out, copied);
     Json every = Json::array();
     for (const ShardFile& s : shards)
         for (const Json& v : s.e.at("violating_schedules")) every.push_back(v);
@@ -145,6 +159,8 @@ Json merge_explore(const std::vector<fs::path>& dirs, const fs::path& out) {
     }
     Json merged = {{"scenario", first.at("scenario")}, {"scenario_file", first.at("scenario_file")}, {"seed", first.at("seed")},
                    {"budget", first.value("budget", 0)}, {"shard", "0/1"}, {"merged_shards", shards.size()},
+                   {"schedules_per_run", first.at("schedules_per_run")}, {"first", first.at("first")},
+                   {"searched", first.at("searched")},
                    {"schedules_run", total}, {"violations_found", firsts.size()}, {"wall_s", wall},
                    {"schedules_per_s", static_cast<double>(total) / std::max(wall, 1e-9)}, {"runs", runs},
                    {"violations", firsts}, {"violating_schedules", every}, {"classes", classes}};

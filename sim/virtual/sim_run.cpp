@@ -108,7 +108,7 @@ double section_ms_bound(const Distribution& d) {
 //   - Sentinel: a failover that a crash set going ends 2 s after it.
 // Within that window the clients race for the lock as in the full run, so a violation that
 // the fault left behind shows there; after it the run is a fault-free one, which the
-// checker's verdict on these algorithms does not change (tested: sim_early_stop_test.cpp).
+// checker's verdict on these algorithms does not change (tested: sim_verdict_test.cpp).
 VTime early_stop_window_ns(const Scenario& s, const RunSpec& run) {
     double ms = 10;  // the margin: a few round trips
     double lease_ms = 0;

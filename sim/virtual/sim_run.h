@@ -43,9 +43,8 @@ struct SimVerdict {
 // The same run as run_simulated, checked in memory: no files, no JSON text (the histories go
 // straight into a RunHistory, the store's log is read off the model). Safe to call from
 // several threads at once: each call has its own world. With `stop_early`, the run ends once
-// its faults are spent and a quiet window has passed (sim_run.cpp: early_stop_window_ns): the
-// verdict's kind (which count is > 0, first in the order above) is the full run's, but the
-// counts may be lower than a full run's.
+// its faults are spent and a quiet window has passed (sim_run.cpp: early_stop_window_ns):
+// which of the three counts are above 0 is the full run's, but the counts may be lower.
 SimVerdict simulate_verdict(const Scenario& s, const RunSpec& run, std::uint64_t seed, bool stop_early = true);
 
 }  // namespace lockbench::sim

@@ -420,10 +420,11 @@ RunSearch search_run(const Json& source, const std::string& run, const fs::path&
     double next_progress_s = 1;
     // Chunks of a fixed size, whatever the number of threads or their speed: a shrink that
     // stops at a raw class already known sees the classes of the chunks before its own, so the
-    // chunks' bounds must not move for the results to stay the same.
-    constexpr std::size_t kChunk = 32;
+    // chunks' bounds must not move for the results to stay the same. With --first, smaller:
+    // what follows the first violation is thrown away.
+    const std::size_t chunk_size = opts.stop_at_first ? 8 : 32;
     for (bool stop = false; !stop && c.clock.seconds() < seconds_for_run;) {
-        const std::vector<long long> indices = next_chunk(position, opts, kChunk);
+        const std::vector<long long> indices = next_chunk(position, opts, chunk_size);
         if (indices.empty()) break;
         const auto chunk = pool.map<Tried>(indices.size(), [&](std::size_t k) { return try_schedule(c, indices[k]); });
         const double found_after_s = c.clock.seconds();

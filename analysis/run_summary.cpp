@@ -28,7 +28,8 @@ std::vector<ClientFailure> client_failures_from_json(const Json& j) {
 
 Json to_json(const std::vector<ExpectationCheck>& checks) {
     Json out = Json::array();
-    for (const ExpectationCheck& c : checks) out.push_back({{"expect", c.expect}, {"value", c.value}, {"held", c.held}});
+    for (const ExpectationCheck& c : checks)
+        out.push_back({{"expect", c.expect}, {"value", c.word ? Json(*c.word) : Json(c.value)}, {"held", c.held}});
     return out;
 }
 
@@ -84,6 +85,8 @@ void add_identity(Json& j, const RunIdentity& id) {
     if (id.resource_check != "fence") j["resource_check"] = id.resource_check;
     if (id.adapter.is_object()) j["adapter"] = id.adapter;
     if (id.failure_class) j["failure_class"] = *id.failure_class;
+    if (id.lock) j["lock"] = *id.lock;
+    if (id.variant) j["variant"] = *id.variant;
     if (id.table_row) j["table_row"] = *id.table_row;
 }
 
@@ -99,6 +102,8 @@ RunIdentity run_identity_from_json(const Json& j) {
     id.resource_check = j.value("resource_check", std::string("fence"));
     if (j.contains("adapter") && j.at("adapter").is_object()) id.adapter = j.at("adapter");
     if (j.contains("failure_class")) id.failure_class = j.at("failure_class").get<std::string>();
+    if (j.contains("lock")) id.lock = j.at("lock").get<std::string>();
+    if (j.contains("variant")) id.variant = j.at("variant").get<std::string>();
     if (j.contains("table_row")) id.table_row = j.at("table_row").get<std::string>();
     return id;
 }
@@ -111,6 +116,7 @@ Json to_json(const RunSummary& s) {
     run["faults"] = s.faults;
     run["expectations"] = to_json(s.expectations);
     run["expectations_held"] = s.expectations_held;
+    run["verdict"] = verdict_word(s.verdict);
     return run;
 }
 
@@ -121,9 +127,16 @@ RunSummary run_summary_from_json(const Json& j) {
     s.figures = figures_from_json(j);
     s.clients_failed = client_failures_from_json(j.value("clients_failed", Json::array()));
     s.faults = j.value("faults", Json::array());
-    for (const Json& c : j.at("expectations"))
-        s.expectations.push_back({c.at("expect").get<std::string>(), c.at("value").get<double>(), c.at("held").get<bool>()});
+    for (const Json& c : j.at("expectations")) {
+        ExpectationCheck e{c.at("expect").get<std::string>(), 0, c.at("held").get<bool>(), std::nullopt};
+        if (c.at("value").is_string()) e.word = c.at("value").get<std::string>();
+        else e.value = c.at("value").get<double>();
+        s.expectations.push_back(std::move(e));
+    }
     s.expectations_held = j.at("expectations_held").get<bool>();
+    // Written since results version 6; an older summary's is what its figures give.
+    const std::optional<Verdict> written = j.contains("verdict") ? parse_verdict(j.at("verdict").get<std::string>()) : std::nullopt;
+    s.verdict = written.value_or(verdict_of(s.figures, s.clients_failed));
     return s;
 }
 

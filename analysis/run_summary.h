@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/stats.h"
+#include "analysis/verdict.h"
 
 namespace lockbench {
 
@@ -41,11 +42,13 @@ struct RunFigures {
     double metric(std::string_view name) const;
 };
 
-// One expectation of the run: its text ("lost_updates == 0"), the measured value, the verdict.
+// One expectation of the run: its text ("lost_updates == 0"), the measured value, whether it
+// held. An expectation of the run's verdict ("verdict == 2 holders") measures a word, in `word`.
 struct ExpectationCheck {
     std::string expect;
     double value = 0;
     bool held = false;
+    std::optional<std::string> word;
 };
 nlohmann::json to_json(const std::vector<ExpectationCheck>& checks);
 
@@ -63,11 +66,15 @@ struct RunIdentity {
     // only if said; null for a built-in algorithm (and in records before results version 5).
     nlohmann::json adapter;
     std::optional<std::string> failure_class;  // the scenario's column of the verdict table, if any
-    std::optional<std::string> table_row;      // the run's row of that table, if not its name
+    // The lock file the run tests (locks/NAME.json): its row of that table. Unset for a run
+    // written inside a scenario file of the explicit format.
+    std::optional<std::string> lock;
+    std::optional<std::string> variant;        // the case's variant the run is of, if any
+    std::optional<std::string> table_row;      // results version 5 and older: a run's row, if not its name
 };
 // Writes the identity's fields into `j` (command and adapter only when there is one,
-// resource_check only when it is not the default "fence", failure_class and table_row only when the
-// scenario names one, so that a default run's record reads as before).
+// resource_check only when it is not the default "fence", failure_class, lock, variant and table_row
+// only when set, so that a default run's record reads as before).
 void add_identity(nlohmann::json& j, const RunIdentity& id);
 // Throws nlohmann::json's exception naming the first of name..seed missing.
 RunIdentity run_identity_from_json(const nlohmann::json& j);
@@ -79,6 +86,7 @@ struct RunSummary : RunIdentity {
     nlohmann::json faults = nlohmann::json::array();   // per fault: label, fired, clients
     std::vector<ExpectationCheck> expectations;
     bool expectations_held = false;
+    Verdict verdict = Verdict::safe;     // the checker's word for the run (analysis/verdict.h)
 
     double metric(std::string_view name) const { return figures.metric(name); }
 };

@@ -168,9 +168,8 @@ TEST(Records, RunSummaryRoundTrips) {
 
 TEST(Records, ClientSpecRoundTrips) {
     ClientSpec c;
-    c.scenario = {{"name", "x"}};
-    c.scenario_path = "x.json";
-    c.run = "setnx";
+    c.run = {{"algorithm", "setnx"}, {"workload", {{"clients", 2}}}};
+    c.lock_key = "k";
     c.client = 3;
     c.seed = 99;
     c.lock_ports = {7001, 7002};
@@ -186,14 +185,34 @@ TEST(Records, ClientSpecRoundTrips) {
     EXPECT_EQ(j.at("address_map").at("127.0.0.1:7009"), 7001);
     ClientSpec pre;
     pre.preflight = true;
-    pre.scenario = c.scenario;
-    pre.scenario_path = c.scenario_path;
     pre.run = c.run;
+    pre.lock_key = c.lock_key;
     pre.lock_ports = c.lock_ports;
     pre.adapter_stderr = "/tmp/a.log";
     const Json pj = to_json(pre);
     EXPECT_FALSE(pj.contains("client"));  // a preflight starts the adapter only
     EXPECT_EQ(to_json(client_spec_from_json(pj)), pj);
+}
+
+// A live client is handed its own run, never the scenario: the run's source stands alone, with
+// the scenario's workload, timeouts and faults filled in, and parses to the same run.
+TEST(Records, ARunsSourceStandsAlone) {
+    const Scenario s = parse_scenario(Json::parse(R"({"name": "x", "client": {"command_timeout_ms": 70},
+        "workload": {"clients": 3, "duration_ms": 900},
+        "faults": [{"fault": "pause", "point": "before_write", "duration_ms": 100}],
+        "runs": [{"algorithm": "token-lua", "params": {"ttl_ms": 300}},
+                 {"algorithm": "setnx", "workload": {"clients": 2, "duration_ms": 500}, "faults": []}]})"), "x.json");
+    const RunSpec a = parse_standalone_run(s.runs[0].source, "spec");
+    EXPECT_EQ(a.name, s.runs[0].name);
+    EXPECT_EQ(a.workload.clients, 3);
+    EXPECT_EQ(a.timeouts.command_ms, 70);
+    EXPECT_EQ(a.faults.size(), 1u);
+    EXPECT_EQ(a.params.json(), s.runs[0].params.json());
+    const RunSpec b = parse_standalone_run(s.runs[1].source, "spec");
+    EXPECT_EQ(b.workload.clients, 2);
+    EXPECT_EQ(b.workload.duration_ms, 500);
+    EXPECT_EQ(b.timeouts.command_ms, 70);
+    EXPECT_TRUE(b.faults.empty());
 }
 
 TEST(Records, MatrixSpecRoundTripsWithItsId) {

@@ -50,8 +50,11 @@ void parse_link(Fields& f, FaultSpec& s, const WorkloadSpec& w) {
     if (direction == "upstream") s.direction = Direction::upstream;
     else if (direction == "downstream") s.direction = Direction::downstream;
     else if (direction != "both") f.fail(f.at("direction"), "expected both, upstream or downstream, got " + quoted_excerpt(direction));
-    if (const nlohmann::json* nodes = f.get("nodes")) {
-        if (!nodes->is_array()) f.fail(f.at("nodes"), "expected an array of lock node indices, got " + excerpt(*nodes));
+    if (const nlohmann::json* nodes = f.get("nodes"); nodes && *nodes == "all") {
+        s.link_all_nodes = true;
+    } else if (nodes) {
+        if (!nodes->is_array())
+            f.fail(f.at("nodes"), "expected an array of lock node indices or \"all\", got " + excerpt(*nodes));
         for (const auto& n : *nodes) {
             const auto index = integer_within(n, 0, kMaxNodes - 1);
             if (!index) f.fail(f.at("nodes"), "expected node indices from 0 to " + std::to_string(kMaxNodes - 1) + ", got " + excerpt(n));
@@ -65,7 +68,7 @@ void parse_link(Fields& f, FaultSpec& s, const WorkloadSpec& w) {
         f.fail(f.at("node"), s.link_peers ? "required with \"peers\": the server cut off from its peers"
                                           : "a link fault aims at a node only with \"peers\": true");
     if (s.link_peers) s.node = parse_node(f);
-    if (s.link_nodes.empty() && !s.link_store && !s.link_replication && !s.link_peers)
+    if (s.link_nodes.empty() && !s.link_all_nodes && !s.link_store && !s.link_replication && !s.link_peers)
         f.fail(f.at("nodes"), "a link fault needs \"nodes\", \"store\", \"replication\" or \"peers\"");
     // Whose paths: every client's ("clients": "all"), the given client's, or at a point the
     // client that reached it; at a time with no client named, everyone's.

@@ -42,6 +42,9 @@ struct FaultSpec {
     LinkFault link;                  // link: what happens to the bytes
     std::optional<Direction> direction;  // link: one direction, or both when unset
     std::vector<int> link_nodes;     // link: the lock nodes whose paths it affects
+    // link: "nodes": "all", every lock node of the run (a case names no lock, so it cannot
+    // count them); the run's parser fills link_nodes in.
+    bool link_all_nodes = false;
     bool link_store = false;         // link: the path to the protected store too
     bool link_replication = false;   // link: the master→replica link (topology "sentinel")
     bool all_clients = false;        // link: every client's paths, not only the one at the point

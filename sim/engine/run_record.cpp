@@ -6,7 +6,8 @@ using Json = nlohmann::json;
 
 Json to_json(const RunRecord& r) {
     Json expect = Json::array();
-    for (const auto& e : r.expect) expect.push_back({{"metric", e.metric}, {"op", e.op}, {"value", e.value}});
+    for (const auto& e : r.expect)
+        expect.push_back({{"metric", e.metric}, {"op", e.op}, {"value", e.word ? Json(*e.word) : Json(e.value)}});
     Json j = {{"scenario", r.scenario}, {"lock_key", r.lock_key}, {"expect", expect}, {"workload", r.workload},
               {"command_timeout_ms", r.command_timeout_ms}, {"connect_timeout_ms", r.connect_timeout_ms}};
     add_identity(j, r);
@@ -27,8 +28,12 @@ RunRecord run_record_from_json(const Json& j) {
     static_cast<RunIdentity&>(r) = run_identity_from_json(j);
     r.scenario = j.value("scenario", std::string());
     r.lock_key = j.value("lock_key", std::string());
-    for (const Json& e : j.value("expect", Json::array()))
-        r.expect.push_back({e.at("metric").get<std::string>(), e.at("op").get<std::string>(), e.at("value").get<double>()});
+    for (const Json& e : j.value("expect", Json::array())) {
+        Expectation x{e.at("metric").get<std::string>(), e.at("op").get<std::string>(), 0, std::nullopt};
+        if (e.at("value").is_string()) x.word = e.at("value").get<std::string>();
+        else x.value = e.at("value").get<double>();
+        r.expect.push_back(std::move(x));
+    }
     r.workload = j.value("workload", Json::object());
     r.command_timeout_ms = j.value("command_timeout_ms", 0LL);
     r.connect_timeout_ms = j.value("connect_timeout_ms", 0LL);

@@ -11,12 +11,12 @@ std::uint64_t client_seed(std::uint64_t run_seed, int client) {
     return derive_seed(run_seed, 1000 + static_cast<std::uint64_t>(client));
 }
 
-std::unique_ptr<Lock> make_client_lock(const Scenario& s, const RunSpec& run, int client) {
-    return run.algorithm->make(run.params, {s.lock_key, client, std::chrono::milliseconds(s.command_timeout_ms)});
+std::unique_ptr<Lock> make_client_lock(const RunSpec& run, const std::string& lock_key, int client) {
+    return run.algorithm->make(run.params, {lock_key, client, std::chrono::milliseconds(run.timeouts.command_ms)});
 }
 
-WorkerSpec worker_spec(const Scenario& s, const RunSpec& run, int client, std::uint64_t seed, Instant start) {
-    WorkerSpec w{client, seed, s.workload, std::chrono::milliseconds(s.store_timeout_ms), start,
+WorkerSpec worker_spec(const RunSpec& run, int client, std::uint64_t seed, Instant start) {
+    WorkerSpec w{client, seed, run.workload, std::chrono::milliseconds(run.timeouts.store_ms), start,
                  run.check_lease_before_write, run.renew};
     w.resource_check = run.resource_check;
     return w;
@@ -43,16 +43,18 @@ RunRecord run_record(const Scenario& s, const RunSpec& run, std::uint64_t seed, 
     r.algorithm = run.algorithm->name;
     r.params = run.params.json();
     r.nodes = run.nodes;
-    r.clients = s.workload.clients;
+    r.clients = run.workload.clients;
     r.seed = seed;
     r.scenario = s.name;
     r.failure_class = s.failure_class;
     r.table_row = run.table_row;
+    r.lock = run.lock;
+    r.variant = run.variant;
     r.lock_key = s.lock_key;
     r.expect = run.expect;
-    r.workload = s.source.value("workload", nlohmann::json::object());
-    r.command_timeout_ms = s.command_timeout_ms;
-    r.connect_timeout_ms = s.connect_timeout_ms;
+    r.workload = run.workload_source;
+    r.command_timeout_ms = run.timeouts.command_ms;
+    r.connect_timeout_ms = run.timeouts.connect_ms;
     r.command = run.command;
     if (outcome.adapter.is_object()) r.adapter = outcome.adapter;
     if (run.renew) r.renew = run.renew->to_json();

@@ -24,10 +24,10 @@ namespace lockbench {
 std::uint64_t client_seed(std::uint64_t run_seed, int client);
 
 // The run's algorithm as client `client` holds it (not for "external": sim/live/external.h).
-std::unique_ptr<Lock> make_client_lock(const Scenario& s, const RunSpec& run, int client);
+std::unique_ptr<Lock> make_client_lock(const RunSpec& run, const std::string& lock_key, int client);
 
 // Client `client`'s worker, starting at `start`; `seed` is client_seed()'s.
-WorkerSpec worker_spec(const Scenario& s, const RunSpec& run, int client, std::uint64_t seed, Instant start);
+WorkerSpec worker_spec(const RunSpec& run, int client, std::uint64_t seed, Instant start);
 
 // After the run: the store's commands that read its log and counter back, and writing them out.
 Command store_log_command();

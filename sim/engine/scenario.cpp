@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "analysis/metrics.h"
+#include "analysis/verdict.h"
 #include "sim/engine/scenario_fields.h"
 
 namespace lockbench {
@@ -27,6 +28,17 @@ const AlgorithmInfo& external_algorithm() {
     return info;
 }
 
+std::vector<std::string> points_reached(const AlgorithmInfo& algorithm, const nlohmann::json& params) {
+    const std::string& a = algorithm.name;
+    const std::string expiry = params.value("expiry", "expire");
+    std::vector<std::string> p{"before_acquire"};
+    if (a == "token-lua" || a == "redlock" || a == "reentrant") p.push_back("during_acquire");
+    if (a == "getset" || (a == "setnx" && expiry == "in-value")) p.push_back("after_seen_expired");
+    if (a == "setnx" && expiry == "expire") p.push_back("between_setnx_and_expire");
+    for (const char* later : {"after_acquire", "before_write", "before_release"}) p.push_back(later);
+    return p;
+}
+
 const std::vector<std::string>& failure_classes() {
     static const std::vector<std::string> classes{
         "baseline", "gc-pause", "delayed-write", "held-replies", "client-clock-skew",
@@ -36,7 +48,7 @@ const std::vector<std::string>& failure_classes() {
 
 using namespace scenario_parse;
 
-namespace {
+namespace scenario_parse {
 
 WorkloadSpec parse_workload(const nlohmann::json& j, const std::string& file) {
     Fields f(j, "workload", file);
@@ -62,6 +74,16 @@ WorkloadSpec parse_workload(const nlohmann::json& j, const std::string& file) {
     return w;
 }
 
+ClientTimeouts parse_client(const nlohmann::json& j, const std::string& path, const std::string& file,
+                            ClientTimeouts t) {
+    Fields c(j, path, file);
+    t.command_ms = c.integer("command_timeout_ms", t.command_ms, 1, kMaxDurationMs, "at most one hour");
+    t.connect_ms = c.integer("connect_timeout_ms", t.connect_ms, 1, kMaxDurationMs, "at most one hour");
+    t.store_ms = c.integer("store_timeout_ms", t.store_ms, 1, kMaxDurationMs, "at most one hour");
+    c.finish();
+    return t;
+}
+
 // Names become folder names: keep them to one harmless path component.
 void check_name(Fields& f, const std::string& field, const std::string& name) {
     static const std::regex ok("[A-Za-z0-9][A-Za-z0-9._+=-]{0,199}");
@@ -83,11 +105,16 @@ std::optional<std::string> parse_failure_class(Fields& f) {
 
 Expectation parse_expectation(const std::string& metric, const nlohmann::json& v, const std::string& path,
                               const std::string& file) {
+    if (metric == "verdict") {   // the run's verdict, in the verdict table's words
+        if (!v.is_string() || !parse_verdict(v.get<std::string>()))
+            throw ScenarioError(file + ": " + path + ": expected one of " + verdict_word_list() + ", got " + excerpt(v));
+        return {metric, "==", 0, v.get<std::string>()};
+    }
     const Metric* known = find_metric(metric);
     if (!known || !known->expectable)
         throw ScenarioError(file + ": " + path + ": unknown metric (known: " + expectable_metric_list() + ")");
     std::istringstream in(v.is_string() ? v.get<std::string>() : "");
-    Expectation e{metric, "", 0};
+    Expectation e{metric, "", 0, std::nullopt};
     in >> e.op >> e.value;   // fails on a value beyond a double, such as 1e999
     const std::set<std::string> ops{"==", "!=", "<", "<=", ">", ">="};
     std::string rest;
@@ -95,6 +122,29 @@ Expectation parse_expectation(const std::string& metric, const nlohmann::json& v
         throw ScenarioError(file + ": " + path + ": expected a comparison such as \"== 0\" or \">= 1\", got " + excerpt(v));
     return e;
 }
+
+// "explore": {"fixed": [paths]}: what `lockbench explore` leaves as written.
+std::vector<std::string> parse_explore_fixed(const nlohmann::json& e, const std::string& file) {
+    Fields x(e, "explore", file);
+    std::vector<std::string> fixed_paths;
+    if (const nlohmann::json* fixed = x.get("fixed")) {
+        static const std::regex path(
+            R"((seed|workload\.start_stagger_ms|faults\.(\d+|\*)\.(occurrence|client|node|nodes|duration_ms|jump_ms|at_ms|restart_after_ms)))");
+        if (!fixed->is_array()) x.fail(x.at("fixed"), "expected an array of field paths, got " + excerpt(*fixed));
+        for (const auto& p : *fixed) {
+            if (!p.is_string() || !std::regex_match(p.get<std::string>(), path))
+                x.fail(x.at("fixed"), "expected paths like \"faults.0.at_ms\", \"faults.*.client\", "
+                                "\"workload.start_stagger_ms\" or \"seed\", got " + excerpt(p));
+            fixed_paths.push_back(p.get<std::string>());
+        }
+    }
+    x.finish();
+    return fixed_paths;
+}
+
+}  // namespace scenario_parse
+
+namespace {
 
 // "service": which servers the run locks on. ZooKeeper and etcd speak their own protocols:
 // only an external adapter locks there, and Redis's topology and persistence do not apply.
@@ -145,9 +195,11 @@ void check_fault_nodes(Fields& f, const RunSpec& r, const std::string& faults_at
     }
 }
 
+}  // namespace
+
 // "renew": {"every_ms": P | "fraction": f, "ttl_ms": T, "mode": "add" | "replace",
 // "on_failure": "stop" | "retry", "abandon": false}.
-RenewSpec parse_renew(const nlohmann::json& j, const std::string& path, const std::string& file) {
+RenewSpec scenario_parse::parse_renew(const nlohmann::json& j, const std::string& path, const std::string& file) {
     Fields f(j, path, file);
     RenewSpec r;
     r.ttl_ms = f.integer("ttl_ms", 0, 1, kMaxDurationMs);
@@ -168,6 +220,8 @@ RenewSpec parse_renew(const nlohmann::json& j, const std::string& path, const st
     f.finish();
     return r;
 }
+
+namespace {
 
 // A background pause reaches the tasks lockbench runs through Env::background (a built-in
 // algorithm's watchdog, the worker's renewal policy); an external library's own threads
@@ -226,8 +280,36 @@ std::optional<std::string> parse_table_row(Fields& f) {
     return row;
 }
 
-RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::string& file,
-                  const WorkloadSpec& w, const nlohmann::json& scenario_faults) {
+// "cwd": where an adapter's command runs (a case × lock cell's: its lock file's folder).
+std::filesystem::path parse_cwd(Fields& f, const RunSpec& r) {
+    if (!f.get("cwd")) return {};
+    const std::string cwd = f.string("cwd", "");
+    if (r.command.empty()) f.fail(f.at("cwd"), "only an \"external\" run's command has a folder to run in");
+    if (cwd.empty() || cwd.front() != '/') f.fail(f.at("cwd"), "expected an absolute folder, got " + quoted_excerpt(cwd));
+    return cwd;
+}
+
+// A run's own "workload" and "client" (a case scaled for a whole-second lock), or the scenario's.
+void parse_run_workload(Fields& f, RunSpec& r, const Scenario& s, const std::string& file) {
+    const nlohmann::json* workload = f.get("workload");
+    r.workload = workload ? parse_workload(*workload, file) : s.workload;
+    r.workload_source = workload ? *workload : s.source.value("workload", nlohmann::json::object());
+    const nlohmann::json* client = f.get("client");
+    r.timeouts = client ? parse_client(*client, f.at("client"), file, s.timeouts) : s.timeouts;
+}
+
+// The lock file a run tests, when a case × lock cell made it: its name, file and variant.
+void parse_lock_identity(Fields& f, RunSpec& r) {
+    for (auto [key, into] : {std::pair{"lock", &r.lock}, std::pair{"variant", &r.variant}}) {
+        if (!f.get(key)) continue;
+        *into = f.string(key, "");
+        check_name(f, f.at(key), **into);
+    }
+    if (f.get("lock_file")) r.lock_file = f.string("lock_file", "");
+}
+
+RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::string& file, const Scenario& s,
+                  const nlohmann::json& scenario_faults) {
     Fields f(j, path, file);
     RunSpec r;
     const std::string algorithm = f.required_string("algorithm");
@@ -238,6 +320,7 @@ RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::s
         f.fail(f.at("algorithm"), "unknown algorithm " + quoted_excerpt(algorithm) + " (known: " + list + ", external)");
     }
     r.command = parse_command(f, algorithm);
+    r.cwd = parse_cwd(f, r);
     std::string error;
     const nlohmann::json* params = f.get("params");
     // An external run's other parameters are the library's own: the adapter reads them as given.
@@ -248,9 +331,14 @@ RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::s
     r.name = f.string("name", default_run_name(algorithm, r.algorithm->params, r.params));
     check_name(f, f.at("name"), r.name);
     r.table_row = parse_table_row(f);
+    parse_lock_identity(f, r);
+    parse_run_workload(f, r, s, file);
     const nlohmann::json* own = f.get("faults");
     r.faults_source = own ? *own : scenario_faults;
-    r.faults = parse_faults(r.faults_source, own ? f.at("faults") : "faults", file, w);
+    r.faults = parse_faults(r.faults_source, own ? f.at("faults") : "faults", file, r.workload);
+    for (FaultSpec& fault : r.faults)
+        if (fault.link_all_nodes)
+            for (int n = 0; n < r.nodes; ++n) fault.link_nodes.push_back(n);
     const std::string faults_at = own ? f.at("faults") : std::string("faults");
     parse_run_service(f, r, algorithm, faults_at);
     check_fault_nodes(f, r, faults_at);
@@ -280,13 +368,17 @@ RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::s
             e.get(metric);
             r.expect.push_back(parse_expectation(metric, v, e.at(metric), file));
             // Those figures exist only where the client probed the key: elsewhere they would read 0.
-            if (find_metric(metric)->group == MetricGroup::validity &&
-                !(algorithm == "external" && r.params.flag("probe_key_ttl")))
+            const Metric* m = find_metric(metric);
+            if (m && m->group == MetricGroup::validity && !(algorithm == "external" && r.params.flag("probe_key_ttl")))
                 e.fail(e.at(metric), "needs an external run with \"params\": {\"probe_key_ttl\": true}");
         }
         e.finish();
     }
     f.finish();
+    r.source = j;
+    if (!r.source.contains("workload")) r.source["workload"] = r.workload_source;
+    if (!r.source.contains("client") && s.source.contains("client")) r.source["client"] = s.source.at("client");
+    if (!r.source.contains("faults")) r.source["faults"] = r.faults_source;
     return r;
 }
 
@@ -303,6 +395,7 @@ bool Expectation::holds(double actual) const {
 
 std::string Expectation::text() const {
     std::ostringstream out;
+    if (word) return metric + " " + op + " " + *word;
     out << metric << ' ' << op << ' ' << value;
     return out.str();
 }
@@ -319,29 +412,9 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& file) {
     s.seed = static_cast<std::uint64_t>(f.integer("seed", 1, 0, kMaxLong));
     s.lock_key = f.string("lock_key", s.lock_key);
     if (f.get("base_port")) s.base_port = static_cast<int>(f.integer("base_port", 0, 1024, 65000));
-    if (const nlohmann::json* client = f.get("client")) {
-        Fields c(*client, "client", file);
-        s.command_timeout_ms = c.integer("command_timeout_ms", s.command_timeout_ms, 1, kMaxDurationMs, "at most one hour");
-        s.connect_timeout_ms = c.integer("connect_timeout_ms", s.connect_timeout_ms, 1, kMaxDurationMs, "at most one hour");
-        s.store_timeout_ms = c.integer("store_timeout_ms", s.store_timeout_ms, 1, kMaxDurationMs, "at most one hour");
-        c.finish();
-    }
+    if (const nlohmann::json* client = f.get("client")) s.timeouts = parse_client(*client, "client", file, s.timeouts);
     if (const nlohmann::json* w = f.get("workload")) s.workload = parse_workload(*w, file);
-    if (const nlohmann::json* e = f.get("explore")) {
-        Fields x(*e, "explore", file);
-        if (const nlohmann::json* fixed = x.get("fixed")) {
-            static const std::regex path(
-                R"((seed|workload\.start_stagger_ms|faults\.(\d+|\*)\.(occurrence|client|node|nodes|duration_ms|jump_ms|at_ms|restart_after_ms)))");
-            if (!fixed->is_array()) x.fail(x.at("fixed"), "expected an array of field paths, got " + excerpt(*fixed));
-            for (const auto& p : *fixed) {
-                if (!p.is_string() || !std::regex_match(p.get<std::string>(), path))
-                    x.fail(x.at("fixed"), "expected paths like \"faults.0.at_ms\", \"faults.*.client\", "
-                                    "\"workload.start_stagger_ms\" or \"seed\", got " + excerpt(p));
-                s.explore_fixed.push_back(p.get<std::string>());
-            }
-        }
-        x.finish();
-    }
+    if (const nlohmann::json* e = f.get("explore")) s.explore_fixed = parse_explore_fixed(*e, file);
     const nlohmann::json* faults = f.get("faults");
     const nlohmann::json scenario_faults = faults ? *faults : nlohmann::json::array();
     const nlohmann::json* runs = f.get("runs");
@@ -350,7 +423,7 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& file) {
     std::set<std::string> names;
     for (size_t i = 0; i < runs->size(); ++i) {
         const std::string path = "runs[" + std::to_string(i) + "]";
-        s.runs.push_back(parse_run((*runs)[i], path, file, s.workload, scenario_faults));
+        s.runs.push_back(parse_run((*runs)[i], path, file, s, scenario_faults));
         if (!names.insert(s.runs.back().name).second)
             f.fail(path + ".name", quoted_excerpt(s.runs.back().name) + " is used by an earlier run; give one of them another \"name\"");
     }
@@ -392,8 +465,16 @@ nlohmann::json read_scenario_json(const std::filesystem::path& file) {
 
 }  // namespace
 
+nlohmann::json read_input_json(const std::filesystem::path& file) { return read_scenario_json(file); }
+
 Scenario load_scenario(const std::filesystem::path& file) {
     return parse_scenario(read_scenario_json(file), file.string());
+}
+
+RunSpec parse_standalone_run(const nlohmann::json& run, const std::string& what) {
+    Scenario none;
+    none.source = nlohmann::json::object();
+    return parse_run(run, "run", what, none, nlohmann::json::array());
 }
 
 void select_runs(Scenario& s, const std::vector<std::string>& names) {

@@ -25,15 +25,27 @@ struct ScenarioError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
-// "sections_completed >= 24": a run's figure compared with a number.
+// "sections_completed >= 24": a run's figure compared with a number; or "verdict == 2 holders":
+// the run's verdict (analysis/verdict.h) is that word.
 struct Expectation {
-    std::string metric;   // an expectable metric of the metric table (analysis/metrics.h)
-    std::string op;       // ==, !=, <, <=, >, >=
+    std::string metric;   // an expectable metric of the metric table (analysis/metrics.h), or "verdict"
+    std::string op;       // ==, !=, <, <=, >, >=; only == for the verdict
     double value = 0;
+    std::optional<std::string> word;   // the verdict's word
     bool holds(double actual) const;
     std::string text() const;
 };
 
+// How long a client waits: for a lock node's reply, a connection, the protected store.
+struct ClientTimeouts {
+    long long command_ms = 200;
+    long long connect_ms = 200;
+    long long store_ms = 1000;         // a client's wait for the protected store's answer
+};
+
+// One run: everything it needs, resolved. A run of a case × lock cell (sim/harness/compose.h)
+// has its own workload and timeouts (a case scaled for a whole-second lock); a run written in
+// a scenario file has the scenario's.
 struct RunSpec {
     std::string name;                  // unique in the scenario
     // The row of the report's library table its verdicts go in, when not its name (a case's
@@ -51,8 +63,19 @@ struct RunSpec {
     ResourceCheck resource_check = ResourceCheck::fence;  // what the protected store refuses (store.h)
     bool sentinel = false;             // topology "sentinel": lock0 with a replica and Sentinels
     std::vector<std::string> command;  // "algorithm": "external": the adapter's argv
+    std::filesystem::path cwd;         // where the adapter's command runs; empty: the project's folder
     std::vector<FaultSpec> faults;     // the scenario's, unless the run names its own
     nlohmann::json faults_source = nlohmann::json::array();
+    WorkloadSpec workload;             // the scenario's, unless the run gives its own
+    nlohmann::json workload_source = nlohmann::json::object();  // as written, for run.json
+    ClientTimeouts timeouts;           // the scenario's "client", unless the run gives its own
+    std::optional<std::string> lock;   // the lock file it tests (its row of the verdict table)
+    std::optional<std::string> lock_file;  // that file's path, for messages
+    std::optional<std::string> variant;    // the case's variant, if any
+    // The run as written, with the scenario's workload, client and faults filled in where it
+    // gives none of its own: a run that stands alone (parse_standalone_run), which is what a
+    // live client process is handed.
+    nlohmann::json source = nlohmann::json::object();
 };
 
 struct Scenario {
@@ -64,11 +87,9 @@ struct Scenario {
     std::optional<std::string> failure_class;
     std::uint64_t seed = 1;
     std::string lock_key = "lockbench:lock";
-    long long command_timeout_ms = 200;
-    long long connect_timeout_ms = 200;
-    long long store_timeout_ms = 1000; // a client's wait for the protected store's answer
+    ClientTimeouts timeouts;           // every run's, unless it gives its own
     std::optional<int> base_port;      // lock nodes on base_port.., the store after them
-    WorkloadSpec workload;
+    WorkloadSpec workload;             // every run's, unless it gives its own
     std::vector<RunSpec> runs;
     nlohmann::json source;             // the file as read, recorded beside the results
     // What `lockbench explore` leaves as written ("faults.0.at_ms", "faults.*.client",
@@ -80,11 +101,20 @@ struct Scenario {
 // (sim/live/external.h); its declared parameters (ttl_ms, fence).
 const AlgorithmInfo& external_algorithm();
 
+// The named points a run of `algorithm` passes, in the order a lock cycle passes them: every
+// worker passes the generic ones; a built-in algorithm's acquire adds its own (lockimpl/).
+std::vector<std::string> points_reached(const AlgorithmInfo& algorithm, const nlohmann::json& params);
+
 // The values "failure_class" may take, in the order of the verdict table's columns.
 const std::vector<std::string>& failure_classes();
 
 // Throws ScenarioError("<file>: <field.path>: <what was expected>").
 Scenario load_scenario(const std::filesystem::path& file);
+// A JSON input file (a scenario, a case, a lock file) read as read_scenario_json reads one:
+// a regular file of at most 1 MiB, nested at most 64 levels; throws ScenarioError.
+nlohmann::json read_input_json(const std::filesystem::path& file);
+// A run's `source` (RunSpec::source), parsed again on its own: a live client's run.
+RunSpec parse_standalone_run(const nlohmann::json& run, const std::string& what);
 Scenario parse_scenario(const nlohmann::json& j, const std::string& file);
 
 // Keeps the runs whose algorithm or name is in `names` (all when empty). Throws

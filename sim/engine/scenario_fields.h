@@ -1,5 +1,6 @@
-// The scenario parser's own tools, shared by its files (scenario.cpp, fault_parse.cpp) and by
-// nothing else: a JSON object under validation, the bounds every field is checked against.
+// The input parsers' own tools, shared by their files (scenario.cpp, fault_parse.cpp,
+// case_file.cpp, lock_file.cpp) and by nothing else: a JSON object under validation, the
+// bounds every field is checked against, the parts a scenario, a case and a lock file share.
 #pragma once
 
 #include <limits>
@@ -115,5 +116,18 @@ inline Distribution distribution(Fields& f, const std::string& key, Distribution
 // The "faults" array of a scenario or a run (fault_parse.cpp).
 std::vector<FaultSpec> parse_faults(const nlohmann::json& j, const std::string& path, const std::string& file,
                                     const WorkloadSpec& w);
+
+// The parts of scenario.cpp a case file (case_file.cpp) reads the same way.
+WorkloadSpec parse_workload(const nlohmann::json& j, const std::string& file);
+// "client": {"command_timeout_ms", "connect_timeout_ms", "store_timeout_ms"} over `t`.
+ClientTimeouts parse_client(const nlohmann::json& j, const std::string& path, const std::string& file, ClientTimeouts t);
+RenewSpec parse_renew(const nlohmann::json& j, const std::string& path, const std::string& file);
+// A name that becomes a folder name: letters, digits and . _ + = - (not starting with . or -).
+void check_name(Fields& f, const std::string& field, const std::string& name);
+std::optional<std::string> parse_failure_class(Fields& f);
+std::vector<std::string> parse_explore_fixed(const nlohmann::json& explore, const std::string& file);
+// One entry of an "expect" object: "metric": "op value", or "verdict": "<word>".
+Expectation parse_expectation(const std::string& metric, const nlohmann::json& v, const std::string& path,
+                              const std::string& file);
 
 }  // namespace lockbench::scenario_parse

@@ -14,8 +14,13 @@ namespace {
 std::vector<ExpectationCheck> judge(const RunSummary& run, const std::vector<Expectation>& expect) {
     std::vector<ExpectationCheck> checks;
     for (const Expectation& x : expect) {
+        if (x.word) {   // "verdict == 2 holders": the run's verdict, a word
+            const std::string word(verdict_word(run.verdict));
+            checks.push_back({x.text(), 0, word == *x.word, word});
+            continue;
+        }
         const double value = run.metric(x.metric);
-        checks.push_back({x.text(), value, x.holds(value)});
+        checks.push_back({x.text(), value, x.holds(value), std::nullopt});
     }
     return checks;
 }
@@ -69,6 +74,7 @@ RunSummary run_summary(const RunRecord& record, const CheckResult& result, const
     run.figures.metrics["faults_injected"] = static_cast<double>(record.faults_injected);
     run.clients_failed = record.clients_failed;
     run.faults = record.faults;
+    run.verdict = verdict_of(run.figures, run.clients_failed);
     run.expectations = judge(run, record.expect);
     run.expectations_held = all_held(run);
     return run;
@@ -96,7 +102,7 @@ std::string verdict_of(const RunSummary& r) {
     if (r.expectations.empty()) return "-";
     std::string verdict = all_held(r) ? "held" : "NOT HELD:";
     for (const ExpectationCheck& c : r.expectations)
-        if (!c.held) verdict += " " + c.expect + " (got " + cell(c.value) + ")";
+        if (!c.held) verdict += " " + c.expect + " (got " + (c.word ? *c.word : cell(c.value)) + ")";
     return verdict;
 }
 

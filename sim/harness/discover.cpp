@@ -26,27 +26,14 @@ struct Run {
     int clients = 0, nodes = 1;
 };
 
-// The points each algorithm reaches: a fault armed where its run never passes is a wasted
-// draw. Every worker passes the generic ones; the acquire's own come from lockimpl/.
-std::vector<std::string> points_of(const RunSpec& r) {
-    const std::string& a = r.algorithm->name;
-    const std::string expiry = r.params.json().value("expiry", "");
-    // In the order a lock cycle passes them.
-    std::vector<std::string> p{"before_acquire"};
-    if (a == "token-lua" || a == "redlock" || a == "reentrant") p.push_back("during_acquire");
-    if (a == "getset" || (a == "setnx" && expiry == "in-value")) p.push_back("after_seen_expired");
-    if (a == "setnx" && expiry == "expire") p.push_back("between_setnx_and_expire");
-    for (const char* later : {"after_acquire", "before_write", "before_release"}) p.push_back(later);
-    return p;
-}
-
-Run describe_run(const Scenario& s, const RunSpec& r) {
+Run describe_run(const RunSpec& r) {
     Run out;
-    out.points = points_of(r);
+    // A fault armed where its run never passes is a wasted draw.
+    out.points = points_reached(*r.algorithm, r.params.json());
     const Json& p = r.params.json();
     out.scale_ms = p.contains("ttl_ms") ? p.at("ttl_ms").get<long long>() : p.value("lease_ms", 500LL);
-    out.duration_ms = s.workload.duration_ms;
-    out.clients = s.workload.clients;
+    out.duration_ms = r.workload.duration_ms;
+    out.clients = r.workload.clients;
     out.nodes = r.nodes;
     out.kinds = {Kind::pause, Kind::client_clock, Kind::node_clock, Kind::lock_link, Kind::store_link, Kind::node_crash,
                  Kind::client_kill};
@@ -218,7 +205,7 @@ Json draw_fault(Draw& d, Kind kind, Aim& aim) {
 Json draw_budget_schedule(const Json& source, const std::string& run, std::uint64_t seed, int budget) {
     const Scenario parsed = parse_scenario(source, "<scenario>");
     const RunSpec& spec = *std::ranges::find_if(parsed.runs, [&](const RunSpec& r) { return r.name == run; });
-    const Run shape = describe_run(parsed, spec);
+    const Run shape = describe_run(spec);
     Draw d(seed, shape);
     Aim aim;
     aim.correlated = d.chance(0.5);
@@ -263,7 +250,10 @@ std::string link_token(const Json& f, const Scale& scale, int nodes) {
     if (mode == "delay") t += than(f.value("latency_ms", 0LL), scale, "more", "less");
     t += f.contains("client") || f.contains("point") ? " from a client" : " from every client";
     std::vector<std::string> to;
-    if (f.contains("nodes")) to.push_back(std::to_string(f.at("nodes").size()) + " of " + std::to_string(nodes) + " lock nodes");
+    if (f.contains("nodes")) {
+        const std::size_t cut = f.at("nodes").is_array() ? f.at("nodes").size() : static_cast<std::size_t>(nodes);  // "all"
+        to.push_back(std::to_string(cut) + " of " + std::to_string(nodes) + " lock nodes");
+    }
     if (f.value("store", false)) to.push_back("the store");
     if (f.value("replication", false)) to.push_back("the replica");
     for (std::size_t i = 0; i < to.size(); ++i) t += (i ? " and " : " to ") + to[i];

@@ -120,11 +120,11 @@ Json draw_schedule(const Json& source, const std::string& run, std::uint64_t see
     Json s = written;
     std::mt19937_64 rng(seed);
     const RunSpec& spec = *std::ranges::find_if(parsed.runs, [&](const RunSpec& r) { return r.name == run; });
-    const long long duration = parsed.workload.duration_ms;
+    const long long duration = spec.workload.duration_ms;
     // Who and where are renamed consistently, so that faults aimed at one client (or node)
     // stay aimed at one; how many times a point is passed shifts alike for every fault, so
     // that their order holds; lengths and times are drawn each around its own value.
-    std::vector<int> client(static_cast<std::size_t>(parsed.workload.clients)), node(static_cast<std::size_t>(spec.nodes));
+    std::vector<int> client(static_cast<std::size_t>(spec.workload.clients)), node(static_cast<std::size_t>(spec.nodes));
     std::iota(client.begin(), client.end(), 0);
     std::iota(node.begin(), node.end(), 0);
     std::shuffle(client.begin(), client.end(), rng);
@@ -140,7 +140,7 @@ Json draw_schedule(const Json& source, const std::string& run, std::uint64_t see
         // "random" and "holder" (a repeating fault) name no client to rename.
         if (f.contains("client") && f["client"].is_number_integer()) f["client"] = client.at(f["client"].get<std::size_t>() % client.size());
         if (f.contains("node")) f["node"] = node.at(f["node"].get<std::size_t>() % node.size());
-        if (f.contains("nodes"))
+        if (f.contains("nodes") && f["nodes"].is_array())  // "all" stays all
             for (auto& n : f["nodes"]) n = node.at(n.get<std::size_t>() % node.size());
         around(f, "duration_ms", 2, 2);
         around(f, "jump_ms", 2, 2);

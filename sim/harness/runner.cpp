@@ -32,10 +32,10 @@ RunSummary check_new_run(const fs::path& run_dir, const RunRecord& record) {
     return std::move(checked.summary);
 }
 
-bool announce(const RunOptions& opts, size_t i, size_t n, const RunSpec& run, const Scenario& s) {
+bool announce(const RunOptions& opts, size_t i, size_t n, const RunSpec& run) {
     if (!opts.progress) return false;
-    std::cerr << "lockbench: [" << i + 1 << "/" << n << "] " << run.name << ": " << s.workload.clients
-              << " clients for " << s.workload.duration_ms << " ms on " << run.nodes
+    std::cerr << "lockbench: [" << i + 1 << "/" << n << "] " << run.name << ": " << run.workload.clients
+              << " clients for " << run.workload.duration_ms << " ms on " << run.nodes
               << (run.service == Service::redis ? " lock node" : std::string(" ") + service_name(run.service) + " server")
               << (run.nodes == 1 ? "" : "s") << " ..." << std::flush;
     return true;
@@ -74,7 +74,7 @@ RunsDone run_each(const Scenario& s, const RunOptions& opts, std::uint64_t seed,
         for (size_t i = 0; i < s.runs.size(); ++i) {
             const RunSpec& run = s.runs[i];
             const fs::path run_dir = staging / "runs" / run.name;
-            const auto started = [&] { line_open = announce(opts, i, s.runs.size(), run, s); };
+            const auto started = [&] { line_open = announce(opts, i, s.runs.size(), run); };
             if (opts.simulated) {
                 if (const auto why = sim::unsupported(run)) {
                     if (opts.progress) std::cerr << "lockbench: [" << i + 1 << "/" << s.runs.size() << "] " << run.name

@@ -20,26 +20,37 @@ namespace fs = std::filesystem;
 namespace lockbench {
 namespace {
 
+// Who an adapter's messages name: the run, and the lock file it came from.
+std::string adapter_label(const RunSpec& run) {
+    if (!run.lock) return run.name;
+    return *run.lock + (run.lock_file ? " (" + *run.lock_file + ")" : "") + (run.variant ? " in " + run.name : "");
+}
+
 // An external run's lock: the adapter, told the paths to the nodes (`ports`, this client's own)
 // and, under Sentinel, where to ask for the master (`discovery`, as sentinel_discovery gives).
-std::unique_ptr<ExternalLock> make_external(const Scenario& s, const RunSpec& run, const std::vector<int>& ports,
+// Its command runs in the lock file's folder (run.cwd), or for a run written in a scenario
+// file, in the project's.
+std::unique_ptr<ExternalLock> make_external(const RunSpec& run, const std::string& lock_key, const std::vector<int>& ports,
                                             int client, const fs::path& project_dir,
                                             const std::optional<SentinelPorts>& discovery, const fs::path& stderr_path = {}) {
     std::string nodes;
     for (int p : ports) nodes += (nodes.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(p);
     const long long ttl_ms = run.params.integer("ttl_ms");
-    AdapterSpec a{run.name, run.command, project_dir,
+    const ClientTimeouts& t = run.timeouts;
+    AdapterSpec a{adapter_label(run), run.command, run.cwd.empty() ? project_dir : run.cwd,
                   {{"LOCKBENCH_NODES", nodes},
-                   {"LOCKBENCH_KEY", s.lock_key},
+                   {"LOCKBENCH_KEY", lock_key},
                    {"LOCKBENCH_CLIENT", std::to_string(client)},
                    {"LOCKBENCH_TTL_MS", std::to_string(ttl_ms)},
                    {"LOCKBENCH_PARAMS", run.params.json().dump()},
-                   {"LOCKBENCH_COMMAND_TIMEOUT_MS", std::to_string(s.command_timeout_ms)},
-                   {"LOCKBENCH_OP_TIMEOUT_MS", std::to_string(10 * s.command_timeout_ms)},
-                   {"LOCKBENCH_CONNECT_TIMEOUT_MS", std::to_string(s.connect_timeout_ms)}},
-                  std::chrono::milliseconds(10 * s.command_timeout_ms), stderr_path, run.params.flag("fence")};
+                   {"LOCKBENCH_COMMAND_TIMEOUT_MS", std::to_string(t.command_ms)},
+                   {"LOCKBENCH_OP_TIMEOUT_MS", std::to_string(10 * t.command_ms)},
+                   {"LOCKBENCH_CONNECT_TIMEOUT_MS", std::to_string(t.connect_ms)},
+                   // The protocol kits (adapters/kit/): an adapter outside the project finds them here.
+                   {"LOCKBENCH_KIT", (project_dir / "adapters" / "kit").string()}},
+                  std::chrono::milliseconds(10 * t.command_ms), stderr_path, run.params.flag("fence")};
     a.probe_key_ttl = run.params.flag("probe_key_ttl");
-    a.command_timeout = std::chrono::milliseconds(s.command_timeout_ms);
+    a.command_timeout = std::chrono::milliseconds(t.command_ms);
     if (discovery) {
         std::string sentinels;
         for (int p : discovery->sentinels) sentinels += (sentinels.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(p);
@@ -49,13 +60,14 @@ std::unique_ptr<ExternalLock> make_external(const Scenario& s, const RunSpec& ru
         a.env["LOCKBENCH_MASTER_NAME"] = kMasterName;
         a.env["LOCKBENCH_ADDRESS_MAP"] = moved.dump();
     }
-    return std::make_unique<ExternalLock>(std::move(a), s.lock_key, ttl_ms);
+    return std::make_unique<ExternalLock>(std::move(a), lock_key, ttl_ms);
 }
 
 // `lockbench client` for preflight_adapter: starts the adapter, waits for it to be ready, ends it.
-int preflight_main(const Scenario& s, const RunSpec& run, const ClientSpec& spec) {
+int preflight_main(const RunSpec& run, const ClientSpec& spec) {
     try {
-        const auto lock = make_external(s, run, spec.lock_ports, -1, spec.project_dir, spec.discovery, spec.adapter_stderr);
+        const auto lock = make_external(run, spec.lock_key, spec.lock_ports, -1, spec.project_dir, spec.discovery,
+                                        spec.adapter_stderr);
         // Read by lockbench only once this child has exited 0: no half-written file is seen.
         std::ofstream(spec.adapter_described) << lock->described().dump() << "\n";
     } catch (const AdapterError& e) {
@@ -65,14 +77,10 @@ int preflight_main(const Scenario& s, const RunSpec& run, const ClientSpec& spec
     return 0;
 }
 
-}  // namespace
-
-namespace {
-
 // The client's lock node environment: its paths to the nodes, and under Sentinel where to ask
 // for the master; every point it reaches goes into its history and, if armed, to the nemesis.
-LiveEnvConfig lock_env_config(const Scenario& s, const ClientSpec& spec, Recorder& rec, std::optional<PointGate>& gate) {
-    LiveEnvConfig config{{}, std::chrono::milliseconds(s.connect_timeout_ms), spec.seed, [&rec, &gate](Point p) {
+LiveEnvConfig lock_env_config(const RunSpec& run, const ClientSpec& spec, Recorder& rec, std::optional<PointGate>& gate) {
+    LiveEnvConfig config{{}, std::chrono::milliseconds(run.timeouts.connect_ms), spec.seed, [&rec, &gate](Point p) {
                              rec.line("point", "reached").str("name", point_name(p)).commit();
                              if (gate) gate->reached(p);
                          }};
@@ -92,33 +100,31 @@ LiveEnvConfig lock_env_config(const Scenario& s, const ClientSpec& spec, Recorde
 int client_main(const fs::path& spec_file) {
     std::ifstream in(spec_file);
     const ClientSpec spec = client_spec_from_json(nlohmann::json::parse(in));
-    const Scenario s = parse_scenario(spec.scenario, spec.scenario_path);
-    const auto run = std::ranges::find(s.runs, spec.run, &RunSpec::name);
-    if (run == s.runs.end()) throw std::runtime_error("client: no run named " + nlohmann::json(spec.run).dump());
-    if (spec.preflight) return preflight_main(s, *run, spec);
+    const RunSpec run = parse_standalone_run(spec.run, spec_file.string());
+    if (spec.preflight) return preflight_main(run, spec);
 
     Recorder rec(spec.history, spec.client);
     // First, before any thread starts: the signal mask it sets must be every thread's.
     const auto background_gate = std::make_shared<BackgroundGate>();
     std::optional<BackgroundControl> background;
-    if (std::ranges::any_of(run->faults, &FaultSpec::background))
+    if (std::ranges::any_of(run.faults, &FaultSpec::background))
         background.emplace(spec.control_socket, spec.client, background_gate);
     std::optional<PointGate> gate;
     if (!spec.armed.empty()) gate.emplace(spec.control_socket, spec.client, spec.armed);
-    LiveEnvConfig lock_config = lock_env_config(s, spec, rec, gate);
+    LiveEnvConfig lock_config = lock_env_config(run, spec, rec, gate);
     lock_config.background_gate = background_gate;
     LiveEnv lock_env(std::move(lock_config));
-    LiveEnv store_env({{{"127.0.0.1", spec.store_port}}, std::chrono::milliseconds(s.connect_timeout_ms),
+    LiveEnv store_env({{{"127.0.0.1", spec.store_port}}, std::chrono::milliseconds(run.timeouts.connect_ms),
                        derive_seed(spec.seed, 7), {}});
     // The worker starts at the run's common instant, told once this client's lock exists.
     const fs::path barrier = spec.start_barrier;
     const auto start = [&] {
-        return worker_spec(s, *run, spec.client, spec.seed, Instant{Duration{await_start(barrier, spec.client)}});
+        return worker_spec(run, spec.client, spec.seed, Instant{Duration{await_start(barrier, spec.client)}});
     };
-    if (!run->command.empty()) {
+    if (!run.command.empty()) {
         try {
-            const auto lock = make_external(s, *run, spec.lock_ports, spec.client, spec.project_dir, spec.discovery,
-                                            spec.adapter_stderr);
+            const auto lock = make_external(run, spec.lock_key, spec.lock_ports, spec.client, spec.project_dir,
+                                            spec.discovery, spec.adapter_stderr);
             run_worker(lock_env, store_env, *lock, rec, start());
         } catch (const AdapterError& e) {
             rec.line("adapter", "fail").str("detail", e.what()).commit();
@@ -127,7 +133,7 @@ int client_main(const fs::path& spec_file) {
         }
         return 0;
     }
-    const auto lock = make_client_lock(s, *run, spec.client);
+    const auto lock = make_client_lock(run, spec.lock_key, spec.client);
     run_worker(lock_env, store_env, *lock, rec, start());
     return 0;
 }

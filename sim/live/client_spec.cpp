@@ -5,8 +5,7 @@ namespace lockbench {
 using Json = nlohmann::json;
 
 Json to_json(const ClientSpec& s) {
-    Json j = {{"scenario", s.scenario}, {"scenario_path", s.scenario_path}, {"run", s.run},
-              {"lock_ports", s.lock_ports}, {"project_dir", s.project_dir}};
+    Json j = {{"run", s.run}, {"lock_key", s.lock_key}, {"lock_ports", s.lock_ports}, {"project_dir", s.project_dir}};
     if (s.preflight) {
         j["preflight"] = true;
         j["adapter_described"] = s.adapter_described;
@@ -26,9 +25,8 @@ Json to_json(const ClientSpec& s) {
 ClientSpec client_spec_from_json(const Json& j) {
     ClientSpec s;
     s.preflight = j.value("preflight", false);
-    s.scenario = j.at("scenario");
-    s.scenario_path = j.at("scenario_path").get<std::string>();
-    s.run = j.at("run").get<std::string>();
+    s.run = j.at("run");
+    s.lock_key = j.at("lock_key").get<std::string>();
     s.lock_ports = j.at("lock_ports").get<std::vector<int>>();
     s.project_dir = j.value("project_dir", std::string());
     s.adapter_stderr = j.value("adapter_stderr", std::string());

@@ -23,11 +23,12 @@ struct SentinelPorts {
 
 struct ClientSpec {
     // Only start the external library's adapter, see that it says it is ready, and end it:
-    // a preflight spec holds the scenario, the run, the ports, project_dir and adapter_stderr.
+    // a preflight spec holds the run, the key, the ports, project_dir and adapter_stderr.
     bool preflight = false;
-    nlohmann::json scenario;              // the scenario's source, parsed again by the client
-    std::string scenario_path;
-    std::string run;                      // the run's name in the scenario
+    // This client's run as it stands alone (RunSpec::source: its lock, workload, timeouts and
+    // faults; parse_standalone_run), never the whole scenario.
+    nlohmann::json run;
+    std::string lock_key;
     int client = 0;
     std::uint64_t seed = 0;               // the client's own (client_seed)
     std::vector<int> lock_ports;          // this client's path to each lock node (its proxy, or the node)

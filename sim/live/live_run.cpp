@@ -143,9 +143,8 @@ nlohmann::json preflight_adapter(const Scenario& s, const RunSpec& run, const No
                                  const fs::path& tmp, const fs::path& run_dir) {
     ClientSpec spec;
     spec.preflight = true;
-    spec.scenario = s.source;
-    spec.scenario_path = s.path;
-    spec.run = run.name;
+    spec.run = run.source;
+    spec.lock_key = s.lock_key;
     for (const LockServer* n : nodes.servers) spec.lock_ports.push_back(n->port());
     spec.project_dir = opts.project_dir.string();
     spec.adapter_stderr = (run_dir / "adapter" / "preflight.stderr").string();
@@ -157,7 +156,7 @@ nlohmann::json preflight_adapter(const Scenario& s, const RunSpec& run, const No
     ChildProcess check = ChildProcess::spawn({{opts.self_exe, "client", spec_file.string()}, log.string(), log.string()});
     // The adapter has max(its operation timeout, 10 s) to say it is ready (external.cpp);
     // its operation timeout is ten command timeouts, and the check gets 5 s more to end.
-    const auto limit = std::chrono::milliseconds(std::max(10LL * s.command_timeout_ms, 10000LL) + 5000);
+    const auto limit = std::chrono::milliseconds(std::max(10LL * run.timeouts.command_ms, 10000LL) + 5000);
     const std::optional<int> status = check.wait_for(limit);
     if (!status)
         throw std::runtime_error("run " + run.name + ": the adapter check did not end within " +
@@ -199,9 +198,8 @@ void add_proxies(ProxyHub& hub, const Nodes& nodes, int clients) {
 ClientSpec client_spec(const Scenario& s, const RunSpec& run, const Nodes& nodes, int client, const Launch& launch,
                        const fs::path& run_dir) {
     ClientSpec spec;
-    spec.scenario = s.source;
-    spec.scenario_path = s.path;
-    spec.run = run.name;
+    spec.run = run.source;
+    spec.lock_key = s.lock_key;
     spec.client = client;
     spec.seed = client_seed(launch.seed, client);
     for (size_t i = 0; i < nodes.servers.size(); ++i)
@@ -223,7 +221,7 @@ std::vector<ChildProcess> spawn_clients(const Scenario& s, const RunSpec& run, c
                                         const Launch& launch, const fs::path& run_dir, const fs::path& tmp,
                                         const std::string& self_exe) {
     std::vector<ChildProcess> children;
-    for (int c = 0; c < s.workload.clients; ++c) {
+    for (int c = 0; c < run.workload.clients; ++c) {
         const fs::path spec = tmp / (run.name + ".client-" + std::to_string(c) + ".json");
         std::ofstream(spec) << to_json(client_spec(s, run, nodes, c, launch, run_dir)).dump();
         const std::string log = (tmp / (run.name + ".client-" + std::to_string(c) + ".log")).string();
@@ -234,10 +232,10 @@ std::vector<ChildProcess> spawn_clients(const Scenario& s, const RunSpec& run, c
 
 // Waits for every client. A client whose adapter failed is recorded, {client, error}, and
 // the run goes on without it; any other failure fails the run.
-std::vector<ClientFailure> wait_for_clients(std::vector<ChildProcess>& children, const Scenario& s, const RunSpec& run,
+std::vector<ClientFailure> wait_for_clients(std::vector<ChildProcess>& children, const RunSpec& run,
                                             const fs::path& tmp, const Nemesis& nemesis) {
     std::vector<ClientFailure> failed;
-    const auto limit = std::chrono::milliseconds(s.workload.duration_ms + 30000);
+    const auto limit = std::chrono::milliseconds(run.workload.duration_ms + 30000);
     const auto deadline = std::chrono::steady_clock::now() + limit;
     for (size_t c = 0; c < children.size(); ++c) {
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
@@ -287,13 +285,13 @@ RunOutcome run_live(const Scenario& s, const RunSpec& run, std::uint64_t seed, c
     fs::create_directories(run_dir / "history");
     Nemesis nemesis(run.faults, tmp / "nemesis.sock", run_dir / "nemesis.jsonl");
     std::vector<ClockControl> node_clocks = make_clocks(nemesis.skews_nodes(), run.nodes, tmp, run.name + ".node");
-    std::vector<ClockControl> client_clocks = make_clocks(nemesis.skews_clients(), s.workload.clients, tmp, run.name + ".client");
+    std::vector<ClockControl> client_clocks = make_clocks(nemesis.skews_clients(), run.workload.clients, tmp, run.name + ".client");
     nemesis.set_clocks(pointers(client_clocks), pointers(node_clocks));
     std::optional<ProxyHub> proxies;
     if (nemesis.needs_proxies() || nemesis.needs_peer_proxies() || run.sentinel) proxies.emplace(seed);
     Nodes nodes = start_nodes(run, s.base_port, node_dir, node_clocks,
                               nemesis.needs_peer_proxies() ? &*proxies : nullptr);
-    if (nemesis.needs_proxies()) add_proxies(*proxies, nodes, s.workload.clients);
+    if (nemesis.needs_proxies()) add_proxies(*proxies, nodes, run.workload.clients);
     if (run.sentinel) add_failover(nodes, *proxies, node_dir, run_dir, run);
     nemesis.set_world(proxies ? &*proxies : nullptr, nodes.servers, nodes.service.get());
     nemesis.set_store_port(nodes.store->port());
@@ -318,15 +316,15 @@ RunOutcome run_live(const Scenario& s, const RunSpec& run, std::uint64_t seed, c
     // Every client starts at the same instant, once all have built their locks (an adapter
     // start-up can take seconds on a busy machine), so none gets a head start.
     try {
-        barrier.wait_ready(s.workload.clients, [&](int c) { return clients[static_cast<size_t>(c)].running(); },
+        barrier.wait_ready(run.workload.clients, [&](int c) { return clients[static_cast<size_t>(c)].running(); },
                            std::chrono::seconds(60));
     } catch (const std::runtime_error& e) {
         throw std::runtime_error("run " + run.name + ": " + e.what());
     }
-    const long long start_at_ns = monotonic_ns() + (20 + 2LL * s.workload.clients) * 1000000LL;
+    const long long start_at_ns = monotonic_ns() + (20 + 2LL * run.workload.clients) * 1000000LL;
     nemesis.start(pids, start_at_ns, seed);
     barrier.release(start_at_ns);
-    std::vector<ClientFailure> failed_clients = wait_for_clients(clients, s, run, tmp, nemesis);
+    std::vector<ClientFailure> failed_clients = wait_for_clients(clients, run, tmp, nemesis);
     nemesis.stop();
     RunOutcome out;
     out.adapter = std::move(adapter);

@@ -109,12 +109,12 @@ double section_ms_bound(const Distribution& d) {
 // Within that window the clients race for the lock as in the full run, so a violation that
 // the fault left behind shows there; after it the run is a fault-free one, which the
 // checker's verdict on these algorithms does not change (tested: sim_verdict_test.cpp).
-VTime early_stop_window_ns(const Scenario& s, const RunSpec& run) {
+VTime early_stop_window_ns(const RunSpec& run) {
     double ms = 10;  // the margin: a few round trips
     double lease_ms = 0;
     for (const auto& [key, v] : run.params.json().items())
         if (key.ends_with("_ms") && v.is_number()) lease_ms = std::max(lease_ms, v.get<double>());
-    ms += lease_ms + std::max(section_ms_bound(s.workload.work_ms), section_ms_bound(s.workload.slow_work_ms));
+    ms += lease_ms + std::max(section_ms_bound(run.workload.work_ms), section_ms_bound(run.workload.slow_work_ms));
     bool loses_messages = false;
     double delay_ms = 0;
     for (const FaultSpec& f : run.faults) {
@@ -123,7 +123,7 @@ VTime early_stop_window_ns(const Scenario& s, const RunSpec& run) {
         loses_messages = loses_messages || f.link.kind == LinkFault::Kind::blackhole || f.link.kind == LinkFault::Kind::reset;
         delay_ms = std::max(delay_ms, static_cast<double>((f.link.latency + f.link.jitter).count()));
     }
-    ms += delay_ms + (loses_messages ? static_cast<double>(std::max(s.command_timeout_ms, s.store_timeout_ms)) : 0.0);
+    ms += delay_ms + (loses_messages ? static_cast<double>(std::max(run.timeouts.command_ms, run.timeouts.store_ms)) : 0.0);
     return static_cast<VTime>(ms * static_cast<double>(kMs)) + (run.sentinel ? kFailoverNs : 0);
 }
 
@@ -162,7 +162,7 @@ SimRun simulate(const Scenario& s, const RunSpec& run, std::uint64_t seed, const
     std::vector<std::size_t> lock_nodes(static_cast<std::size_t>(run.nodes));
     std::iota(lock_nodes.begin(), lock_nodes.end(), std::size_t{0});
 
-    const int clients = s.workload.clients;
+    const int clients = run.workload.clients;
     std::vector<Process> processes(static_cast<std::size_t>(clients));
     for (int c = 0; c < clients; ++c) {
         processes[static_cast<std::size_t>(c)].id = c;
@@ -170,7 +170,7 @@ SimRun simulate(const Scenario& s, const RunSpec& run, std::uint64_t seed, const
     }
     SimNemesis nemesis(world, net, processes, store, run.faults, rec.run_dir ? *rec.run_dir / "nemesis.jsonl" : fs::path());
     const VTime start_at = world.now() + 10 * kMs;
-    EarlyStop early(world, nemesis, early_stop_window_ns(s, run), start_at + s.workload.duration_ms * kMs);
+    EarlyStop early(world, nemesis, early_stop_window_ns(run), start_at + run.workload.duration_ms * kMs);
 
     for (int c = 0; c < clients; ++c) {
         Process& p = processes[static_cast<std::size_t>(c)];
@@ -183,8 +183,8 @@ SimRun simulate(const Scenario& s, const RunSpec& run, std::uint64_t seed, const
                 nemesis.reached(c, point);
             });
             SimEnv store_env(net, p, {store}, nullptr);
-            const auto lock = make_client_lock(s, run, c);
-            WorkerSpec spec = worker_spec(s, run, c, client_seed(seed, c), Instant{Duration{start_at}});
+            const auto lock = make_client_lock(run, s.lock_key, c);
+            WorkerSpec spec = worker_spec(run, c, client_seed(seed, c), Instant{Duration{start_at}});
             if (rec.stop_early) spec.stop = early.flag();
             run_worker(locks, store_env, *lock, r, spec);
         });
@@ -196,7 +196,7 @@ SimRun simulate(const Scenario& s, const RunSpec& run, std::uint64_t seed, const
         early.watch();
     }
     // Every worker stops at its deadline; the margin lets the last replies and faults land.
-    world.run(start_at + (s.workload.duration_ms + 60'000) * kMs);
+    world.run(start_at + (run.workload.duration_ms + 60'000) * kMs);
     world.end_all();
 
     SimRun out;
@@ -243,7 +243,7 @@ RunOutcome run_simulated(const Scenario& s, const RunSpec& run, std::uint64_t se
 SimVerdict simulate_verdict(const Scenario& s, const RunSpec& run, std::uint64_t seed, bool stop_early) {
     RunHistory h;
     const SimRun r = simulate(s, run, seed, Records{nullptr, &h, stop_early});
-    h.clients = s.workload.clients;
+    h.clients = run.workload.clients;
     sort_as_loaded(h.events, h.clients);
     for (const Value& e : r.log.elements) parse_store_text(e.str, h);
     h.final_counter = r.counter.is_nil() ? 0 : std::stoll(r.counter.str);

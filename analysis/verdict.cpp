@@ -1,0 +1,47 @@
+#include "analysis/verdict.h"
+
+#include "analysis/run_summary.h"
+
+namespace lockbench {
+
+const std::vector<Verdict>& verdicts() {
+    static const std::vector<Verdict> all{Verdict::adapter_broke, Verdict::two_holders, Verdict::unsafe,
+                                          Verdict::stale_write_refused, Verdict::unavailable, Verdict::safe};
+    return all;
+}
+
+std::string_view verdict_word(Verdict v) {
+    switch (v) {
+        case Verdict::adapter_broke: return "adapter broke";
+        case Verdict::two_holders: return "2 holders";
+        case Verdict::unsafe: return "unsafe";
+        case Verdict::stale_write_refused: return "stale write refused";
+        case Verdict::unavailable: return "unavailable";
+        case Verdict::safe: return "safe";
+    }
+    return "safe";
+}
+
+std::optional<Verdict> parse_verdict(std::string_view word) {
+    for (Verdict v : verdicts())
+        if (verdict_word(v) == word) return v;
+    return std::nullopt;
+}
+
+std::string verdict_word_list() {
+    std::string out;
+    for (Verdict v : verdicts()) out += (out.empty() ? "\"" : ", \"") + std::string(verdict_word(v)) + "\"";
+    return out;
+}
+
+Verdict verdict_of(const RunFigures& f, const std::vector<ClientFailure>& clients_failed) {
+    if (!clients_failed.empty()) return Verdict::adapter_broke;
+    if (f.metric("mutual_exclusion_violations") > 0) return Verdict::two_holders;
+    if (f.metric("lost_updates") > 0 || f.metric("stale_writes_accepted") > 0 || f.metric("foreign_releases") > 0)
+        return Verdict::unsafe;
+    if (f.metric("stale_writes_rejected") > 0) return Verdict::stale_write_refused;
+    if (f.metric("sections_completed") == 0) return Verdict::unavailable;
+    return Verdict::safe;
+}
+
+}  // namespace lockbench

@@ -1,0 +1,279 @@
+#include "sim/engine/case_file.h"
+
+#include <algorithm>
+#include <set>
+
+#include "analysis/metrics.h"
+#include "sim/engine/scenario_fields.h"
+
+namespace lockbench {
+
+using namespace scenario_parse;
+
+namespace {
+
+using Json = nlohmann::json;
+
+// The facts a "when" may name (lock_file.h: lock_facts), and the values the enumerated ones take.
+const std::vector<std::string>& fact_names() {
+    static const std::vector<std::string> names{"fence", "fencing", "renews", "extend", "release", "expiry",
+                                                "checks_elapsed", "replicated", "service", "nodes", "sentinel",
+                                                "check_lease_before_write", "algorithm", "lock"};
+    return names;
+}
+
+void check_when_value(Fields& f, const std::string& key, const Json& v) {
+    static const std::map<std::string, std::vector<std::string>> choices{
+        {"release", {"token", "plain", "client-clock"}},
+        {"expiry", {"server", "client"}},
+        {"service", {"redis", "zookeeper", "etcd"}},
+        {"extend", {"add", "replace"}}};
+    const auto one = [&](const Json& x) {
+        if (!x.is_primitive() || x.is_null()) f.fail(f.at(key), "expected a value or an array of values, got " + excerpt(v));
+        const auto it = choices.find(key);
+        if (it != choices.end() && (!x.is_string() || std::ranges::find(it->second, x.get<std::string>()) == it->second.end()))
+            f.fail(f.at(key), "no lock has " + key + " " + excerpt(x));
+    };
+    if (v.is_array()) {
+        if (v.empty()) f.fail(f.at(key), "an empty array matches no lock");
+        for (const Json& x : v) one(x);
+    } else {
+        one(v);
+    }
+}
+
+Json parse_when(const Json& j, const std::string& path, const std::string& file, const std::vector<std::string>& about) {
+    Fields f(j, path, file);
+    for (const auto& [key, v] : j.items()) {
+        f.get(key);
+        const bool param = key.starts_with("params.") && key.size() > 7;
+        if (!param && std::ranges::find(fact_names(), key) == fact_names().end()) {
+            std::string list;
+            for (const auto& n : fact_names()) list += (list.empty() ? "" : ", ") + n;
+            f.fail(f.at(key), "not a fact of a lock (known: " + list + ", params.NAME)");
+        }
+        if (key == "lock") {
+            // Only a case about some locks names them, and only those.
+            const auto named = v.is_array() ? v : Json::array({v});
+            for (const Json& n : named)
+                if (!n.is_string() || std::ranges::find(about, n.get<std::string>()) == about.end())
+                    f.fail(f.at(key), "a prediction names a lock only in a case about it: give the case \"about\": [" +
+                                      excerpt(n) + "] (a known bug of that library), or state the prediction by what "
+                                      "locks offer");
+        }
+        check_when_value(f, key, v);
+    }
+    f.finish();
+    return j;
+}
+
+Json parse_expect_object(const Json& j, const std::string& path, const std::string& file) {
+    Fields e(j, path, file);
+    for (const auto& [metric, v] : j.items()) {
+        e.get(metric);
+        parse_expectation(metric, v, e.at(metric), file);
+    }
+    e.finish();
+    return j;
+}
+
+std::vector<PredictRule> parse_predict(const Json& j, const std::string& path, const std::string& file,
+                                       const std::vector<std::string>& about) {
+    if (!j.is_array()) throw ScenarioError(file + ": " + path + ": expected an array of predictions, got " + excerpt(j));
+    std::vector<PredictRule> rules;
+    for (size_t i = 0; i < j.size(); ++i) {
+        Fields f(j[i], path + "[" + std::to_string(i) + "]", file);
+        PredictRule r;
+        if (const Json* when = f.get("when")) r.when = parse_when(*when, f.at("when"), file, about);
+        if (const Json* v = f.get("verdict")) {
+            if (!v->is_string() || !parse_verdict(v->get<std::string>()))
+                f.fail(f.at("verdict"), "expected one of " + verdict_word_list() + ", got " + excerpt(*v));
+            r.verdict = parse_verdict(v->get<std::string>());
+        }
+        if (const Json* e = f.get("expect")) r.expect = parse_expect_object(*e, f.at("expect"), file);
+        r.why = f.string("why", "");
+        if (!r.verdict && r.expect.empty()) f.fail(f.at("verdict"), "a prediction gives a verdict, figures (\"expect\"), or both");
+        f.finish();
+        rules.push_back(std::move(r));
+    }
+    return rules;
+}
+
+CaseNeeds parse_needs(const Json& j, const std::string& file) {
+    Fields f(j, "needs", file);
+    CaseNeeds n;
+    if (const Json* s = f.get("service")) {
+        const Json names = s->is_array() ? *s : Json::array({*s});
+        for (const Json& x : names) {
+            const auto service = x.is_string() ? parse_service(x.get<std::string>()) : std::nullopt;
+            if (!service) f.fail(f.at("service"), "expected \"redis\", \"zookeeper\", \"etcd\" or an array of them, got " + excerpt(x));
+            n.services.push_back(*service);
+        }
+    }
+    if (f.get("nodes")) n.nodes = static_cast<int>(f.integer("nodes", 1, 1, kMaxNodes));
+    n.sentinel = f.value<bool>("sentinel", false, [](const Json& x) { return x.is_boolean(); }, "true or false");
+    n.fence = f.value<bool>("fence", false, [](const Json& x) { return x.is_boolean(); }, "true or false");
+    f.finish();
+    return n;
+}
+
+// The settings a variant (or the case for all its variants) may give a run.
+void parse_run_settings(Fields& f, CaseVariant& v, const WorkloadSpec& w, const std::string& file,
+                        const std::vector<std::string>& about) {
+    if (f.get("ttl_ms")) v.ttl_ms = f.integer("ttl_ms", 1, 1, kMaxDurationMs);
+    if (const Json* faults = f.get("faults")) {
+        parse_faults(*faults, f.at("faults"), file, w);
+        v.faults = *faults;
+    }
+    if (const Json* renew = f.get("renew")) {
+        parse_renew(*renew, f.at("renew"), file);
+        v.renew = *renew;
+    }
+    if (f.get("resource_check")) {
+        const std::string check = f.string("resource_check", "fence");
+        if (!parse_resource_check(check))
+            f.fail(f.at("resource_check"), "expected \"none\", \"fence\" or \"token\", got " + quoted_excerpt(check));
+        v.resource_check = check;
+    }
+    if (f.get("persistence")) {
+        const std::string p = f.string("persistence", "none");
+        if (p != "none" && p != "aof-always" && p != "aof-everysec")
+            f.fail(f.at("persistence"), "expected none, aof-always or aof-everysec, got " + quoted_excerpt(p));
+        v.persistence = p;
+    }
+    if (const Json* e = f.get("expect")) v.expect = parse_expect_object(*e, f.at("expect"), file);
+    if (const Json* p = f.get("predict")) v.predict = parse_predict(*p, f.at("predict"), file, about);
+}
+
+std::vector<CaseVariant> parse_variants(const Json& j, const WorkloadSpec& w, const std::string& file,
+                                        const std::vector<std::string>& about) {
+    if (!j.is_array() || j.empty()) throw ScenarioError(file + ": variants: expected a non-empty array, got " + excerpt(j));
+    std::vector<CaseVariant> out;
+    std::set<std::string> names;
+    for (size_t i = 0; i < j.size(); ++i) {
+        Fields f(j[i], "variants[" + std::to_string(i) + "]", file);
+        CaseVariant v;
+        v.name = f.required_string("name");
+        check_name(f, f.at("name"), v.name);
+        if (!names.insert(v.name).second) f.fail(f.at("name"), quoted_excerpt(v.name) + " is used by an earlier variant");
+        v.description = f.string("description", "");
+        parse_run_settings(f, v, w, file, about);
+        f.finish();
+        out.push_back(std::move(v));
+    }
+    return out;
+}
+
+std::vector<std::string> parse_about(Fields& f) {
+    const Json* about = f.get("about");
+    if (!about) return {};
+    if (!about->is_array() || about->empty())
+        f.fail(f.at("about"), "expected a non-empty array of lock names, got " + excerpt(*about));
+    std::vector<std::string> names;
+    for (const Json& n : *about) {
+        if (!n.is_string()) f.fail(f.at("about"), "expected lock names, got " + excerpt(n));
+        check_name(f, f.at("about"), n.get<std::string>());
+        names.push_back(n.get<std::string>());
+    }
+    return names;
+}
+
+Json parse_duration_params(Fields& f) {
+    const Json* params = f.get("params");
+    if (!params) return Json::object();
+    if (!params->is_object()) f.fail(f.at("params"), "expected an object of durations, got " + excerpt(*params));
+    for (const auto& [key, v] : params->items()) {
+        if (!key.ends_with("_ms"))
+            f.fail(f.at("params") + "." + key, "a case sets only durations (parameters ending in _ms); what a lock is "
+                                              "made of belongs in its lock file");
+        if (!integer_within(v, 0, kMaxDurationMs))
+            f.fail(f.at("params") + "." + key, "expected an integer from 0 to " + std::to_string(kMaxDurationMs) + ", got " + excerpt(v));
+    }
+    return *params;
+}
+
+}  // namespace
+
+bool is_case_file(const Json& j) { return j.is_object() && !j.contains("runs"); }
+
+CaseFile parse_case_file(const Json& j, const std::string& file) {
+    Fields f(j, "", file);
+    CaseFile c;
+    c.path = file;
+    c.source = j;
+    c.name = f.required_string("name");
+    check_name(f, "name", c.name);
+    c.description = f.string("description", "");
+    c.failure_class = parse_failure_class(f);
+    c.remedy = f.string("remedy", "");
+    if (!f.get("ttl_ms")) f.fail("ttl_ms", "required: the TTL the case gives every lock, which its durations are written for");
+    c.ttl_ms = f.integer("ttl_ms", 1, 1, kMaxDurationMs);
+    const std::string scale = f.string("scale", "durations");
+    if (scale != "durations" && scale != "ttl") f.fail(f.at("scale"), "expected \"durations\" or \"ttl\", got " + quoted_excerpt(scale));
+    c.scale_durations = scale == "durations";
+    if (const Json* n = f.get("needs")) c.needs = parse_needs(*n, file);
+    if (f.get("ensemble")) {
+        c.ensemble = static_cast<int>(f.integer("ensemble", 1, 1, 5));
+        if (c.ensemble % 2 == 0) f.fail(f.at("ensemble"), "a ZooKeeper or etcd ensemble has 1, 3 or 5 servers");
+    }
+    c.about = parse_about(f);
+    c.params = parse_duration_params(f);
+    c.probe_key_ttl = f.value<bool>("probe_key_ttl", false, [](const Json& x) { return x.is_boolean(); }, "true or false");
+    // What an explicit scenario has too: read the same way (the composed scenario holds them).
+    f.integer("seed", 1, 0, kMaxLong);
+    f.string("lock_key", "");
+    if (f.get("base_port")) f.integer("base_port", 0, 1024, 65000);
+    ClientTimeouts timeouts;
+    if (const Json* client = f.get("client")) timeouts = parse_client(*client, "client", file, timeouts);
+    WorkloadSpec w;
+    if (const Json* workload = f.get("workload")) w = parse_workload(*workload, file);
+    if (const Json* e = f.get("explore")) parse_explore_fixed(*e, file);
+    CaseVariant base;
+    parse_run_settings(f, base, w, file, c.about);
+    c.expect = base.expect;
+    c.predict = base.predict;
+    if (const Json* variants = f.get("variants")) {
+        c.variants = parse_variants(*variants, w, file, c.about);
+        // The case's own settings are every variant's, unless the variant gives its own.
+        for (CaseVariant& v : c.variants) {
+            if (!v.ttl_ms) v.ttl_ms = base.ttl_ms;
+            if (!v.faults) v.faults = base.faults;
+            if (!v.renew) v.renew = base.renew;
+            if (!v.resource_check) v.resource_check = base.resource_check;
+            if (!v.persistence) v.persistence = base.persistence;
+        }
+    } else {
+        base.expect = Json::object();
+        base.predict.clear();
+        c.variants.push_back(std::move(base));
+    }
+    f.finish();
+    return c;
+}
+
+CaseFile load_case_file(const std::filesystem::path& file) {
+    return parse_case_file(read_input_json(file), file.string());
+}
+
+bool matches(const Json& when, const Json& facts) {
+    for (const auto& [key, want] : when.items()) {
+        const Json* have = nullptr;
+        if (key.starts_with("params.")) {
+            const Json& params = facts.at("params");
+            const std::string name = key.substr(7);
+            if (!params.contains(name)) return false;
+            have = &params.at(name);
+        } else {
+            have = &facts.at(key);
+        }
+        const Json wanted = want.is_array() ? want : Json::array({want});
+        // An array fact (extend) matches when it holds one of the values.
+        const bool hit = std::ranges::any_of(wanted, [&](const Json& w) {
+            return have->is_array() ? std::ranges::find(*have, w) != have->end() : *have == w;
+        });
+        if (!hit) return false;
+    }
+    return true;
+}
+
+}  // namespace lockbench

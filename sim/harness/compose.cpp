@@ -1,0 +1,359 @@
+#include "sim/harness/compose.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <sstream>
+
+#include "analysis/metrics.h"
+#include "sim/engine/scenario_fields.h"
+
+namespace fs = std::filesystem;
+
+namespace lockbench {
+
+namespace {
+
+using Json = nlohmann::json;
+using scenario_parse::parse_faults;
+using scenario_parse::parse_workload;
+
+// ---- the lock's time: the TTL it takes, and how far the case's durations stretch --------------
+
+// The TTL `lock` runs a case written for `ttl_ms` with: the case's, raised to the lock's least
+// TTL and, for a lock that takes whole seconds, to the next whole second.
+long long lock_ttl_ms(const LockFile& lock, long long ttl_ms) {
+    long long t = std::max(ttl_ms, lock.min_ttl_ms);
+    if (lock.whole_seconds) t = (t + 999) / 1000 * 1000;
+    return t;
+}
+
+// Every duration field a case, its faults and its renewal may hold, scaled by k.
+Json scaled(const Json& v, double k) {
+    if (v.is_number_integer()) return static_cast<long long>(std::llround(static_cast<double>(v.get<long long>()) * k));
+    if (v.is_number()) return std::round(v.get<double>() * k * 1000.0) / 1000.0;
+    if (v.is_object() && v.size() == 1) {   // a distribution: {"fixed": MS}, {"uniform": [A, B]}, {"exponential": MEAN}
+        Json out = v;
+        for (auto& [kind, x] : out.items()) {
+            if (x.is_array())
+                for (auto& e : x) e = scaled(e, k);
+            else
+                x = scaled(x, k);
+        }
+        return out;
+    }
+    return v;
+}
+
+void scale_fields(Json& j, std::initializer_list<const char*> fields, double k) {
+    for (const char* f : fields)
+        if (j.contains(f)) j[f] = scaled(j[f], k);
+}
+
+Json scaled_workload(Json w, double k) {
+    scale_fields(w, {"duration_ms", "start_stagger_ms", "work_ms", "retry_ms", "think_ms"}, k);
+    if (w.contains("slow")) scale_fields(w["slow"], {"work_ms"}, k);
+    return w;
+}
+
+Json scaled_faults(Json faults, double k) {
+    for (Json& f : faults)
+        scale_fields(f, {"at_ms", "duration_ms", "every_ms", "until_ms", "restart_after_ms", "jump_ms", "stagger_ms",
+                         "latency_ms", "jitter_ms"}, k);
+    return faults;
+}
+
+// "<= 600" → "<= 2000" for a metric in milliseconds.
+std::string scaled_comparison(const std::string& metric, const std::string& comparison, double k) {
+    if (k == 1 || !metric.ends_with("_ms")) return comparison;
+    std::istringstream in(comparison);
+    std::string op;
+    double value = 0;
+    in >> op >> value;
+    std::ostringstream out;
+    out << op << ' ' << std::llround(value * k);
+    return out.str();
+}
+
+// ---- what a cell expects ----------------------------------------------------------------------
+
+// Adds `more` to `into`; a metric given two different comparisons is the case file's mistake.
+void add_expect(Json& into, const Json& more, double k, const CaseFile& c, const LockFile& lock) {
+    for (const auto& [metric, cmp] : more.items()) {
+        const Json value = metric == "verdict" ? cmp : Json(scaled_comparison(metric, cmp.get<std::string>(), k));
+        if (into.contains(metric) && into.at(metric) != value)
+            throw ScenarioError(c.path + ": for " + lock.label() + " the case expects " + metric + " " +
+                                into.at(metric).dump() + " and " + value.dump() + ": state its predictions so that "
+                                "no lock matches two that disagree");
+        into[metric] = value;
+    }
+}
+
+// The rules of the variant, then the case's, whose "when" the lock's facts match.
+std::vector<const PredictRule*> matching_rules(const CaseFile& c, const CaseVariant& v, const Json& facts) {
+    std::vector<const PredictRule*> out;
+    for (const auto* rules : {&v.predict, &c.predict})
+        for (const PredictRule& r : *rules)
+            if (matches(r.when, facts)) out.push_back(&r);
+    return out;
+}
+
+Json cell_expect(const CaseFile& c, const CaseVariant& v, const LockFile& lock, double k) {
+    Json expect = Json::object();
+    add_expect(expect, c.expect, k, c, lock);
+    add_expect(expect, v.expect, k, c, lock);
+    const std::vector<const PredictRule*> rules = matching_rules(c, v, lock_facts(lock));
+    for (const PredictRule* r : rules) add_expect(expect, r->expect, k, c, lock);
+    // One verdict: the lock's own record for this case (or its class) stands over the case's
+    // prediction; "any" checks none.
+    if (const RecordedOutcome* recorded = recorded_outcome(lock, c.name, v.name, c.failure_class)) {
+        if (recorded->verdict) expect["verdict"] = verdict_word(*recorded->verdict);
+        else expect.erase("verdict");
+        return expect;
+    }
+    for (const PredictRule* r : rules)
+        if (r->verdict) {
+            expect["verdict"] = verdict_word(*r->verdict);
+            break;
+        }
+    return expect;
+}
+
+// ---- whether a cell exists --------------------------------------------------------------------
+
+int cell_nodes(const CaseFile& c, const LockFile& lock) {
+    return lock.service != Service::redis && c.ensemble > 0 ? c.ensemble : lock.nodes;
+}
+
+std::string join(const std::vector<std::string>& v) {
+    std::string out;
+    for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
+    return out;
+}
+
+std::string services_text(const std::vector<Service>& services) {
+    std::vector<std::string> names;
+    for (Service s : services) names.push_back(service_name(s));
+    return join(names);
+}
+
+// The case's own workload, parsed (its faults' bounds depend on it).
+WorkloadSpec case_workload(const CaseFile& c) {
+    return c.source.contains("workload") ? parse_workload(c.source.at("workload"), c.path) : WorkloadSpec{};
+}
+
+// A renewal policy that renews within the run (one whose period outlasts it only makes the
+// holder abandon a lease the lock says it lost).
+bool renews_within_run(const RenewSpec& r, const WorkloadSpec& w) {
+    return r.period_ms() < static_cast<double>(w.duration_ms);
+}
+
+std::optional<std::string> why_not_by_needs(const CaseFile& c, const LockFile& lock, LockChoice choice) {
+    if (!c.about.empty() && std::ranges::find(c.about, lock.name) == c.about.end())
+        return "about " + join(c.about) + ": a known bug of " + (c.about.size() == 1 ? "that lock" : "those locks");
+    if (choice == LockChoice::catalog && !lock.joins_all && std::ranges::find(c.about, lock.name) == c.about.end())
+        return "joins only the cases that name it (\"joins\": \"named\")";
+    const CaseNeeds& n = c.needs;
+    if (!n.services.empty() && std::ranges::find(n.services, lock.service) == n.services.end())
+        return "needs a lock on " + services_text(n.services) + "; " + lock.name + " is on " + service_name(lock.service);
+    if (n.nodes && cell_nodes(c, lock) != *n.nodes)
+        return "needs " + std::to_string(*n.nodes) + " lock nodes; " + lock.name + " runs on " + std::to_string(cell_nodes(c, lock));
+    if (n.sentinel && !lock.sentinel)
+        return "needs a lock that finds its master through Sentinel; " + lock.name + " cannot";
+    if (n.fence && !lock.fenced())
+        return "needs a fencing token the store checks; " + lock.name + " has none checked";
+    return std::nullopt;
+}
+
+std::optional<std::string> why_not_by_faults(const CaseFile& c, const CaseVariant& v, const LockFile& lock,
+                                              const WorkloadSpec& w) {
+    const std::vector<FaultSpec> faults = parse_faults(v.faults.value_or(Json::array()), "faults", c.path, w);
+    const std::vector<std::string> points = points_reached(*lock.algorithm, lock.params);
+    const int nodes = cell_nodes(c, lock);
+    for (const FaultSpec& f : faults) {
+        if (f.point && std::ranges::find(points, point_name(*f.point)) == points.end())
+            return std::string("arms a fault at ") + point_name(*f.point) + ", which " + lock.name + " never passes";
+        if (f.node && *f.node >= nodes)
+            return "strikes lock node " + std::to_string(*f.node) + "; " + lock.name + " has " + std::to_string(nodes);
+        for (int n : f.link_nodes)
+            if (n >= nodes) return "cuts lock node " + std::to_string(n) + "; " + lock.name + " has " + std::to_string(nodes);
+        if (f.kind == FaultSpec::Kind::clock && f.node && lock.service == Service::etcd)
+            return "steps a server's clock, which the clock shim cannot move on etcd (Go reads the kernel's clock directly)";
+        if (f.node && *f.node < 0 && lock.service == Service::redis)
+            return "strikes a server by its role (leader, follower), which Redis nodes do not have";
+        if (f.link_peers && lock.service != Service::zookeeper)
+            return "cuts a server's links to its peers, which only ZooKeeper's go through lockbench's proxies";
+        if (f.link_replication && !lock.sentinel)
+            return "holds the master→replica link, which needs a lock that follows its master through Sentinel";
+    }
+    return std::nullopt;
+}
+
+std::optional<std::string> why_not_by_policy(const CaseFile& c, const CaseVariant& v, const LockFile& lock,
+                                              const WorkloadSpec& w) {
+    const std::vector<FaultSpec> faults = parse_faults(v.faults.value_or(Json::array()), "faults", c.path, w);
+    std::optional<RenewSpec> renew;
+    if (v.renew) renew = scenario_parse::parse_renew(*v.renew, "renew", c.path);
+    const bool renewing = renew && renews_within_run(*renew, w);
+    if (renewing && lock.offers.renews)
+        return "renews its lease on its own; the case's renewal (the application's) would double it";
+    if (renewing) {
+        const std::string mode = renew->replace ? "replace" : "add";
+        if (std::ranges::find(lock.offers.extend, mode) == lock.offers.extend.end())
+            return "renews by " + mode + "; " + lock.name + " cannot (its extend: " +
+                   (lock.offers.extend.empty() ? std::string("none") : join(lock.offers.extend)) + ")";
+    }
+    const bool watchdog = lock.algorithm->name == "reentrant" && lock.params.value("watchdog", true);
+    if (std::ranges::any_of(faults, &FaultSpec::background) && !renewing && !watchdog)
+        return "pauses a client's background renewal alone; " + lock.name + " has none lockbench runs";
+    if (v.resource_check == "token" && lock.algorithm->name == "reentrant")
+        return "the store checks the lock's token, the same for every lease of one client in reentrant";
+    if (v.persistence && *v.persistence != "none" && lock.service != Service::redis)
+        return "sets a Redis node's persistence; " + lock.name + " is on " + service_name(lock.service);
+    return std::nullopt;
+}
+
+// ---- the run a cell makes ---------------------------------------------------------------------
+
+Json cell_params(const CaseFile& c, const LockFile& lock, long long ttl_ms, double k) {
+    Json params = lock.params;
+    params[lock.ttl_param] = ttl_ms;
+    for (const auto& [name, v] : c.params.items())   // a duration the case sets, for a lock that has it
+        if (std::ranges::any_of(lock.algorithm->params, [&](const ParamSpec& p) { return p.name == name; }))
+            params[name] = scaled(v, k);
+    if (c.probe_key_ttl && lock.algorithm == &external_algorithm()) params["probe_key_ttl"] = true;
+    return params;
+}
+
+Json cell_run(const CaseFile& c, const CaseVariant& v, const LockFile& lock) {
+    const long long ttl = v.ttl_ms.value_or(c.ttl_ms);
+    const long long own_ttl = lock_ttl_ms(lock, ttl);
+    const double k = c.scale_durations ? static_cast<double>(own_ttl) / static_cast<double>(ttl) : 1.0;
+    Json run = {{"name", v.name.empty() ? lock.name : lock.name + "@" + v.name},
+                {"lock", lock.name},
+                {"lock_file", lock.path},
+                {"algorithm", lock.algorithm->name},
+                {"params", cell_params(c, lock, own_ttl, k)},
+                {"service", service_name(lock.service)},
+                {"nodes", cell_nodes(c, lock)},
+                {"faults", scaled_faults(v.faults.value_or(Json::array()), k)},
+                {"expect", cell_expect(c, v, lock, k)}};
+    if (!v.name.empty()) run["variant"] = v.name;
+    if (!lock.command.empty()) {
+        run["command"] = lock.command;
+        run["cwd"] = lock.dir.string();
+    }
+    if (c.needs.sentinel || lock.needs_replica) run["topology"] = "sentinel";
+    if (v.persistence) run["persistence"] = *v.persistence;
+    if (lock.check_lease_before_write) run["check_lease_before_write"] = true;
+    if (v.renew) {
+        Json renew = *v.renew;
+        scale_fields(renew, {"every_ms", "ttl_ms"}, k);
+        run["renew"] = renew;
+    }
+    if (v.resource_check) run["resource_check"] = *v.resource_check;
+    if (k != 1) {   // the case in the lock's time
+        run["workload"] = scaled_workload(c.source.value("workload", Json::object()), k);
+        Json client = c.source.value("client", Json::object());
+        scale_fields(client, {"command_timeout_ms", "connect_timeout_ms", "store_timeout_ms"}, k);
+        if (!client.empty() || c.source.contains("client")) run["client"] = client;
+        else run["client"] = {{"command_timeout_ms", std::llround(200 * k)}, {"connect_timeout_ms", std::llround(200 * k)},
+                              {"store_timeout_ms", std::llround(1000 * k)}};
+    }
+    return run;
+}
+
+// The explicit scenario's own fields: the case's, without what only a case has.
+Json scenario_head(const CaseFile& c) {
+    Json s = Json::object();
+    for (const char* key : {"name", "description", "failure_class", "seed", "lock_key", "base_port", "client", "workload", "explore"})
+        if (c.source.contains(key)) s[key] = c.source.at(key);
+    s["runs"] = Json::array();
+    return s;
+}
+
+bool names_file(const std::string& asked) {
+    return asked.ends_with(".json") || asked.find('/') != std::string::npos;
+}
+
+}  // namespace
+
+std::optional<std::string> why_not(const CaseFile& c, const CaseVariant& v, const LockFile& lock, LockChoice choice) {
+    const WorkloadSpec w = case_workload(c);
+    if (auto why = why_not_by_needs(c, lock, choice)) return why;
+    if (auto why = why_not_by_faults(c, v, lock, w)) return why;
+    return why_not_by_policy(c, v, lock, w);
+}
+
+Composed compose(const CaseFile& c, const std::vector<LockFile>& locks, LockChoice choice) {
+    Composed out{scenario_head(c), {}};
+    for (const CaseVariant& v : c.variants)
+        for (const LockFile& lock : locks) {
+            if (const auto why = why_not(c, v, lock, choice)) {
+                out.not_applicable.push_back({c.name, v.name, c.failure_class, lock.name, *why});
+                continue;
+            }
+            out.scenario["runs"].push_back(cell_run(c, v, lock));
+        }
+    return out;
+}
+
+Json scenario_source_for(const Json& source, const std::string& file, const std::vector<LockFile>& locks,
+                         LockChoice choice, std::vector<NotApplicable>* not_applicable) {
+    if (!is_case_file(source)) return source;
+    Composed composed = compose(parse_case_file(source, file), locks, choice);
+    if (not_applicable)
+        not_applicable->insert(not_applicable->end(), composed.not_applicable.begin(), composed.not_applicable.end());
+    return std::move(composed.scenario);
+}
+
+Scenario scenario_for_file(const fs::path& file, const std::vector<LockFile>& locks, LockChoice choice,
+                           std::vector<NotApplicable>* not_applicable) {
+    const Json source = scenario_source_for(read_input_json(file), file.string(), locks, choice, not_applicable);
+    if (source.at("runs").empty())
+        throw ScenarioError(file.string() + ": applies to none of the locks asked for" +
+                            (not_applicable && !not_applicable->empty() ? " (" + not_applicable->front().lock + ": " +
+                                                                               not_applicable->front().why + ")"
+                                                                         : std::string()));
+    return parse_scenario(source, file.string());
+}
+
+LockSelection select_locks(const fs::path& locks_dir, const std::vector<std::string>& asked) {
+    if (asked.empty()) {
+        if (!fs::is_directory(locks_dir)) throw ScenarioError(locks_dir.string() + ": no locks folder; name lock files with --lock");
+        return {load_lock_folder(locks_dir), LockChoice::catalog};
+    }
+    LockSelection out{{}, LockChoice::asked};
+    std::set<std::string> names;
+    for (const std::string& a : asked) {
+        const fs::path file = names_file(a) ? fs::path(a) : locks_dir / (a + ".json");
+        if (!names_file(a) && !fs::exists(file)) {
+            std::vector<std::string> known;
+            if (fs::is_directory(locks_dir))
+                for (const LockFile& l : load_lock_folder(locks_dir)) known.push_back(l.name);
+            throw ScenarioError("--lock " + a + ": no lock of that name in " + locks_dir.string() +
+                                (known.empty() ? std::string() : " (known: " + join(known) + ")") +
+                                "; give a lock file's path to run one of your own");
+        }
+        LockFile lock = load_lock_file(file);
+        if (!names.insert(lock.name).second) continue;
+        out.locks.push_back(std::move(lock));
+    }
+    return out;
+}
+
+void check_recorded_keys(const std::vector<LockFile>& locks, const std::vector<CaseFile>& cases) {
+    std::set<std::string> known(failure_classes().begin(), failure_classes().end());
+    for (const CaseFile& c : cases) {
+        known.insert(c.name);
+        for (const CaseVariant& v : c.variants)
+            if (!v.name.empty()) known.insert(c.name + "+" + v.name);
+    }
+    for (const LockFile& lock : locks)
+        for (const auto& [key, _] : lock.expected)
+            if (!known.contains(key))
+                throw ScenarioError(lock.path + ": expected." + key + ": names no failure class, case or case variant "
+                                    "of the catalog");
+}
+
+}  // namespace lockbench

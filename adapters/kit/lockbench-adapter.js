@@ -14,10 +14,10 @@
 // {"ok": false, "error": "<Type>: <message>"}, as does an unknown op or a line that is not
 // JSON, and the loop goes on; stdin closed: onClose(), then exit 0 once every answer is
 // written), `lost`/`event`/`say` (whole lines, at any time), `settled` and `firstEvent` (wait
-// for connections, at most the connect timeout). On require it sends console.log to stderr and turns an
-// unhandled rejection or an uncaught exception (a library's timer, a connection's 'error'
-// event nobody listens to) into a line on stderr rather than the end of the adapter; one
-// before the ready line becomes the not-ready line. An adapter finds this file through
+// for connections, at most the connect timeout). On require it sends console.log to stderr
+// and turns an unhandled rejection or an uncaught exception (a library's timer, a
+// connection's 'error' event nobody listens to) into a line on stderr rather than the end of
+// the adapter; one before the ready line becomes the not-ready line. An adapter finds this file through
 // LOCKBENCH_KIT (the folder lockbench gives every adapter), else by its own path:
 //
 //   const path = require('path');

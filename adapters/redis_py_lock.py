@@ -1,35 +1,34 @@
 #!/usr/bin/python3
 """lockbench adapter for redis-py's redis.lock.Lock (Debian: python3-redis).
 
-Speaks lockbench's adapter protocol (README: External locks): reads one JSON request a line
-on stdin, answers one JSON line on stdout. Copy it for another library: only the three
-functions in the middle know about redis-py.
+Speaks lockbench's adapter protocol (README: External locks) through the Python kit,
+adapters/kit/lockbench_adapter.py: it reads the environment, says ready, answers each request
+with what a handler returns (an exception: {"ok": false, "error": ...}). Copy it for another
+library: only the three functions in the middle know about redis-py.
 """
-import json
 import os
 import sys
+
+sys.path.insert(0, os.environ.get("LOCKBENCH_KIT") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit"))
+from lockbench_adapter import env, missing, ready, serve
 
 try:
     import redis
 except ImportError:  # the first line says why, and what installs it
-    print(json.dumps({"ready": False, "error": "redis-py is missing: apt-get install python3-redis"}), flush=True)
-    sys.exit(1)
+    missing("redis-py", "apt-get install python3-redis")
 
-host, port = os.environ["LOCKBENCH_NODES"].split(",")[0].split(":")
-timeout_s = int(os.environ["LOCKBENCH_COMMAND_TIMEOUT_MS"]) / 1000  # per command, as lockbench's own
-client = redis.Redis(host=host, port=int(port), socket_timeout=timeout_s, socket_connect_timeout=timeout_s)
-if os.environ.get("LOCKBENCH_SENTINELS"):  # a master behind Sentinel: ask it, reach it by our own path
+host, port = env.nodes[0]
+timeout_s = env.command_timeout_ms / 1000  # per command, as lockbench's own
+client = redis.Redis(host=host, port=port, socket_timeout=timeout_s, socket_connect_timeout=timeout_s)
+if env.sentinels:  # a master behind Sentinel: ask it, reach it by our own path
     from redis.sentinel import Sentinel
 
     class OwnPathSentinel(Sentinel):
         def discover_master(self, name):
-            addr = "%s:%s" % super().discover_master(name)
-            h, p = json.loads(os.environ["LOCKBENCH_ADDRESS_MAP"]).get(addr, addr).split(":")
-            return h, int(p)
+            return env.own_path(*super().discover_master(name))
 
-    client = OwnPathSentinel([tuple(a.split(":")) for a in os.environ["LOCKBENCH_SENTINELS"].split(",")],
-                             socket_timeout=timeout_s).master_for(
-        os.environ["LOCKBENCH_MASTER_NAME"], socket_timeout=timeout_s, socket_connect_timeout=timeout_s)
+    client = OwnPathSentinel(env.sentinels, socket_timeout=timeout_s).master_for(
+        env.master_name, socket_timeout=timeout_s, socket_connect_timeout=timeout_s)
 lock = None
 
 
@@ -50,13 +49,6 @@ def extend(req):
     return {"ok": bool(lock.extend(req["ttl_ms"] / 1000, replace_ttl=req.get("replace", False)))}
 
 
-print(json.dumps({"ready": True, "library": f"redis-py {redis.__version__}",
-                  "algorithm": "SET NX PX with a random token, Lua compare-and-delete release, Lua extend",
-                  "fencing": False}), flush=True)
-for line in sys.stdin:
-    req = json.loads(line)
-    try:
-        answer = {"acquire": acquire, "release": release, "extend": extend}[req["op"]](req)
-    except (redis.exceptions.RedisError, OSError) as e:
-        answer = {"ok": False, "error": f"{type(e).__name__}: {e}"}
-    print(json.dumps(answer), flush=True)
+ready(f"redis-py {redis.__version__}",
+      "SET NX PX with a random token, Lua compare-and-delete release, Lua extend")
+serve(acquire=acquire, release=release, extend=extend)

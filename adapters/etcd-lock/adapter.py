@@ -32,11 +32,13 @@ import sys
 import threading
 import time
 
-NODES = [(a.rsplit(":", 1)[0], int(a.rsplit(":", 1)[1])) for a in os.environ["LOCKBENCH_NODES"].split(",")]
-COMMAND_S = int(os.environ["LOCKBENCH_COMMAND_TIMEOUT_MS"]) / 1000
-BUDGET_S = int(os.environ["LOCKBENCH_OP_TIMEOUT_MS"]) / 1000 * 0.75
-PARAMS = json.loads(os.environ.get("LOCKBENCH_PARAMS") or "{}")
-LOCK_WAIT_S = PARAMS.get("lock_wait_ms", COMMAND_S * 1000) / 1000
+sys.path.insert(0, os.environ.get("LOCKBENCH_KIT") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kit"))
+from lockbench_adapter import env, not_ready, ready, serve
+
+NODES = env.nodes
+COMMAND_S = env.command_timeout_ms / 1000
+BUDGET_S = env.op_timeout_ms / 1000 * 0.75
+LOCK_WAIT_S = env.params.get("lock_wait_ms", COMMAND_S * 1000) / 1000
 # gRPC codes etcd answers with when this member cannot serve now: another member may.
 UNAVAILABLE, DEADLINE_EXCEEDED = 14, 4
 
@@ -46,7 +48,10 @@ class Unreachable(Exception):
 
 
 class EtcdError(Exception):
-    """A member answered with an error (a lease not found, ...)."""
+    """A member answered with an error (a lease not found, ...): args (message, gRPC code)."""
+
+    def __str__(self):
+        return str(self.args[0])
 
 
 def post_once(node, path, body, timeout_s):
@@ -120,7 +125,7 @@ class KeepAlive(threading.Thread):
                 return
 
 
-endpoints = Endpoints(max(0, int(os.environ.get("LOCKBENCH_CLIENT", "0"))))
+endpoints = Endpoints(max(0, env.client or 0))
 held = None  # (lock key, lease id, KeepAlive) while held
 
 
@@ -216,22 +221,15 @@ def server_version():
     return None
 
 
+def on_close():
+    if held is not None:  # stdin closed while holding: let the lock go now rather than in a TTL
+        revoke(held[1], time.monotonic() + BUDGET_S)
+
+
 version = server_version()
 if version is None:
-    print(json.dumps({"ready": False, "error": "no etcd member answered GET /version at " +
-                      os.environ["LOCKBENCH_NODES"]}), flush=True)
-    sys.exit(1)
-print(json.dumps({"ready": True, "library": f"etcd v3 lock API (JSON gateway) {version}",
-                  "algorithm": "etcd's Lock RPC: a key under the lease, granted in revision order; held while "
-                               "the lease is kept alive",
-                  "fencing": True}), flush=True)
-for line in sys.stdin:
-    req = json.loads(line)
-    op = {"acquire": acquire, "release": release}.get(req["op"])  # no extend: etcd's lease is kept alive
-    try:
-        answer = op(req) if op else {"ok": False, "error": f"{req['op']} is not supported"}
-    except (Unreachable, EtcdError, OSError, http.client.HTTPException, ValueError) as e:
-        answer = {"ok": False, "error": f"{type(e).__name__}: {e.args[0] if e.args else e}"}
-    print(json.dumps(answer), flush=True)
-if held is not None:  # stdin closed while holding: let the lock go now rather than in a TTL
-    revoke(held[1], time.monotonic() + BUDGET_S)
+    not_ready("no etcd member answered GET /version at " + ",".join("%s:%d" % node for node in NODES))
+ready(f"etcd v3 lock API (JSON gateway) {version}",
+      "etcd's Lock RPC: a key under the lease, granted in revision order; held while the lease is kept alive",
+      fencing=True)
+serve(acquire=acquire, release=release, on_close=on_close)  # no extend: etcd's lease is kept alive

@@ -14,27 +14,27 @@ once the old one has expired (its state goes LOST, then CONNECTED); every acquir
 Lock, so nothing of a lost session's lock is kept.
 """
 import concurrent.futures
-import json
 import os
 import sys
 import time
+
+sys.path.insert(0, os.environ.get("LOCKBENCH_KIT") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kit"))
+from lockbench_adapter import env, missing, ready, serve
 
 try:
     import kazoo.version
     from kazoo.client import KazooClient, KazooState
     from kazoo.exceptions import KazooException, NoNodeError
-    from kazoo.handlers.threading import KazooTimeoutError
     from kazoo.recipe.lock import Lock
     from kazoo.retry import KazooRetry
 except ImportError:  # the first line says why, and what installs it
-    print(json.dumps({"ready": False, "error": "kazoo is missing: apt-get install python3-kazoo"}), flush=True)
-    sys.exit(1)
+    missing("kazoo", "apt-get install python3-kazoo")
 
-session_s = int(os.environ.get("LOCKBENCH_TTL_MS", "500")) / 1000  # the session is the lease
-op_timeout_s = int(os.environ.get("LOCKBENCH_OP_TIMEOUT_MS", "2000")) / 1000
+session_s = (env.ttl_ms or 500) / 1000  # the session is the lease
+op_timeout_s = (env.op_timeout_ms or 2000) / 1000
 budget_s = 0.8 * op_timeout_s  # every answer well within lockbench's op timeout
 client = KazooClient(
-    hosts=os.environ["LOCKBENCH_NODES"], timeout=session_s,
+    hosts=",".join("%s:%d" % node for node in env.nodes), timeout=session_s,
     # Reconnection never gives up (lockbench retries acquires for the whole run, and a client
     # whose connection thread has stopped stays dead), but tries again at least every 200 ms,
     # so that it reaches the new leader soon after an election ends.
@@ -72,7 +72,7 @@ def acquire(req):
         return {"ok": False, "error": "not connected to ZooKeeper (%s)" % client.state}
     sweep_orphans()
     candidate = OneAttemptLock(client, "/lockbench/" + req["key"].replace("/", "_"),
-                               identifier="client %s" % os.environ.get("LOCKBENCH_CLIENT"))
+                               identifier=f"client {env.client}")
     try:
         # One attempt; the timeout bounds the recipe's own retry, which is unbounded otherwise.
         if not candidate.acquire(blocking=False, timeout=budget_s):
@@ -165,16 +165,13 @@ def answer(handler, req):
     except concurrent.futures.TimeoutError:
         late = future
         return {"ok": False, "error": "no answer from ZooKeeper within %d ms" % (budget_s * 1000)}
-    except (KazooException, KazooTimeoutError, OSError) as e:
-        return {"ok": False, "error": f"{type(e).__name__}: {e}"}
 
 
-print(json.dumps({"ready": True, "library": f"kazoo {kazoo.version.__version__}",
-                  "algorithm": "ZooKeeper lock recipe: ephemeral sequential znode, watch the predecessor; "
-                               "held while the session lives",
-                  "fencing": True}), flush=True)
-for line in sys.stdin:
-    req = json.loads(line)
-    print(json.dumps(answer({"acquire": acquire, "release": release, "extend": extend}[req["op"]], req)), flush=True)
-client.stop()  # closes the session: its znodes go at once rather than when it would expire
-os._exit(0)  # without joining a worker that may still wait on a request given up on
+ready(f"kazoo {kazoo.version.__version__}",
+      "ZooKeeper lock recipe: ephemeral sequential znode, watch the predecessor; held while the session lives",
+      fencing=True)
+# When stdin closes, client.stop() closes the session (its znodes go at once rather than when it
+# would expire), and the kit exits without joining a worker that may still wait on a request
+# given up on.
+serve(acquire=lambda req: answer(acquire, req), release=lambda req: answer(release, req),
+      extend=lambda req: answer(extend, req), on_close=client.stop)

@@ -15,32 +15,24 @@
 // Laravel 8's lock has no extend: every `extend` is refused. Cannot report validity_ms (the
 // library computes none). No Sentinel: Laravel 8.83's phpredis connector cannot use one (only
 // the predis driver's 'replication' => 'sentinel' can), so the failover case is not run.
-ini_set('display_errors', 'stderr');  // stdout is the protocol: the library's warnings go to stderr
+require_once (getenv('LOCKBENCH_KIT') ?: __DIR__ . '/../kit') . '/lockbench_adapter.php';
 require_once '/usr/share/php/Illuminate/Cache/autoload.php';
 require_once '/usr/share/php/Illuminate/Redis/autoload.php';
 
 use Illuminate\Cache\RedisStore;
 use Illuminate\Redis\RedisManager;
 
-function say(array $answer): void
-{
-    fwrite(STDOUT, json_encode($answer, JSON_UNESCAPED_SLASHES) . "\n");
-}
-
 if (!class_exists(\Redis::class) || !class_exists(RedisStore::class) || !class_exists(RedisManager::class)) {
-    say(['ready' => false, 'error' => 'phpredis or Illuminate is missing: apt-get install php-redis php-illuminate-cache php-illuminate-redis']);
-    exit(1);
+    Lockbench::missing('phpredis or Illuminate', 'apt-get install php-redis php-illuminate-cache php-illuminate-redis');
 }
-$ttl_ms = intval(getenv('LOCKBENCH_TTL_MS'));
-if ($ttl_ms % 1000 !== 0) {
-    say(['ready' => false, 'error' => "Laravel's lock TTL is whole seconds: ttl_ms $ttl_ms is not"]);
-    exit(1);
-}
-[$host, $port] = explode(':', explode(',', getenv('LOCKBENCH_NODES'))[0]);
+$env = Lockbench::env();
+$ttl_ms = $env->ttlMs;
+if ($ttl_ms % 1000 !== 0) Lockbench::notReady("Laravel's lock TTL is whole seconds: ttl_ms $ttl_ms is not");
+[$host, $port] = $env->nodes[0];
 $manager = new RedisManager(null, 'phpredis', ['default' => [
-    'host' => $host, 'port' => (int) $port,
-    'timeout' => intval(getenv('LOCKBENCH_CONNECT_TIMEOUT_MS')) / 1000,
-    'read_timeout' => intval(getenv('LOCKBENCH_COMMAND_TIMEOUT_MS')) / 1000,
+    'host' => $host, 'port' => $port,
+    'timeout' => $env->connectTimeoutMs / 1000,
+    'read_timeout' => $env->commandTimeoutMs / 1000,
 ]]);
 $store = new RedisStore($manager, '', 'default');  // no prefix: the key is lockbench's own
 $lock = null;
@@ -60,26 +52,13 @@ function release(array $req): array
     return ['ok' => true, 'removed_on' => [0]];
 }
 
-function extend(array $req): array
-{
-    return ['ok' => false, 'error' => "Laravel 8's lock cannot be extended"];
-}
-
 try {
     $manager->connection()->ping();  // ready means connected
 } catch (\RedisException $e) {
-    say(['ready' => false, 'error' => 'cannot reach Redis: ' . $e->getMessage()]);
-    exit(1);
+    Lockbench::notReady('cannot reach Redis: ' . $e->getMessage());
 }
 $version = trim((string) shell_exec("dpkg-query -W -f='\${Version}' php-illuminate-cache 2>/dev/null"));
-say(['ready' => true, 'library' => "php-illuminate-cache $version (phpredis " . phpversion('redis') . ')', 'fencing' => false,
-     'algorithm' => 'SET NX EX whole seconds with a random owner, Lua compare-and-delete release, no renewal']);
-while (($line = fgets(STDIN)) !== false) {
-    $req = json_decode($line, true);
-    try {
-        $answer = ['acquire' => 'acquire', 'release' => 'release', 'extend' => 'extend'][$req['op']]($req);
-    } catch (\Exception $e) {
-        $answer = ['ok' => false, 'error' => get_class($e) . ': ' . $e->getMessage()];
-    }
-    say($answer);
-}
+Lockbench::ready("php-illuminate-cache $version (phpredis " . phpversion('redis') . ')',
+                 'SET NX EX whole seconds with a random owner, Lua compare-and-delete release, no renewal');
+Lockbench::serve(['acquire' => 'acquire', 'release' => 'release',
+                  'extend' => fn () => ['ok' => false, 'error' => "Laravel 8's lock cannot be extended"]]);

@@ -13,44 +13,29 @@
 // EVALSHA error but NOSCRIPT and returns undefined; a release that met such an error says
 // neither success nor failure, and is answered `{"ok": true}` without `removed_on`.
 'use strict';
+const path = require('path');
+const kit = require(path.join(process.env.LOCKBENCH_KIT || path.join(__dirname, '..', 'kit'), 'lockbench-adapter.js'));
+
 let Warlock, Redis;
 try {
   Warlock = require('node-redis-warlock');
   Redis = require('ioredis');
 } catch (e) {  // the first line says why, and what installs it
-  process.stdout.write(JSON.stringify({ready: false, error: `${e.message.split('\n')[0]}: ` +
-                                       'install it with (cd adapters/node-redis-warlock && npm ci)'}) + '\n');
-  process.exit(1);
+  kit.missing(e, 'install it with (cd adapters/node-redis-warlock && npm ci)');
 }
-const readline = require('readline');
 
 // Per command, as lockbench's own clients; one attempt per command, no offline queue.
-const timeout = Number(process.env.LOCKBENCH_COMMAND_TIMEOUT_MS);
-const options = {connectTimeout: timeout, commandTimeout: timeout, maxRetriesPerRequest: 0,
+const {env} = kit;
+const options = {connectTimeout: env.commandTimeoutMs, commandTimeout: env.commandTimeoutMs, maxRetriesPerRequest: 0,
                  enableOfflineQueue: false, retryStrategy: () => 50};
-function connect() {
-  if (!process.env.LOCKBENCH_SENTINELS) {
-    const [host, port] = process.env.LOCKBENCH_NODES.split(',')[0].split(':');
-    return new Redis({...options, host, port: Number(port)});
-  }
-  // Ask Sentinel for the master, then reach it by this client's own path (natMap).
-  const natMap = {};
-  for (const [addr, own] of Object.entries(JSON.parse(process.env.LOCKBENCH_ADDRESS_MAP))) {
-    const [host, port] = own.split(':');
-    natMap[addr] = {host, port: Number(port)};
-  }
-  const sentinels = process.env.LOCKBENCH_SENTINELS.split(',').map((a) => {
-    const [host, port] = a.split(':');
-    return {host, port: Number(port)};
-  });
-  return new Redis({...options, sentinels, name: process.env.LOCKBENCH_MASTER_NAME, natMap,
-                    sentinelRetryStrategy: () => 50});
-}
-const client = connect();
+// Node 0, or: ask Sentinel for the master, then reach it by this client's own path (natMap).
+const client = env.sentinels.length === 0
+  ? new Redis({...options, ...env.nodes[0]})
+  : new Redis({...options, sentinels: env.sentinels, name: env.masterName, natMap: env.addressMap,
+               sentinelRetryStrategy: () => 50});
 const warlock = Warlock(client);
 // A node cut off by a fault is expected: errors go to stderr and never kill the adapter.
-client.on('error', (e) => process.stderr.write(`warlock adapter: ${e.message}\n`));
-process.on('unhandledRejection', (e) => process.stderr.write(`warlock adapter: ${e}\n`));
+client.on('error', (e) => kit.log(`warlock adapter: ${e.message}`));
 let held = null;  // {key, id} of the lock we hold
 
 const ops = {
@@ -72,40 +57,14 @@ const ops = {
   async extend(req) {
     // touch sets the TTL to T from now: it has no "add".
     if (req.replace === false) return {ok: false, error: 'warlock touches by replacing the TTL only'};
-    try {
-      return {ok: (await warlock.touch(held.key, held.id, req.ttl_ms)) === 'OK'};
-    } catch (e) {
-      return {ok: false, error: e.message};
-    }
+    return {ok: (await warlock.touch(held.key, held.id, req.ttl_ms)) === 'OK'};
   },
 };
 
 // Answer once connected, or once the connect timeout has passed (a node behind a blackhole
 // never answers): the first acquire then sees the node as it is.
-const connected = new Promise((done) => {
-  client.once('ready', done);
-  client.once('error', done);
-});
-const connectTimeout = Number(process.env.LOCKBENCH_CONNECT_TIMEOUT_MS);
-Promise.race([connected, new Promise((done) => setTimeout(done, connectTimeout))]).then(() => {
-  process.stdout.write(JSON.stringify({
-    ready: true, library: `node-redis-warlock ${require('node-redis-warlock/package.json').version}`,
-    fencing: false,
-    algorithm: 'SET NX PX with a uuid v1 token, Lua compare-and-delete release; no renewal',
-  }) + '\n');
-  const rl = readline.createInterface({input: process.stdin});
-  let queue = Promise.resolve();
-  rl.on('line', (line) => {
-    queue = queue.then(async () => {
-      let answer;
-      try {  // a request that throws fails alone: the adapter goes on answering
-        const req = JSON.parse(line);
-        answer = await ops[req.op](req);
-      } catch (e) {
-        answer = {ok: false, error: String(e && e.message || e)};
-      }
-      process.stdout.write(JSON.stringify(answer) + '\n');
-    });
-  });
-  rl.on('close', () => queue.finally(() => process.exit(0)));
+kit.settled([kit.firstEvent(client, ['ready', 'error'])]).then(() => {
+  kit.ready(`node-redis-warlock ${require('node-redis-warlock/package.json').version}`,
+            'SET NX PX with a uuid v1 token, Lua compare-and-delete release; no renewal');
+  kit.serve(ops);
 });

@@ -19,7 +19,10 @@
 // What it cannot report: 4.2.0 does not say which nodes voted (no `nodes`, no `removed_on`);
 // 5.0.0-beta.2 does (each attempt's votes), once every node has answered.
 'use strict';
-const params = JSON.parse(process.env.LOCKBENCH_PARAMS || '{}');
+const path = require('path');
+const kit = require(path.join(process.env.LOCKBENCH_KIT || path.join(__dirname, '..', 'kit'), 'lockbench-adapter.js'));
+
+const params = kit.env.params;
 const five = String(params.version || '') === '5';
 const pkg = five ? 'redlock-5' : 'redlock';
 let Redlock, Redis;
@@ -27,23 +30,15 @@ try {
   Redlock = five ? require('redlock-5').default : require('redlock');
   Redis = require(five ? 'ioredis-5' : 'ioredis');
 } catch (e) {  // the first line says why, and what installs it
-  process.stdout.write(JSON.stringify({ready: false, error: `${e.message.split('\n')[0]}: ` +
-                                       'install it with (cd adapters/node-redlock && npm ci)'}) + '\n');
-  process.exit(1);
+  kit.missing(e, 'install it with (cd adapters/node-redlock && npm ci)');
 }
-const readline = require('readline');
-// A library's asynchronous failure is evidence for stderr, never the end of the adapter.
-process.on('unhandledRejection', (e) => process.stderr.write(`unhandled rejection: ${e}\n`));
 
 // Per command, as lockbench's own clients: a node that does not answer in time is a failed vote.
-const timeout = Number(process.env.LOCKBENCH_COMMAND_TIMEOUT_MS);
-const clients = process.env.LOCKBENCH_NODES.split(',').map((addr) => {
-  const [host, port] = addr.split(':');
-  // One attempt per command, no retry.
-  return new Redis({host, port: Number(port), connectTimeout: timeout, commandTimeout: timeout,
-                    maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => 50,
-                    lazyConnect: false});
-});
+const timeout = kit.env.commandTimeoutMs;
+// One attempt per command, no retry.
+const clients = kit.env.nodes.map(({host, port}) => new Redis({
+  host, port, connectTimeout: timeout, commandTimeout: timeout, maxRetriesPerRequest: 0, enableOfflineQueue: false,
+  retryStrategy: () => 50, lazyConnect: false}));
 const retries = {retryCount: params.retry_count ?? 0, retryDelay: params.retry_delay_ms ?? 0, retryJitter: 0};
 const redlock = new Redlock(clients, {driftFactor: 0.01, ...retries});
 // A node cut off by a fault is expected (4.2.0: clientError; 5: error, also for a held key).
@@ -52,7 +47,7 @@ let lock = null;
 
 // Read from the installed package (5.0.0-beta.2's exports hide its package.json from require).
 function installedVersion() {
-  const file = require('path').join(__dirname, 'node_modules', pkg, 'package.json');
+  const file = path.join(__dirname, 'node_modules', pkg, 'package.json');
   // 5.0.0-beta.2's package.json spells it "v5.0.0-beta.2": the table shows versions alike.
   return JSON.parse(require('fs').readFileSync(file, 'utf8')).version.replace(/^v/, '');
 }
@@ -78,73 +73,39 @@ const v5 = {
 };
 const lib = five ? v5 : v4;
 
+// A failed attempt (held, or too few nodes answered) throws: the kit answers it.
 const ops = {
   async acquire(req) {
     const start = Date.now();
-    try {
-      lock = await lib.acquire(req.key, req.ttl_ms);
-    } catch (e) {
-      return {ok: false, error: e.message};
-    }
+    lock = await lib.acquire(req.key, req.ttl_ms);
     // validity as the library sees it: its expiration (start + ttl - drift) by its clock
     const answer = {ok: true, token: lock.value, validity_ms: lock.expiration - start};
     const nodes = five ? await votedFor(lock.attempts) : undefined;
     if (nodes) answer.nodes = nodes;
     return answer;
   },
-  async release() {
-    try {
-      return await lib.release();
-    } catch (e) {
-      return {ok: false, error: e.message};
-    }
-  },
+  release: () => lib.release(),
   async extend(req) {
     // node-redlock's extend sets the TTL to T from now on every node: it has no "add".
     if (req.replace === false) return {ok: false, error: 'node-redlock extends by replacing the TTL only'};
     const start = Date.now();
-    try {
-      lock = await lib.extend(req.ttl_ms);
-      return {ok: true, validity_ms: lock.expiration - start};
-    } catch (e) {
-      return {ok: false, error: e.message};
-    }
+    lock = await lib.extend(req.ttl_ms);
+    return {ok: true, validity_ms: lock.expiration - start};
   },
 };
 
 // Answer once every node has connected, failed to, or the connect timeout has passed (a
 // node behind a blackhole never answers): the first acquire then sees the nodes as they are.
-const connected = Promise.all(clients.map((c) => new Promise((done) => {
-  if (c.status === 'ready') return done();
-  c.once('ready', done);
-  c.once('error', done);
-})));
+const connected = clients.map((c) => c.status === 'ready' || kit.firstEvent(c, ['ready', 'error']));
 // params.warm_scripts: load the library's scripts first, as a process that has locked before
 // has them: otherwise a fresh server's first EVALSHA answers NOSCRIPT and the library sends
 // EVAL after that reply, so a fault on the first acquire's replies holds the NOSCRIPT, not the SET.
 const warm = () => Promise.all(clients.flatMap((c) => Object.values(redlock.scripts).map(
-  (s) => c.script('LOAD', s.value).catch((e) => process.stderr.write(`script load: ${e.message}\n`)))));
-const connectTimeout = Number(process.env.LOCKBENCH_CONNECT_TIMEOUT_MS);
-Promise.race([connected, new Promise((done) => setTimeout(done, connectTimeout))]).then(async () => {
+  (s) => c.script('LOAD', s.value).catch((e) => kit.log(`script load: ${e.message}`)))));
+kit.settled(connected).then(async () => {
   if (params.warm_scripts) await warm();
-  const algorithm = five
+  kit.ready(`redlock ${installedVersion()}`, five
     ? 'Redlock: SET NX PX by Lua on every node, majority; validity counted from before its own retries, never checked'
-    : 'Redlock: SET NX PX by Lua on every node, majority and validity > 0 within each attempt; Lua compare-and-delete release';
-  process.stdout.write(JSON.stringify({ready: true, library: `redlock ${installedVersion()}`,
-                                       algorithm, fencing: false}) + '\n');
-  const rl = readline.createInterface({input: process.stdin});
-  let queue = Promise.resolve();
-  rl.on('line', (line) => {
-    queue = queue.then(async () => {
-      let answer;
-      try {  // a request that throws fails alone: the adapter goes on answering
-        const req = JSON.parse(line);
-        answer = await ops[req.op](req);
-      } catch (e) {
-        answer = {ok: false, error: String(e && e.message || e)};
-      }
-      process.stdout.write(JSON.stringify(answer) + '\n');
-    });
-  });
-  rl.on('close', () => queue.finally(() => process.exit(0)));
+    : 'Redlock: SET NX PX by Lua on every node, majority and validity > 0 within each attempt; Lua compare-and-delete release');
+  kit.serve(ops);
 });

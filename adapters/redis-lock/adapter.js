@@ -18,32 +18,31 @@
 // which only delays the others). The release answers `removed_on` from DEL's own reply, which
 // the library's release returns; no DEL sent (its clock said expired) removed nothing.
 'use strict';
+const path = require('path');
+const kit = require(path.join(process.env.LOCKBENCH_KIT || path.join(__dirname, '..', 'kit'), 'lockbench-adapter.js'));
+
 let redis, redisLock;
 try {
   redis = require('redis');
   redisLock = require('redis-lock');
 } catch (e) {  // the first line says why, and what installs it
-  process.stdout.write(JSON.stringify({ready: false, error: `${e.message.split('\n')[0]}: ` +
-                                       'install it with (cd adapters/redis-lock && npm ci)'}) + '\n');
-  process.exit(1);
+  kit.missing(e, 'install it with (cd adapters/redis-lock && npm ci)');
 }
-const readline = require('readline');
 
-const timeoutMs = Number(process.env.LOCKBENCH_COMMAND_TIMEOUT_MS);
-const [host, port] = process.env.LOCKBENCH_NODES.split(',')[0].split(':');
+const timeoutMs = kit.env.commandTimeoutMs;
+const {host, port} = kit.env.nodes[0];
 const client = redis.createClient({
-  socket: {host, port: Number(port), connectTimeout: timeoutMs, reconnectStrategy: () => 50},
+  socket: {host, port, connectTimeout: timeoutMs, reconnectStrategy: () => 50},
   disableOfflineQueue: true,  // a command while disconnected fails at once
 });
-// A node cut off by a fault is expected: the library's errors go to stderr, never kill us.
+// A node cut off by a fault is expected: the library's errors go to stderr (once each), never kill us.
 let lastError = '';
 const warn = (e) => {
   const text = String(e && e.message || e);
-  if (text !== lastError) process.stderr.write(`redis-lock adapter: ${text}\n`);
+  if (text !== lastError) kit.log(`redis-lock adapter: ${text}`);
   lastError = text;
 };
 client.on('error', warn);
-process.on('unhandledRejection', warn);
 
 function withTimeout(promise) {
   let timer;
@@ -84,42 +83,18 @@ const ops = {
     return {ok: true, token: shot.value, nodes: [0], validity_ms: Number(shot.value) - start};
   },
   async release() {
-    try {
-      const removed = await done();  // DEL's count, or undefined when no DEL was sent
-      return {ok: true, removed_on: removed === 1 ? [0] : []};
-    } catch (e) {
-      return {ok: false, error: e.message};
-    }
+    const removed = await done();  // DEL's count, or undefined when no DEL was sent
+    return {ok: true, removed_on: removed === 1 ? [0] : []};
   },
-  async extend() {
-    return {ok: false, error: 'redis-lock has no extend'};
-  },
+  extend: () => ({ok: false, error: 'redis-lock has no extend'}),
 };
 
 // Answer once connected, or once the connect timeout has passed (a node behind a blackhole
 // never answers): the first acquire then sees the node as it is.
-const connected = client.connect().catch(warn);
-const connectTimeout = Number(process.env.LOCKBENCH_CONNECT_TIMEOUT_MS);
-Promise.race([connected, new Promise((ok) => setTimeout(ok, connectTimeout))]).then(() => {
+kit.settled([client.connect()]).then(() => {
   const version = (name) => require(`${name}/package.json`).version;
-  process.stdout.write(JSON.stringify({
-    ready: true, library: `redis-lock ${version('redis-lock')}`, fencing: false,
-    algorithm: 'SET NX PX with the holder\'s client-clock expiry as the value; release: plain DEL ' +
-               'if its own clock says the lock has not expired; no renewal',
-  }) + '\n');
-  const rl = readline.createInterface({input: process.stdin});
-  let queue = Promise.resolve();
-  rl.on('line', (line) => {
-    queue = queue.then(async () => {
-      let answer;
-      try {  // a request that throws fails alone: the adapter goes on answering
-        const req = JSON.parse(line);
-        answer = await ops[req.op](req);
-      } catch (e) {
-        answer = {ok: false, error: String(e && e.message || e)};
-      }
-      process.stdout.write(JSON.stringify(answer) + '\n');
-    });
-  });
-  rl.on('close', () => queue.finally(() => process.exit(0)));
+  kit.ready(`redis-lock ${version('redis-lock')}`,
+            'SET NX PX with the holder\'s client-clock expiry as the value; release: plain DEL ' +
+            'if its own clock says the lock has not expired; no renewal');
+  kit.serve(ops);
 });

@@ -18,14 +18,16 @@
 // does not say on which nodes it holds, so its acquire answers no nodes. Neither hands out a
 // fencing token or a validity.
 'use strict';
-const params = JSON.parse(process.env.LOCKBENCH_PARAMS || '{}');
+const path = require('path');
+const kit = require(path.join(process.env.LOCKBENCH_KIT || path.join(__dirname, '..', 'kit'), 'lockbench-adapter.js'));
+
+const {env} = kit;
+const params = env.params;
 const version = params.version || '5.8.0';
 const pkg = version === '5.8.0' ? 'redis-semaphore' : `redis-semaphore-${version}`;
-const say = (line) => process.stdout.write(JSON.stringify(line) + '\n');
 if (!['5.8.0', '5.3.0', '5.3.1'].includes(version) || !['mutex', 'redlock-mutex', undefined].includes(params.variant)) {
-  say({ready: false, error: `params: version ${version} or variant ${params.variant} is not one of 5.8.0, 5.3.0, ` +
-                            '5.3.1 and mutex, redlock-mutex'});
-  process.exit(2);
+  kit.notReady(`params: version ${version} or variant ${params.variant} is not one of 5.8.0, 5.3.0, ` +
+               '5.3.1 and mutex, redlock-mutex');
 }
 if (params.debug === true) process.env.DEBUG = 'redis-semaphore:*refresh*';
 let semaphore, Redis;
@@ -33,45 +35,31 @@ try {
   semaphore = require(pkg);
   Redis = require('ioredis');
 } catch (e) {  // the first line says why, and what installs it
-  process.stdout.write(JSON.stringify({ready: false, error: `${e.message.split('\n')[0]}: ` +
-                                       'install it with (cd adapters/redis-semaphore && npm ci)'}) + '\n');
-  process.exit(1);
+  kit.missing(e, 'install it with (cd adapters/redis-semaphore && npm ci)');
 }
-const readline = require('readline');
-// A library's asynchronous failure (a refresh whose command failed) must not end the adapter.
-process.on('unhandledRejection', (e) => process.stderr.write(`redis-semaphore: ${e && e.stack || e}\n`));
 
 const redlock = params.variant === 'redlock-mutex';
-const timeout = Number(process.env.LOCKBENCH_COMMAND_TIMEOUT_MS);
+const timeout = env.commandTimeoutMs;
 // One attempt per command, no retry, as lockbench's own clients; a connection that a crash
 // broke is made again 10 ms later (ioredis fails commands at once meanwhile: a node that just
 // restarted would otherwise be missing from every vote for 50 ms or more). A
 // Sentinel-found master is reached by this client's own path (LOCKBENCH_ADDRESS_MAP).
-function connect(addr) {
-  const [host, port] = addr.split(':');
-  const options = {host, port: Number(port), connectTimeout: timeout, commandTimeout: timeout,
+function connect({host, port}) {
+  const options = {host, port, connectTimeout: timeout, commandTimeout: timeout,
                    maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => 10};
-  if (process.env.LOCKBENCH_SENTINELS) {
-    const natMap = {};
-    for (const [from, to] of Object.entries(JSON.parse(process.env.LOCKBENCH_ADDRESS_MAP))) {
-      const [h, p] = to.split(':');
-      natMap[from] = {host: h, port: Number(p)};
-    }
-    Object.assign(options, {sentinels: process.env.LOCKBENCH_SENTINELS.split(',').map((a) => ({
-      host: a.split(':')[0], port: Number(a.split(':')[1])})), name: process.env.LOCKBENCH_MASTER_NAME, natMap});
-  }
+  if (env.sentinels.length) Object.assign(options, {sentinels: env.sentinels, name: env.masterName, natMap: env.addressMap});
   const client = new Redis(options);
-  client.on('error', (e) => process.stderr.write(`ioredis ${addr}: ${e.message}\n`));
+  client.on('error', (e) => kit.log(`ioredis ${host}:${port}: ${e.message}`));
   return client;
 }
-const nodes = process.env.LOCKBENCH_NODES.split(',');
-const clients = redlock ? nodes.map(connect) : [connect(nodes[0])];
+const clients = redlock ? env.nodes.map(connect) : [connect(env.nodes[0])];
 let mutex = null;
 
+// A command that failed or timed out throws: the kit answers that this attempt failed.
 const ops = {
   async acquire(req) {
     const options = {lockTimeout: req.ttl_ms, acquireAttemptsLimit: 1, retryInterval: 0,
-                     onLockLost: (e) => say({event: 'lost', detail: e.message})};
+                     onLockLost: (e) => kit.lost(e.message)};
     if (params.refresh === false) options.refreshInterval = 0;
     mutex = redlock ? new semaphore.RedlockMutex(clients, req.key, options)
                     : new semaphore.Mutex(clients[0], req.key, options);
@@ -82,38 +70,15 @@ const ops = {
     await mutex.release();
     return {ok: true};
   },
-  async extend() {
-    return {ok: false, error: 'redis-semaphore has no extend: it refreshes on its own (refreshInterval)'};
-  },
+  extend: () => ({ok: false, error: 'redis-semaphore has no extend: it refreshes on its own (refreshInterval)'}),
 };
 
 // Answer once every node has connected, failed to, or the connect timeout has passed.
-const connected = Promise.all(clients.map((c) => new Promise((done) => {
-  if (c.status === 'ready') return done();
-  c.once('ready', done);
-  c.once('error', done);
-})));
-const connectTimeout = Number(process.env.LOCKBENCH_CONNECT_TIMEOUT_MS);
-Promise.race([connected, new Promise((done) => setTimeout(done, connectTimeout))]).then(() => {
-  say({ready: true, library: `redis-semaphore ${require(`${pkg}/package.json`).version}`,
-       algorithm: (redlock ? 'RedlockMutex: SET NX PX a uuid on every node, held with a majority (no validity ' +
-                             'check), Lua compare-and-delete release on every node'
-                           : 'Mutex: SET NX PX a uuid, Lua compare-and-delete release') +
-                  (params.refresh === false ? ', no refresh' : ', Lua compare-and-PEXPIRE refresh every 80% of the TTL'),
-       fencing: false});
-  const rl = readline.createInterface({input: process.stdin});
-  let queue = Promise.resolve();
-  rl.on('line', (line) => {
-    queue = queue.then(async () => {
-      let answer;
-      try {
-        const req = JSON.parse(line);
-        answer = await ops[req.op](req);
-      } catch (e) {  // a command that failed or timed out: this attempt failed
-        answer = {ok: false, error: e.message};
-      }
-      say(answer);
-    });
-  });
-  rl.on('close', () => queue.finally(() => process.exit(0)));
+kit.settled(clients.map((c) => c.status === 'ready' || kit.firstEvent(c, ['ready', 'error']))).then(() => {
+  kit.ready(`redis-semaphore ${require(`${pkg}/package.json`).version}`,
+            (redlock ? 'RedlockMutex: SET NX PX a uuid on every node, held with a majority (no validity ' +
+                       'check), Lua compare-and-delete release on every node'
+                     : 'Mutex: SET NX PX a uuid, Lua compare-and-delete release') +
+            (params.refresh === false ? ', no refresh' : ', Lua compare-and-PEXPIRE refresh every 80% of the TTL'));
+  kit.serve(ops);
 });

@@ -22,7 +22,7 @@
 // `removed_on` for either (RedisStore::delete throws away its script's answer; Lock::release
 // only checks that the key is no longer ours). validity_ms: getRemainingLifetime() plus the
 // time since the acquire began.
-ini_set('display_errors', 'stderr');  // stdout is the protocol: the library's warnings go to stderr
+require_once (getenv('LOCKBENCH_KIT') ?: __DIR__ . '/../kit') . '/lockbench_adapter.php';
 require_once '/usr/share/php/Symfony/Component/Lock/autoload.php';
 
 use Symfony\Component\Lock\Key;
@@ -31,53 +31,47 @@ use Symfony\Component\Lock\Store\CombinedStore;
 use Symfony\Component\Lock\Store\RedisStore;
 use Symfony\Component\Lock\Strategy\ConsensusStrategy;
 
-function say(array $answer): void
-{
-    fwrite(STDOUT, json_encode($answer, JSON_UNESCAPED_SLASHES) . "\n");
-}
-
 if (!class_exists(\Redis::class) || !class_exists(RedisStore::class)) {
-    say(['ready' => false, 'error' => 'phpredis or Symfony Lock is missing: apt-get install php-redis php-symfony-lock']);
-    exit(1);
+    Lockbench::missing('phpredis or Symfony Lock', 'apt-get install php-redis php-symfony-lock');
 }
-$params = json_decode(getenv('LOCKBENCH_PARAMS') ?: '{}', true) ?: [];
-$ttl_s = intval(getenv('LOCKBENCH_TTL_MS')) / 1000;  // Symfony's TTLs are float seconds
-$timeout_s = intval(getenv('LOCKBENCH_COMMAND_TIMEOUT_MS')) / 1000;
-$connect_s = intval(getenv('LOCKBENCH_CONNECT_TIMEOUT_MS')) / 1000;
+$env = Lockbench::env();
+$ttl_s = $env->ttlMs / 1000;  // Symfony's TTLs are float seconds
+$store_param = $env->params['store'] ?? 'redis';
+if (!in_array($store_param, ['redis', 'combined'], true)) {
+    Lockbench::notReady('params: store ' . json_encode($store_param) . ' is not one of redis, combined');
+}
+$combined = $store_param === 'combined';
 
 // One phpredis connection, per command timeout as lockbench's own clients. Behind Sentinel:
 // ask it for the master (phpredis' RedisSentinel), reach that by this client's own path.
-function connect_node(string $addr): \Redis
+function connect_node(array $node): \Redis
 {
-    global $timeout_s, $connect_s;
-    if (getenv('LOCKBENCH_SENTINELS')) {
-        [$sh, $sp] = explode(':', explode(',', getenv('LOCKBENCH_SENTINELS'))[0]);
-        $master = (new \RedisSentinel($sh, (int) $sp, $connect_s))->getMasterAddrByName(getenv('LOCKBENCH_MASTER_NAME'));
-        $named = $master[0] . ':' . $master[1];
-        $addr = json_decode(getenv('LOCKBENCH_ADDRESS_MAP'), true)[$named] ?? $named;
+    global $env;
+    if ($env->sentinels) {
+        [$sh, $sp] = $env->sentinels[0];
+        $master = (new \RedisSentinel($sh, $sp, $env->connectTimeoutMs / 1000))->getMasterAddrByName($env->masterName);
+        $node = $env->ownPath($master[0], $master[1]);
     }
-    [$host, $port] = explode(':', $addr);
     $redis = new \Redis();
-    $redis->connect($host, (int) $port, $connect_s, null, 0, $timeout_s);
+    $redis->connect($node[0], $node[1], $env->connectTimeoutMs / 1000, null, 0, $env->commandTimeoutMs / 1000);
     return $redis;
 }
 
 function make_store(): object
 {
-    global $params, $ttl_s;
-    $nodes = explode(',', getenv('LOCKBENCH_NODES'));
-    if (($params['store'] ?? 'redis') === 'redis') return new RedisStore(connect_node($nodes[0]), $ttl_s);
+    global $env, $ttl_s, $combined;
+    if (!$combined) return new RedisStore(connect_node($env->nodes[0]), $ttl_s);
     // A node that cannot be reached at start is a store whose every command fails.
-    $stores = array_map(fn ($addr) => new RedisStore(lazy_node($addr), $ttl_s), $nodes);
+    $stores = array_map(fn ($node) => new RedisStore(lazy_node($node), $ttl_s), $env->nodes);
     return new CombinedStore($stores, new ConsensusStrategy());
 }
 
-function lazy_node(string $addr): \Redis
+function lazy_node(array $node): \Redis
 {
     try {
-        return connect_node($addr);
+        return connect_node($node);
     } catch (\RedisException $e) {
-        fwrite(STDERR, "node $addr: " . $e->getMessage() . "\n");
+        Lockbench::log("node $node[0]:$node[1]: " . $e->getMessage());
         return new \Redis();  // not connected: each command throws, a failed vote
     }
 }
@@ -86,20 +80,19 @@ $lock = null;
 try {
     $store = make_store();
 } catch (\RedisException $e) {
-    say(['ready' => false, 'error' => 'cannot reach Redis: ' . $e->getMessage()]);
-    exit(1);
+    Lockbench::notReady('cannot reach Redis: ' . $e->getMessage());
 }
 // RedisStore asks each node once, on its first script, whether scripts may call TIME: done
 // here, as a long-lived worker would have, so that an acquire's replies are the save's own.
 try {
     $store->exists(new Key('lockbench-probe'));
 } catch (\Exception $e) {
-    fwrite(STDERR, 'probe: ' . $e->getMessage() . "\n");
+    Lockbench::log('probe: ' . $e->getMessage());
 }
 
 function acquire(array $req): array
 {
-    global $store, $lock, $ttl_s, $params;
+    global $store, $lock, $ttl_s, $combined;
     $store ??= make_store();
     $key = new Key($req['key']);
     $lock = new Lock($key, $store, $ttl_s, false);
@@ -109,7 +102,7 @@ function acquire(array $req): array
     // The token is the member RedisStore added to the key's sorted set (the same on every node).
     $answer = ['ok' => true, 'token' => $key->getState(RedisStore::class),
                'validity_ms' => $lock->getRemainingLifetime() * 1000 + $elapsed_ms];
-    if (($params['store'] ?? 'redis') === 'redis') $answer['nodes'] = [0];
+    if (!$combined) $answer['nodes'] = [0];
     return $answer;
 }
 
@@ -128,20 +121,23 @@ function extend(array $req): array
     return ['ok' => true, 'validity_ms' => $lock->getRemainingLifetime() * 1000];
 }
 
-$version = trim((string) shell_exec("dpkg-query -W -f='\${Version}' php-symfony-lock 2>/dev/null"));
-$combined = ($params['store'] ?? 'redis') === 'combined';
-say(['ready' => true, 'library' => "php-symfony-lock $version (phpredis " . phpversion('redis') . ')', 'fencing' => false,
-     'algorithm' => $combined
-         ? 'CombinedStore+ConsensusStrategy: RedisStore on each node in turn, majority, refused when ttl ran out by the wall clock'
-         : 'RedisStore: sorted set of tokens scored by server TIME + ttl, PEXPIREAT, ZREM release']);
-while (($line = fgets(STDIN)) !== false) {
-    $req = json_decode($line, true);
-    try {
-        $answer = ['acquire' => 'acquire', 'release' => 'release', 'extend' => 'extend'][$req['op']]($req);
-    } catch (\Exception $e) {
-        $why = $e->getPrevious() ? ': ' . $e->getPrevious()->getMessage() : '';
-        $answer = ['ok' => false, 'error' => get_class($e) . ': ' . $e->getMessage() . $why];
-        if (getenv('LOCKBENCH_SENTINELS')) $store = null;  // ask Sentinel again at the next acquire
-    }
-    say($answer);
+// Behind Sentinel a request that failed asks Sentinel again at the next acquire (the kit answers it).
+function or_ask_again(callable $op): callable
+{
+    return function (array $req) use ($op) {
+        global $env, $store;
+        try {
+            return $op($req);
+        } catch (\Exception $e) {
+            if ($env->sentinels) $store = null;
+            throw $e;
+        }
+    };
 }
+
+$version = trim((string) shell_exec("dpkg-query -W -f='\${Version}' php-symfony-lock 2>/dev/null"));
+Lockbench::ready("php-symfony-lock $version (phpredis " . phpversion('redis') . ')', $combined
+    ? 'CombinedStore+ConsensusStrategy: RedisStore on each node in turn, majority, refused when ttl ran out by the wall clock'
+    : 'RedisStore: sorted set of tokens scored by server TIME + ttl, PEXPIREAT, ZREM release');
+Lockbench::serve(['acquire' => or_ask_again('acquire'), 'release' => or_ask_again('release'),
+                  'extend' => or_ask_again('extend')]);

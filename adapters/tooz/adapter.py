@@ -21,12 +21,14 @@ turns that log record into a {"event": "lost"} line. tooz keeps the lost lock in
 held ones, so the warning, and the event, repeat every beat until the release. Release answers removed_on: tooz's
 release returns False when the key was no longer ours.
 """
-import json
+import importlib.metadata
 import logging
 import math
 import os
 import sys
-import threading
+
+sys.path.insert(0, os.environ.get("LOCKBENCH_KIT") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kit"))
+from lockbench_adapter import env, lost, missing, not_ready, ready, serve
 
 # futurist (under tooz) looks for eventlet, whose import takes seconds on a loaded machine
 # and which this adapter never uses: mark it absent so that the ready line comes in time.
@@ -40,49 +42,34 @@ try:
 except (ImportError, AttributeError):
     pass
 try:
-    import importlib.metadata
     import redis.sentinel
     import tooz
     from tooz import coordination
 except ImportError:  # the first line says why, and what installs it
-    print(json.dumps({"ready": False, "error": "tooz is missing: apt-get install python3-tooz"}), flush=True)
-    sys.exit(1)
+    missing("tooz", "apt-get install python3-tooz")
 
-out_lock = threading.Lock()  # the Heart thread may announce a loss while the main thread answers
-
-
-def say(obj):
-    with out_lock:
-        print(json.dumps(obj), flush=True)
-
-
-params = json.loads(os.environ.get("LOCKBENCH_PARAMS") or "{}")
-ttl_ms = int(os.environ["LOCKBENCH_TTL_MS"])
+ttl_ms = env.ttl_ms
 if ttl_ms % 1000:
-    say({"ready": False, "error": f"tooz's lock_timeout is whole seconds: ttl_ms {ttl_ms} is not"})
-    sys.exit(1)
-socket_timeout_s = math.ceil(int(os.environ["LOCKBENCH_COMMAND_TIMEOUT_MS"]) / 1000)
+    not_ready(f"tooz's lock_timeout is whole seconds: ttl_ms {ttl_ms} is not")
+socket_timeout_s = math.ceil(env.command_timeout_ms / 1000)
 
 
 class OwnPathSentinel(redis.sentinel.Sentinel):
     """tooz asks redis.sentinel.Sentinel for the master: reach it by this client's own path."""
 
     def discover_master(self, name):
-        addr = "%s:%s" % super().discover_master(name)
-        host, port = json.loads(os.environ["LOCKBENCH_ADDRESS_MAP"]).get(addr, addr).split(":")
-        return host, int(port)
+        return env.own_path(*super().discover_master(name))
 
 
 def backend_url():
     query = f"lock_timeout={ttl_ms // 1000}&socket_timeout={socket_timeout_s}"
-    sentinels = os.environ.get("LOCKBENCH_SENTINELS")
-    if not sentinels:
-        return f"redis://{os.environ['LOCKBENCH_NODES'].split(',')[0]}?{query}"
+    if not env.sentinels:
+        return "redis://%s:%d?%s" % (*env.nodes[0], query)
     # tooz's own sentinel option: the first Sentinel in the URL, the others as fallbacks.
     redis.sentinel.Sentinel = OwnPathSentinel  # the module attribute tooz's driver calls
-    first, *rest = sentinels.split(",")
+    first, *rest = ["%s:%d" % s for s in env.sentinels]
     fallbacks = "".join(f"&sentinel_fallback={s}" for s in rest)
-    return f"redis://{first}?sentinel={os.environ['LOCKBENCH_MASTER_NAME']}{fallbacks}&{query}"
+    return f"redis://{first}?sentinel={env.master_name}{fallbacks}&{query}"
 
 
 class LostLock(logging.Handler):
@@ -90,17 +77,15 @@ class LostLock(logging.Handler):
 
     def emit(self, record):
         if record.getMessage().startswith("Unable to heartbeat lock"):
-            say({"event": "lost", "detail": "tooz heartbeat: " + str(record.exc_info and record.exc_info[1])})
+            lost("tooz heartbeat: " + str(record.exc_info and record.exc_info[1]))
 
 
 logging.getLogger("tooz.drivers.redis").addHandler(LostLock())
-member = "lockbench-client-%s" % os.environ.get("LOCKBENCH_CLIENT", "?")
-coordinator = coordination.get_coordinator(backend_url(), member.encode())
+coordinator = coordination.get_coordinator(backend_url(), f"lockbench-client-{env.client}".encode())
 try:
-    coordinator.start(start_heart=bool(params.get("heartbeat", False)))
+    coordinator.start(start_heart=bool(env.params.get("heartbeat", False)))
 except tooz.ToozError as e:  # start() asks the server for INFO: ready means connected
-    say({"ready": False, "error": f"cannot reach Redis: {e}"})
-    sys.exit(1)
+    not_ready(f"cannot reach Redis: {e}")
 lock = None
 
 
@@ -125,16 +110,7 @@ def extend(req):
     return {"ok": bool(lock.heartbeat())}
 
 
-version = importlib.metadata.version("tooz")
-say({"ready": True, "library": f"tooz {version}", "fencing": False,
-     "algorithm": "redis-py's Lock: SET NX PX (whole seconds) with a random token, Lua compare-and-delete "
-                  "release; heartbeat() renews to lock_timeout" + (", every half TTL" if params.get("heartbeat") else
-                                                                    " (not called: no heart)")})
-for line in sys.stdin:
-    req = json.loads(line)
-    try:
-        answer = {"acquire": acquire, "release": release, "extend": extend}[req["op"]](req)
-    except (tooz.ToozError, redis.exceptions.RedisError, OSError) as e:
-        answer = {"ok": False, "error": f"{type(e).__name__}: {e}"}
-    say(answer)
-coordinator.stop()
+ready(f"tooz {importlib.metadata.version('tooz')}",
+      "redis-py's Lock: SET NX PX (whole seconds) with a random token, Lua compare-and-delete release; "
+      "heartbeat() renews to lock_timeout" + (", every half TTL" if env.params.get("heartbeat") else " (not called: no heart)"))
+serve(acquire=acquire, release=release, extend=extend, on_close=coordinator.stop)

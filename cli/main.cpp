@@ -14,6 +14,7 @@
 #include "lockimpl/registry.h"
 #include "sim/engine/scenario.h"
 #include "sim/engine/summary.h"
+#include "sim/harness/compose.h"
 #include "sim/harness/derived_files.h"
 #include "sim/harness/explore.h"
 #include "sim/harness/matrix.h"
@@ -42,20 +43,43 @@ fs::path source_dir() {
 
 // What each subcommand's options fill in (add_run and the like below declare them): one
 // struct per subcommand, so that no two subcommands write into one variable.
+fs::path locks_dir() { return source_dir() / "locks"; }
+
+// The locks --lock names (by name in locks/, or by path), or every lock of locks/.
+LockSelection chosen_locks(const std::vector<std::string>& asked) { return select_locks(locks_dir(), asked); }
+
+// What a case leaves out, on stderr: each lock asked for by name, in a line; the catalog's, counted.
+void say_not_applicable(const std::vector<NotApplicable>& missing, const LockSelection& locks) {
+    if (missing.empty()) return;
+    if (locks.choice == LockChoice::asked) {
+        for (const NotApplicable& n : missing)
+            std::cerr << "lockbench: " << n.lock << (n.variant.empty() ? "" : "@" + n.variant) << ": not applicable: " << n.why << "\n";
+        return;
+    }
+    std::cerr << "lockbench: " << missing.size() << " (case, lock) cell(s) do not apply (`lockbench list --lock NAME` says why)\n";
+}
+
 struct RunArgs {
     std::string scenario;
     std::optional<std::string> out;
     std::optional<std::uint64_t> seed;
     std::vector<std::string> only;
+    std::vector<std::string> locks;
     std::string backend = "live";
 };
 
 int cmd_run(const RunArgs& a) {
-    Scenario s = load_scenario(a.scenario);
+    if (!a.locks.empty() && !is_case_file(read_input_json(a.scenario)))
+        throw std::runtime_error(a.scenario + ": --lock: this file names its runs itself (a scenario with \"runs\"); "
+                                 "pick them with --algorithm");
+    const LockSelection locks = chosen_locks(a.locks);
+    std::vector<NotApplicable> missing;
+    Scenario s = scenario_for_file(a.scenario, locks.locks, locks.choice, &missing);
+    say_not_applicable(missing, locks);
     select_runs(s, a.only);
     RunOptions opts{a.out ? fs::path(*a.out) : fs::path("results") / s.name, a.seed, self_exe(), true, source_dir(),
                     a.backend == "sim"};
-    const auto locks = lock_folders(opts.out, {});
+    const auto held = lock_folders(opts.out, {});
     const nlohmann::json summary = run_scenario(s, opts);
     std::cout << format_table(summary);
     std::cout << "summary: " << (opts.out / "summary.json").string() << "\n";
@@ -103,21 +127,37 @@ int run_cells(const MatrixSpec& spec, const fs::path& out, const CellArgs& a) {
 
 struct MatrixArgs : CellArgs {
     std::vector<std::string> scenarios;
+    std::vector<std::string> locks;
 };
 
+// The whole catalog: every key a lock file records an outcome for must name a case, a
+// variant or a failure class of it.
+void check_catalog(const LockSelection& locks) {
+    std::vector<CaseFile> cases;
+    for (const fs::path& f : catalog_files({})) {
+        const nlohmann::json j = read_input_json(f);
+        if (is_case_file(j)) cases.push_back(parse_case_file(j, f.string()));
+    }
+    check_recorded_keys(locks.locks, cases);
+}
+
 int cmd_matrix(const MatrixArgs& a) {
-    const MatrixSpec spec = on_backend(matrix_spec(catalog_files(a.scenarios), a.only, a.repeat), a.backend);
+    const LockSelection locks = chosen_locks(a.locks);
+    if (a.scenarios.empty()) check_catalog(locks);
+    const MatrixSpec spec = on_backend(matrix_spec(catalog_files(a.scenarios), a.only, a.repeat, &locks), a.backend);
     return run_cells(spec, a.out ? fs::path(*a.out) : fs::path("results/matrix"), a);
 }
 
 struct SweepArgs : CellArgs {
     std::string scenario, param;
     int steps = 0;
+    std::vector<std::string> locks;
 };
 
 int cmd_sweep(const SweepArgs& a) {
+    const LockSelection locks = chosen_locks(a.locks);
     const MatrixSpec spec =
-        on_backend(sweep_spec(a.scenario, parse_sweep_param(a.param), a.steps, a.only, a.repeat), a.backend);
+        on_backend(sweep_spec(a.scenario, parse_sweep_param(a.param), a.steps, a.only, a.repeat, &locks), a.backend);
     const fs::path out = a.out ? fs::path(*a.out)
                                : fs::path("results") / ("sweep-" + spec.sweep->scenario);
     return run_cells(spec, out, a);
@@ -274,16 +314,27 @@ int cmd_check(const std::string& dir, bool write) {
     return expectations_exit_code(r.summary);
 }
 
-int cmd_list() {
+// The catalog's case files, parsed; a file of the explicit format (with "runs") is left out.
+std::vector<CaseFile> catalog_cases() {
+    std::vector<CaseFile> cases;
+    for (const fs::path& f : catalog_files({})) {
+        const nlohmann::json j = read_input_json(f);
+        if (is_case_file(j)) cases.push_back(parse_case_file(j, f.string()));
+    }
+    return cases;
+}
+
+void list_algorithms() {
     std::vector<const AlgorithmInfo*> all;
     for (const AlgorithmInfo& a : algorithms()) all.push_back(&a);
     all.push_back(&external_algorithm());
+    std::cout << "algorithms (a lock file's \"algorithm\"):\n";
     for (const AlgorithmInfo* ap : all) {
         const AlgorithmInfo& a = *ap;
-        std::cout << a.name << " — " << a.summary << "\n";
-        std::cout << "    nodes: " << a.default_nodes << " by default\n";
+        std::cout << "  " << a.name << " — " << a.summary << "\n";
+        std::cout << "      nodes: " << a.default_nodes << " by default\n";
         for (const ParamSpec& p : a.params) {
-            std::cout << "    " << p.name << " = " << p.default_value.dump();
+            std::cout << "      " << p.name << " = " << p.default_value.dump();
             if (!p.choices.empty()) {
                 std::string c;
                 for (const auto& x : p.choices) c += (c.empty() ? "" : "|") + x;
@@ -292,14 +343,43 @@ int cmd_list() {
             std::cout << ": " << p.doc << "\n";
         }
     }
-    const fs::path dir = fs::path(self_exe()).parent_path().parent_path() / "scenarios";
-    std::cout << "\nscenarios: " << (fs::is_directory(dir) ? dir.string() : std::string("scenarios/")) << "\n";
-    if (fs::is_directory(dir)) {
-        std::vector<std::string> names;
-        for (const auto& e : fs::directory_iterator(dir))
-            if (e.path().extension() == ".json") names.push_back(e.path().filename().string());
-        std::ranges::sort(names);
-        for (const auto& n : names) std::cout << "    " << n << "\n";
+}
+
+// One lock: every case (and variant) of the catalog, and whether it applies or why not.
+int list_lock(const std::string& asked) {
+    const LockSelection chosen = chosen_locks({asked});
+    const LockFile& lock = chosen.locks.at(0);
+    std::cout << lock.name << " (" << lock.path << "): " << lock.description << "\n";
+    int applies = 0, total = 0;
+    for (const CaseFile& c : catalog_cases())
+        for (const CaseVariant& v : c.variants) {
+            ++total;
+            const std::string name = c.name + (v.name.empty() ? "" : "+" + v.name);
+            const std::string klass = c.failure_class ? " [" + *c.failure_class + "]" : "";
+            if (const auto why = why_not(c, v, lock, LockChoice::asked)) {
+                std::cout << "  -        " << name << klass << ": " << *why << "\n";
+                continue;
+            }
+            ++applies;
+            std::cout << "  applies  " << name << klass << "\n";
+        }
+    std::cout << applies << " of " << total << " cases apply (`lockbench verdict " << asked << "` runs them)\n";
+    return 0;
+}
+
+int cmd_list(const std::optional<std::string>& lock) {
+    if (lock) return list_lock(*lock);
+    list_algorithms();
+    std::cout << "\nlocks (" << locks_dir().string() << "; `lockbench list --lock NAME` shows the cases each meets):\n";
+    if (fs::is_directory(locks_dir()))
+        for (const LockFile& l : load_lock_folder(locks_dir()))
+            std::cout << "  " << l.name << (l.joins_all ? "" : " (joins only the cases that name it)") << " — " << l.description << "\n";
+    std::cout << "\ncases (" << (source_dir() / "scenarios").string() << "):\n";
+    for (const CaseFile& c : catalog_cases()) {
+        std::cout << "  " << c.name << (c.failure_class ? " [" + *c.failure_class + "]" : "");
+        for (const CaseVariant& v : c.variants)
+            if (!v.name.empty()) std::cout << " +" << v.name;
+        std::cout << "\n";
     }
     return 0;
 }
@@ -319,7 +399,9 @@ Subcommand add_run(CLI::App& app) {
     run->add_option("scenario", a->scenario, "scenario file (JSON)")->required();
     run->add_option("--out", a->out, "results folder (default: results/<scenario name>)");
     run->add_option("--seed", a->seed, "seed (default: the scenario's)")->check(CLI::NonNegativeNumber);
-    run->add_option("--algorithm", a->only, "only runs of this algorithm or run name (repeatable)");
+    run->add_option("--lock", a->locks, "a case: run it against this lock only, by name (locks/NAME.json) or "
+                    "lock file path (repeatable; default: every lock of locks/ it applies to)");
+    run->add_option("--algorithm", a->only, "only runs of this algorithm, lock or run name (repeatable)");
     run->add_option("--backend", a->backend, "live: real redis-servers and processes; sim: the deterministic simulator")
         ->check(CLI::IsMember({"live", "sim"}));
     return {run, [a] { return cmd_run(*a); }};
@@ -339,7 +421,9 @@ Subcommand add_matrix(CLI::App& app) {
     auto a = std::make_shared<MatrixArgs>();
     CLI::App* matrix = app.add_subcommand("matrix", "run every (scenario, algorithm) cell N times into one results tree");
     matrix->add_option("scenarios", a->scenarios, "scenario files (default: every file in scenarios/)");
-    matrix->add_option("--algorithm", a->only, "only runs of this algorithm or run name (repeatable)");
+    matrix->add_option("--lock", a->locks, "cases against these locks only, by name or lock file path (repeatable; "
+                       "default: every lock of locks/)");
+    matrix->add_option("--algorithm", a->only, "only runs of this algorithm, lock or run name (repeatable)");
     matrix->add_option("--repeat", a->repeat, "repetitions per cell, seeds s, s+1, ... (default 1)");
     matrix->add_option("--out", a->out, "results tree (default: results/matrix); run again to resume");
     matrix->add_option("--shard", a->shard, "run only the cells whose index is I modulo N (I/N)");
@@ -356,7 +440,8 @@ Subcommand add_sweep(CLI::App& app) {
     sweep->add_option("scenario", a->scenario, "scenario file (JSON)")->required();
     sweep->add_option("--param", a->param, "PATH=FROM..TO, e.g. faults.0.duration_ms=100..700")->required();
     sweep->add_option("--steps", a->steps, "values from FROM to TO, evenly spaced")->required();
-    sweep->add_option("--algorithm", a->only, "only runs of this algorithm or run name (repeatable)");
+    sweep->add_option("--lock", a->locks, "a case: against these locks only, by name or path (repeatable)");
+    sweep->add_option("--algorithm", a->only, "only runs of this algorithm, lock or run name (repeatable)");
     sweep->add_option("--repeat", a->repeat, "repetitions per step and run (default 1)");
     sweep->add_option("--out", a->out, "results tree (default: results/sweep-<scenario>); run again to resume");
     sweep->add_option("--shard", a->shard, "run only the cells whose index is I modulo N (I/N)");
@@ -409,7 +494,11 @@ Subcommand add_report(CLI::App& app) {
 }
 
 Subcommand add_list(CLI::App& app) {
-    return {app.add_subcommand("list", "list algorithms, their parameters, and the scenarios"), cmd_list};
+    auto lock = std::make_shared<std::optional<std::string>>();
+    CLI::App* list = app.add_subcommand("list", "list the algorithms and their parameters, the locks and the cases; "
+                                                "with --lock, which cases a lock meets and why not the others");
+    list->add_option("--lock", *lock, "a lock, by name (locks/NAME.json) or lock file path");
+    return {list, [lock] { return cmd_list(*lock); }};
 }
 
 // Internal and hidden from --help: one worker process of a live run, started by `run` with

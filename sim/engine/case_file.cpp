@@ -17,7 +17,7 @@ using Json = nlohmann::json;
 // The facts a "when" may name (lock_file.h: lock_facts), and the values the enumerated ones take.
 const std::vector<std::string>& fact_names() {
     static const std::vector<std::string> names{"fence", "fencing", "renews", "extend", "release", "expiry",
-                                                "checks_elapsed", "replicated", "service", "nodes", "sentinel",
+                                                "checks_elapsed", "validity", "replicated", "service", "nodes", "sentinel",
                                                 "check_lease_before_write", "algorithm", "lock"};
     return names;
 }
@@ -228,24 +228,27 @@ CaseFile parse_case_file(const Json& j, const std::string& file) {
     WorkloadSpec w;
     if (const Json* workload = f.get("workload")) w = parse_workload(*workload, file);
     if (const Json* e = f.get("explore")) parse_explore_fixed(*e, file);
+    // The case itself is its first variant, named "".
     CaseVariant base;
     parse_run_settings(f, base, w, file, c.about);
     c.expect = base.expect;
     c.predict = base.predict;
+    c.variants.push_back(base);
     if (const Json* variants = f.get("variants")) {
-        c.variants = parse_variants(*variants, w, file, c.about);
-        // The case's own settings are every variant's, unless the variant gives its own.
-        for (CaseVariant& v : c.variants) {
+        // The case's settings are every variant's, unless the variant gives its own; a
+        // variant's "expect" or "predict", when given, replaces the case's.
+        for (CaseVariant v : parse_variants(*variants, w, file, c.about)) {
             if (!v.ttl_ms) v.ttl_ms = base.ttl_ms;
             if (!v.faults) v.faults = base.faults;
             if (!v.renew) v.renew = base.renew;
             if (!v.resource_check) v.resource_check = base.resource_check;
             if (!v.persistence) v.persistence = base.persistence;
+            const bool own_expect = (*variants)[c.variants.size() - 1].contains("expect");
+            const bool own_predict = (*variants)[c.variants.size() - 1].contains("predict");
+            if (!own_expect) v.expect = base.expect;
+            if (!own_predict) v.predict = base.predict;
+            c.variants.push_back(std::move(v));
         }
-    } else {
-        base.expect = Json::object();
-        base.predict.clear();
-        c.variants.push_back(std::move(base));
     }
     f.finish();
     return c;

@@ -16,8 +16,8 @@
 // is about that library by nature and names the locks it is about ("about"), and its
 // predictions may name them too ("when": {"lock": NAME}).
 //
-// A case may hold variants (its own faults, TTL, renewal, store check or persistence, and
-// expectations), each run against every lock it applies to, as "LOCK@VARIANT". A scenario
+// A case may hold variants besides itself (their own faults, TTL, renewal, store check or
+// persistence, and expectations), each run against every lock it applies to, as "LOCK@VARIANT". A scenario
 // file with "runs" (the explicit format, scenario.h) is not a case: it runs as it is.
 #pragma once
 
@@ -83,7 +83,9 @@ struct CaseFile {
     bool probe_key_ttl = false;               // external locks: read the key's TTL after each acquire
     nlohmann::json expect = nlohmann::json::object();  // every lock's: the checks that the case happened
     std::vector<PredictRule> predict;
-    std::vector<CaseVariant> variants;        // at least one: the case itself, named ""
+    // The case itself (named "", with the case's expect and predict), then its variants (each
+    // with its own expect and predict where it gives them, else the case's).
+    std::vector<CaseVariant> variants;
     nlohmann::json source;                    // as read
 };
 

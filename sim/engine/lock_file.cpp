@@ -47,6 +47,7 @@ LockOffers parse_offers(const Json& j, const std::string& file) {
     o.release = one_of(f, "release", o.release, {"token", "plain", "client-clock"});
     o.expiry = one_of(f, "expiry", o.expiry, {"server", "client"});
     o.checks_elapsed = boolean(f, "checks_elapsed", false);
+    o.validity = boolean(f, "validity", false);
     o.replicated = boolean(f, "replicated", false);
     f.finish();
     return o;
@@ -176,12 +177,19 @@ LockFile parse_lock_file(const Json& j, const fs::path& file) {
     parse_command(f, lock);
     parse_service_and_nodes(f, lock);
     lock.check_lease_before_write = boolean(f, "check_lease_before_write", false);
+    if (const Json* renew = f.get("renew")) {
+        parse_renew(*renew, f.at("renew"), path);
+        lock.renew = *renew;
+    }
     lock.whole_seconds = one_of(f, "ttl_unit", "ms", {"ms", "s"}) == "s";
     lock.min_ttl_ms = f.integer("min_ttl_ms", lock.whole_seconds ? 1000 : 1, 1, kMaxDurationMs);
     if (const Json* offers = f.get("offers")) lock.offers = parse_offers(*offers, path);
     if (lock.algorithm != &external_algorithm() && lock.fenced() != lock.offers.fencing)
         f.fail(f.at("offers") + ".fencing", std::string("the algorithm hands out a fencing token exactly when its "
                "\"fence\" parameter is true; say ") + (lock.fenced() ? "true" : "false"));
+    if (lock.renew && !lock.offers.renews)
+        f.fail(f.at("offers") + ".renews", "a lock renewed by its \"renew\" policy renews on its own while its holder runs: "
+                                         "say true");
     if (lock.fenced() && !lock.offers.fencing)
         f.fail(f.at("params") + ".fence", "the store can check a fencing token only where the lock hands one out "
                                           "(\"offers\": {\"fencing\": true})");
@@ -199,7 +207,7 @@ std::vector<LockFile> load_lock_folder(const fs::path& dir) {
     std::vector<fs::path> files;
     for (const auto& e : fs::directory_iterator(dir))
         if (e.path().extension() == ".json") files.push_back(e.path());
-    std::ranges::sort(files);
+    std::ranges::sort(files, {}, [](const fs::path& p) { return p.stem().string(); });  // token-lua before token-lua+fence
     std::vector<LockFile> locks;
     for (const fs::path& f : files) locks.push_back(load_lock_file(f));
     return locks;
@@ -221,6 +229,7 @@ Json lock_facts(const LockFile& lock) {
             {"release", o.release},
             {"expiry", o.expiry},
             {"checks_elapsed", o.checks_elapsed},
+            {"validity", o.validity || lock.algorithm != &external_algorithm()},
             {"replicated", o.replicated}};
 }
 

@@ -50,6 +50,7 @@ struct LockOffers {
     std::string release = "token";
     std::string expiry = "server";    // whose clock decides the lock has expired: "server", "client"
     bool checks_elapsed = false;      // it refuses a lock whose TTL ran out during its acquire
+    bool validity = false;            // it says how long a lock it hands out is valid (lockbench's own always do)
     bool replicated = false;          // a grant is acknowledged by a replica first (WAIT)
 };
 
@@ -67,6 +68,9 @@ struct LockFile {
     bool sentinel = false;               // it can find a master through Sentinel (failover)
     bool needs_replica = false;          // "topology": "sentinel": it always runs on a master with a replica
     bool check_lease_before_write = false;
+    // The application's renewal of the lock (a worker's "renew" policy, scenario.h): the
+    // period and T scale with the case's time like its other durations.
+    std::optional<nlohmann::json> renew;
     bool whole_seconds = false;          // "ttl_unit": "s": it takes only whole seconds
     long long min_ttl_ms = 1;            // the least TTL it works with
     LockOffers offers;

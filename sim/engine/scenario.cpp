@@ -86,9 +86,10 @@ ClientTimeouts parse_client(const nlohmann::json& j, const std::string& path, co
 
 // Names become folder names: keep them to one harmless path component.
 void check_name(Fields& f, const std::string& field, const std::string& name) {
-    static const std::regex ok("[A-Za-z0-9][A-Za-z0-9._+=-]{0,199}");
+    // '@' joins a lock's name and a case's variant in a run's name: "token-lua@aof-always".
+    static const std::regex ok("[A-Za-z0-9][A-Za-z0-9._+=@-]{0,199}");
     if (name.size() > 200 || !std::regex_match(name, ok))
-        f.fail(field, "expected a name of at most 200 letters, digits and . _ + = - (not starting with . or -), got " + quoted_excerpt(name));
+        f.fail(field, "expected a name of at most 200 letters, digits and . _ + = @ - (not starting with . or -), got " + quoted_excerpt(name));
 }
 
 std::optional<std::string> parse_failure_class(Fields& f) {
@@ -477,14 +478,20 @@ RunSpec parse_standalone_run(const nlohmann::json& run, const std::string& what)
     return parse_run(run, "run", what, none, nlohmann::json::array());
 }
 
+namespace {
+bool chosen(const RunSpec& r, const std::string& name) {
+    return r.name == name || r.algorithm->name == name || r.lock == name;
+}
+}  // namespace
+
 void select_runs(Scenario& s, const std::vector<std::string>& names) {
     if (names.empty()) return;
     for (const auto& n : names) {
-        const bool known = std::ranges::any_of(s.runs, [&](const RunSpec& r) { return r.name == n || r.algorithm->name == n; });
-        if (!known) throw ScenarioError(s.path + ": --algorithm " + n + ": no run of that algorithm or name in this scenario");
+        const bool known = std::ranges::any_of(s.runs, [&](const RunSpec& r) { return chosen(r, n); });
+        if (!known) throw ScenarioError(s.path + ": --algorithm " + n + ": no run of that algorithm, lock or name in this scenario");
     }
     std::erase_if(s.runs, [&](const RunSpec& r) {
-        return std::ranges::none_of(names, [&](const std::string& n) { return r.name == n || r.algorithm->name == n; });
+        return std::ranges::none_of(names, [&](const std::string& n) { return chosen(r, n); });
     });
 }
 

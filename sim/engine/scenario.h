@@ -117,7 +117,7 @@ nlohmann::json read_input_json(const std::filesystem::path& file);
 RunSpec parse_standalone_run(const nlohmann::json& run, const std::string& what);
 Scenario parse_scenario(const nlohmann::json& j, const std::string& file);
 
-// Keeps the runs whose algorithm or name is in `names` (all when empty). Throws
+// Keeps the runs whose algorithm, lock or name is in `names` (all when empty). Throws
 // ScenarioError for a name that matches nothing.
 void select_runs(Scenario& s, const std::vector<std::string>& names);
 

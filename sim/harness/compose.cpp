@@ -89,20 +89,18 @@ void add_expect(Json& into, const Json& more, double k, const CaseFile& c, const
     }
 }
 
-// The rules of the variant, then the case's, whose "when" the lock's facts match.
-std::vector<const PredictRule*> matching_rules(const CaseFile& c, const CaseVariant& v, const Json& facts) {
+// The variant's predictions (the case's, unless it gives its own) whose "when" the lock's facts match.
+std::vector<const PredictRule*> matching_rules(const CaseVariant& v, const Json& facts) {
     std::vector<const PredictRule*> out;
-    for (const auto* rules : {&v.predict, &c.predict})
-        for (const PredictRule& r : *rules)
-            if (matches(r.when, facts)) out.push_back(&r);
+    for (const PredictRule& r : v.predict)
+        if (matches(r.when, facts)) out.push_back(&r);
     return out;
 }
 
 Json cell_expect(const CaseFile& c, const CaseVariant& v, const LockFile& lock, double k) {
     Json expect = Json::object();
-    add_expect(expect, c.expect, k, c, lock);
     add_expect(expect, v.expect, k, c, lock);
-    const std::vector<const PredictRule*> rules = matching_rules(c, v, lock_facts(lock));
+    const std::vector<const PredictRule*> rules = matching_rules(v, lock_facts(lock));
     for (const PredictRule* r : rules) add_expect(expect, r->expect, k, c, lock);
     // One verdict: the lock's own record for this case (or its class) stands over the case's
     // prediction; "any" checks none.
@@ -132,9 +130,10 @@ std::string join(const std::vector<std::string>& v) {
 }
 
 std::string services_text(const std::vector<Service>& services) {
-    std::vector<std::string> names;
-    for (Service s : services) names.push_back(service_name(s));
-    return join(names);
+    std::string out;
+    for (std::size_t i = 0; i < services.size(); ++i)
+        out += (i == 0 ? "" : i + 1 == services.size() ? " or " : ", ") + std::string(service_name(services[i]));
+    return out;
 }
 
 // The case's own workload, parsed (its faults' bounds depend on it).
@@ -150,12 +149,12 @@ bool renews_within_run(const RenewSpec& r, const WorkloadSpec& w) {
 
 std::optional<std::string> why_not_by_needs(const CaseFile& c, const LockFile& lock, LockChoice choice) {
     if (!c.about.empty() && std::ranges::find(c.about, lock.name) == c.about.end())
-        return "about " + join(c.about) + ": a known bug of " + (c.about.size() == 1 ? "that lock" : "those locks");
+        return "about " + join(c.about) + " only (a case that names the locks it is about)";
     if (choice == LockChoice::catalog && !lock.joins_all && std::ranges::find(c.about, lock.name) == c.about.end())
         return "joins only the cases that name it (\"joins\": \"named\")";
     const CaseNeeds& n = c.needs;
     if (!n.services.empty() && std::ranges::find(n.services, lock.service) == n.services.end())
-        return "needs a lock on " + services_text(n.services) + "; " + lock.name + " is on " + service_name(lock.service);
+        return "needs a lock on " + services_text(n.services) + "; " + lock.name + " locks on " + service_name(lock.service);
     if (n.nodes && cell_nodes(c, lock) != *n.nodes)
         return "needs " + std::to_string(*n.nodes) + " lock nodes; " + lock.name + " runs on " + std::to_string(cell_nodes(c, lock));
     if (n.sentinel && !lock.sentinel)
@@ -192,19 +191,20 @@ std::optional<std::string> why_not_by_faults(const CaseFile& c, const CaseVarian
 std::optional<std::string> why_not_by_policy(const CaseFile& c, const CaseVariant& v, const LockFile& lock,
                                               const WorkloadSpec& w) {
     const std::vector<FaultSpec> faults = parse_faults(v.faults.value_or(Json::array()), "faults", c.path, w);
-    std::optional<RenewSpec> renew;
-    if (v.renew) renew = scenario_parse::parse_renew(*v.renew, "renew", c.path);
-    const bool renewing = renew && renews_within_run(*renew, w);
-    if (renewing && lock.offers.renews)
-        return "renews its lease on its own; the case's renewal (the application's) would double it";
-    if (renewing) {
-        const std::string mode = renew->replace ? "replace" : "add";
+    const auto renewing = [&](const std::optional<Json>& policy) {
+        return policy && renews_within_run(scenario_parse::parse_renew(*policy, "renew", c.path), w);
+    };
+    // The case's renewal (the application's), for a lock that does not renew on its own.
+    if (renewing(v.renew)) {
+        if (lock.offers.renews) return "renews its lease on its own; the case's renewal (the application's) would double it";
+        const std::string mode = scenario_parse::parse_renew(*v.renew, "renew", c.path).replace ? "replace" : "add";
         if (std::ranges::find(lock.offers.extend, mode) == lock.offers.extend.end())
             return "renews by " + mode + "; " + lock.name + " cannot (its extend: " +
                    (lock.offers.extend.empty() ? std::string("none") : join(lock.offers.extend)) + ")";
     }
     const bool watchdog = lock.algorithm->name == "reentrant" && lock.params.value("watchdog", true);
-    if (std::ranges::any_of(faults, &FaultSpec::background) && !renewing && !watchdog)
+    const bool background = renewing(v.renew) || renewing(lock.renew) || watchdog;
+    if (std::ranges::any_of(faults, &FaultSpec::background) && !background)
         return "pauses a client's background renewal alone; " + lock.name + " has none lockbench runs";
     if (v.resource_check == "token" && lock.algorithm->name == "reentrant")
         return "the store checks the lock's token, the same for every lease of one client in reentrant";
@@ -246,8 +246,8 @@ Json cell_run(const CaseFile& c, const CaseVariant& v, const LockFile& lock) {
     if (c.needs.sentinel || lock.needs_replica) run["topology"] = "sentinel";
     if (v.persistence) run["persistence"] = *v.persistence;
     if (lock.check_lease_before_write) run["check_lease_before_write"] = true;
-    if (v.renew) {
-        Json renew = *v.renew;
+    if (const std::optional<Json>& policy = v.renew ? v.renew : lock.renew) {
+        Json renew = *policy;
         scale_fields(renew, {"every_ms", "ttl_ms"}, k);
         run["renew"] = renew;
     }

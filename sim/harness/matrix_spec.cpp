@@ -44,9 +44,10 @@ SweepSpec sweep_from_json(const Json& j) {
 
 // The run's name without its durations: the row a run belongs to when scenarios differ
 // only in TTLs ("token-lua+fence", "redlock+no-check_validity"). An external run's row is
-// its library, by the name the scenario gives it ("redis-py").
+// its library, by the name the scenario gives it ("redis-py"); a lock file's run, its own
+// name ("redis-py", "token-lua+fence@before-write+none").
 std::string variant_of(const RunSpec& r) {
-    if (!r.command.empty()) return r.name;
+    if (!r.command.empty() || r.lock) return r.name;
     std::vector<ParamSpec> kept;
     for (const auto& p : r.algorithm->params)
         if (!p.name.ends_with("_ms")) kept.push_back(p);
@@ -55,8 +56,19 @@ std::string variant_of(const RunSpec& r) {
 
 bool selected(const RunSpec& r, const std::vector<std::string>& algorithms) {
     return algorithms.empty() || std::ranges::any_of(algorithms, [&](const std::string& a) {
-               return r.name == a || r.algorithm->name == a;
+               return r.name == a || r.algorithm->name == a || r.lock == a;
            });
+}
+
+// The file's scenario: as written, or a case composed with the locks (its missing cells added
+// to `spec`).
+Json source_of(const Json& read, const fs::path& file, const LockSelection* locks, MatrixSpec& spec) {
+    if (!is_case_file(read)) return read;
+    if (!locks) throw ScenarioError(file.string() + ": a case names no lock: say which locks to run it against");
+    std::vector<NotApplicable> missing;
+    Json source = scenario_source_for(read, file.string(), locks->locks, locks->choice, &missing);
+    for (const Json& m : to_json(missing)) spec.not_applicable.push_back(m);
+    return source;
 }
 
 MatrixCell make_cell(std::size_t index, const std::string& id, std::size_t scenario, const Scenario& s, const RunSpec& r) {
@@ -137,9 +149,10 @@ int set_path(Json& j, const std::vector<std::string>& path, size_t at, double va
 }
 
 // The scenario with one swept value: refused as the file would be, the value named too.
-Scenario parse_scenario_for_sweep(const Json& source, const fs::path& file, const std::string& path, const Json& value) {
+Scenario parse_scenario_for_sweep(const Json& source, const fs::path& file, const std::string& path, const Json& value,
+                                  const LockSelection* locks, MatrixSpec& spec) {
     try {
-        return parse_scenario(source, file.string());
+        return parse_scenario(source_of(source, file, locks, spec), file.string());
     } catch (const ScenarioError& e) {
         throw ScenarioError(std::string(e.what()) + " (with --param " + path + "=" + value.dump() + ")");
     }
@@ -167,6 +180,17 @@ Json to_json(const MatrixCell& c) {
     return j;
 }
 
+Json to_json(const std::vector<NotApplicable>& cells) {
+    Json out = Json::array();
+    for (const NotApplicable& n : cells) {
+        Json j = {{"case", n.case_name}, {"lock", n.lock}, {"why", n.why}};
+        if (!n.variant.empty()) j["variant"] = n.variant;
+        if (n.failure_class) j["failure_class"] = *n.failure_class;
+        out.push_back(std::move(j));
+    }
+    return out;
+}
+
 Json to_json(const MatrixSpec& spec) {
     Json scenarios = Json::array(), cells = Json::array();
     for (const SpecScenario& s : spec.scenarios) scenarios.push_back({{"file", s.file}, {"source", s.source}});
@@ -175,6 +199,7 @@ Json to_json(const MatrixSpec& spec) {
               {"scenarios", scenarios}, {"cells", cells}};
     if (spec.sweep) j["sweep"] = to_json(*spec.sweep);
     if (spec.simulated) j["backend"] = "sim";
+    if (!spec.not_applicable.empty()) j["not_applicable"] = spec.not_applicable;
     return j;
 }
 
@@ -187,13 +212,20 @@ MatrixSpec matrix_spec_from_json(const Json& j, const std::string& id) {
     for (const Json& c : j.at("cells")) spec.cells.push_back(cell_from_json(c));
     if (j.contains("sweep")) spec.sweep = sweep_from_json(j.at("sweep"));
     spec.simulated = j.value("backend", "live") == "sim";
+    spec.not_applicable = j.value("not_applicable", Json::array());
     spec.id = id;
     return spec;
 }
 
 std::string spec_id(const MatrixSpec& spec) {
     Json hashed = to_json(spec);
-    for (auto& s : hashed.at("scenarios")) s.erase("file");  // the same file by another path is the same spec
+    for (auto& s : hashed.at("scenarios")) {
+        s.erase("file");  // the same file by another path is the same spec
+        // ... and so is the same lock file: where it is, and its adapter's folder, are paths too.
+        if (s["source"].contains("runs"))
+            for (auto& run : s["source"]["runs"])
+                for (const char* path : {"cwd", "lock_file"}) run.erase(path);
+    }
     if (hashed.contains("sweep")) hashed.at("sweep").erase("file");
     return hash_hex(hashed.dump());
 }
@@ -223,12 +255,13 @@ Shard parse_shard(const std::string& text) {
     return s;
 }
 
-MatrixSpec matrix_spec(const std::vector<fs::path>& files, const std::vector<std::string>& algorithms, int repeat) {
+MatrixSpec matrix_spec(const std::vector<fs::path>& files, const std::vector<std::string>& algorithms, int repeat,
+                       const LockSelection* locks) {
     check_repeat(repeat);
-    MatrixSpec spec{"matrix", repeat, algorithms, {}, {}, std::nullopt, false, ""};
+    MatrixSpec spec{"matrix", repeat, algorithms, {}, {}, std::nullopt, false};
     std::set<std::string> names;
     for (const auto& file : files) {
-        const Scenario s = load_scenario(file);
+        const Scenario s = parse_scenario(source_of(read_input_json(file), file, locks, spec), file.string());
         if (!names.insert(s.name).second)
             throw std::runtime_error(file.string() + ": a second scenario named " + s.name + " in one matrix");
         for (const RunSpec& r : s.runs)
@@ -255,11 +288,13 @@ MatrixSpec simulated(MatrixSpec spec) {
 
 namespace {
 
-// Step `i` of the sweep: the scenario with the step's value set, and its cells appended.
-Json sweep_step(MatrixSpec& spec, const Scenario& base, const fs::path& file, const SweepParam& param, int i) {
+// Step `i` of the sweep: the file (a scenario, or a case before its locks) with the step's value
+// set, and its cells appended.
+Json sweep_step(MatrixSpec& spec, const Json& base, const fs::path& file, const SweepParam& param, int i,
+                const LockSelection* locks) {
     const int steps = spec.sweep->steps;
     const double value = param.from + (param.to - param.from) * i / (steps - 1);
-    Json source = base.source;
+    Json source = base;
     Json shown;   // the value as set: rounded, for an integer field
     try {
         set_path(source, split(param.path, '.'), 0, value, "", shown);
@@ -267,7 +302,11 @@ Json sweep_step(MatrixSpec& spec, const Scenario& base, const fs::path& file, co
         throw std::runtime_error(file.string() + ": --param " + param.path + ": " + e.what());
     }
     // A value the scenario cannot take fails here, as it would in the file.
-    const Scenario s = parse_scenario_for_sweep(source, file, param.path, shown);
+    // Only the first step's missing cells are kept: every step misses the same ones.
+    const std::size_t missing_before = spec.not_applicable.size();
+    const Scenario s = parse_scenario_for_sweep(source, file, param.path, shown, locks, spec);
+    if (i > 0) spec.not_applicable.erase(spec.not_applicable.begin() + static_cast<std::ptrdiff_t>(missing_before),
+                                         spec.not_applicable.end());
     for (const RunSpec& r : s.runs) {
         if (!selected(r, spec.algorithms)) continue;
         MatrixCell cell = make_cell(spec.cells.size(), "step-" + std::to_string(i) + "/" + r.name, spec.scenarios.size(), s, r);
@@ -275,22 +314,23 @@ Json sweep_step(MatrixSpec& spec, const Scenario& base, const fs::path& file, co
         cell.value = shown;
         spec.cells.push_back(std::move(cell));
     }
-    spec.scenarios.push_back({file.string(), source});
+    spec.scenarios.push_back({file.string(), s.source});
     return shown;
 }
 
 }  // namespace
 
 MatrixSpec sweep_spec(const fs::path& file, const SweepParam& param, int steps, const std::vector<std::string>& algorithms,
-                      int repeat) {
+                      int repeat, const LockSelection* locks) {
     check_repeat(repeat);
     if (steps < 2) throw std::runtime_error("--steps " + std::to_string(steps) + ": a sweep needs at least 2 steps");
-    const Scenario base = load_scenario(file);
-    MatrixSpec spec{"sweep", repeat, algorithms, {}, {}, SweepSpec{base.name, file.string(), param.path, param.from,
-                                                                   param.to, steps, Json::array()},
-                    false, ""};
+    const Json base = read_input_json(file);
+    MatrixSpec spec{"sweep", repeat, algorithms, {}, {}, std::nullopt, false};
+    spec.sweep = SweepSpec{parse_scenario(source_of(base, file, locks, spec), file.string()).name, file.string(),
+                           param.path, param.from, param.to, steps, Json::array()};
+    spec.not_applicable = Json::array();  // the steps add them
     for (int i = 0; i < steps; ++i) {
-        const Json shown = sweep_step(spec, base, file, param, i);
+        const Json shown = sweep_step(spec, base, file, param, i, locks);
         Json& values = spec.sweep->values;
         if (!values.empty() && values.back() == shown)
             throw std::runtime_error("--steps " + std::to_string(steps) + ": " + param.path +

@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/harness/compose.h"
+
 namespace lockbench {
 
 // "faults.0.duration_ms=100..700": a numeric field of a scenario file and its range.
@@ -69,6 +71,9 @@ struct MatrixSpec {
     std::vector<MatrixCell> cells;
     std::optional<SweepSpec> sweep;
     bool simulated = false;          // "backend": "sim"
+    // The (case, lock) cells that do not exist, each with its one-line reason: what the report
+    // says of a "—" (compose.h).
+    nlohmann::json not_applicable = nlohmann::json::array();
     std::string id;                  // spec_id(): not part of the JSON
 
     std::size_t cell_count() const { return cells.size(); }
@@ -84,10 +89,15 @@ MatrixSpec matrix_spec_from_json(const nlohmann::json& spec, const std::string& 
 // The id of a spec: a hash of its JSON with the file paths left out.
 std::string spec_id(const MatrixSpec& spec);
 
+// `locks`: what a case file runs against (compose.h); a scenario file of the explicit format
+// runs as it is. Without locks, a case file is refused.
 MatrixSpec matrix_spec(const std::vector<std::filesystem::path>& files, const std::vector<std::string>& algorithms,
-                       int repeat);
+                       int repeat, const LockSelection* locks = nullptr);
 MatrixSpec sweep_spec(const std::filesystem::path& file, const SweepParam& param, int steps,
-                      const std::vector<std::string>& algorithms, int repeat);
+                      const std::vector<std::string>& algorithms, int repeat, const LockSelection* locks = nullptr);
+
+// One line per missing cell, as the spec and the summary hold them.
+nlohmann::json to_json(const std::vector<NotApplicable>& cells);
 // The same tree run in the simulator (`--backend sim`): part of the spec, so that a live and
 // a simulated tree never mix; external runs, which cannot be simulated, are left out.
 MatrixSpec simulated(MatrixSpec spec);

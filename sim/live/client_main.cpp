@@ -8,6 +8,7 @@
 #include "sim/engine/recorder.h"
 #include "sim/engine/run_setup.h"
 #include "sim/engine/workload.h"
+#include "sim/live/adapter_check.h"
 #include "sim/live/background_control.h"
 #include "sim/live/client_spec.h"
 #include "sim/live/live_env.h"
@@ -63,8 +64,27 @@ std::unique_ptr<ExternalLock> make_external(const RunSpec& run, const std::strin
     return std::make_unique<ExternalLock>(std::move(a), lock_key, ttl_ms);
 }
 
+// `lockbench client` for check_adapter: two adapters (clients 0 and 1) held to the protocol.
+int check_main(const RunSpec& run, const ClientSpec& spec) {
+    const nlohmann::json& c = *spec.check;
+    AdapterCheckPlan plan{c.value("extend", std::vector<std::string>{}), c.value("fencing", false),
+                          static_cast<int>(spec.lock_ports.size()), run.params.integer("ttl_ms"), spec.lock_key};
+    nlohmann::json out = {{"failures", nlohmann::json::array()}, {"ready", nlohmann::json::object()}};
+    try {
+        const auto a = make_external(run, spec.lock_key, spec.lock_ports, 0, spec.project_dir, spec.discovery, spec.adapter_stderr);
+        const auto b = make_external(run, spec.lock_key, spec.lock_ports, 1, spec.project_dir, spec.discovery, spec.adapter_stderr);
+        out["ready"] = a->described();
+        out["failures"] = hold_to_protocol(*a, *b, plan);
+    } catch (const AdapterError& e) {
+        out["failures"].push_back(std::string("start: ") + e.what());
+    }
+    std::ofstream(spec.adapter_described) << out.dump() << "\n";
+    return 0;
+}
+
 // `lockbench client` for preflight_adapter: starts the adapter, waits for it to be ready, ends it.
 int preflight_main(const RunSpec& run, const ClientSpec& spec) {
+    if (spec.check) return check_main(run, spec);
     try {
         const auto lock = make_external(run, spec.lock_key, spec.lock_ports, -1, spec.project_dir, spec.discovery,
                                         spec.adapter_stderr);

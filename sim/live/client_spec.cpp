@@ -8,6 +8,7 @@ Json to_json(const ClientSpec& s) {
     Json j = {{"run", s.run}, {"lock_key", s.lock_key}, {"lock_ports", s.lock_ports}, {"project_dir", s.project_dir}};
     if (s.preflight) {
         j["preflight"] = true;
+        if (s.check) j["check"] = *s.check;
         j["adapter_described"] = s.adapter_described;
     } else {
         j.update({{"client", s.client}, {"seed", s.seed}, {"store_port", s.store_port},
@@ -25,6 +26,7 @@ Json to_json(const ClientSpec& s) {
 ClientSpec client_spec_from_json(const Json& j) {
     ClientSpec s;
     s.preflight = j.value("preflight", false);
+    if (j.contains("check")) s.check = j.at("check");
     s.run = j.at("run");
     s.lock_key = j.at("lock_key").get<std::string>();
     s.lock_ports = j.at("lock_ports").get<std::vector<int>>();

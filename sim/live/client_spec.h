@@ -25,6 +25,10 @@ struct ClientSpec {
     // Only start the external library's adapter, see that it says it is ready, and end it:
     // a preflight spec holds the run, the key, the ports, project_dir and adapter_stderr.
     bool preflight = false;
+    // With preflight: hold two adapters to the protocol (adapter_check.h: what the lock file
+    // says it offers, {"extend": [...], "fencing": bool}) and write what failed, one line
+    // each, to `adapter_described`'s file as {"failures": [...], "ready": {...}}.
+    std::optional<nlohmann::json> check;
     // This client's run as it stands alone (RunSpec::source: its lock, workload, timeouts and
     // faults; parse_standalone_run), never the whole scenario.
     nlohmann::json run;

@@ -58,6 +58,11 @@ public:
     ExternalLock(const ExternalLock&) = delete;
     ExternalLock& operator=(const ExternalLock&) = delete;
 
+    // One request as the protocol has it, its answer as the adapter gave it (an event line
+    // read meanwhile is kept, as for any call): what `lockbench adapter-check` holds to the
+    // protocol. Throws AdapterError as any call does.
+    nlohmann::json request(const nlohmann::json& request) { return call(request); }
+
     AcquireResult try_acquire(Env& env) override;
     ReleaseResult release(Env& env, const Lease& lease) override;
     ExtendResult extend(Env& env, const Lease& lease, Duration ttl, ExtendMode mode) override;

@@ -140,9 +140,10 @@ void drop_empty_files(const fs::path& dir) {
 // which is then that child's child, in its group.
 // Returns what the adapter's ready line said about its library (ExternalLock::described).
 nlohmann::json preflight_adapter(const Scenario& s, const RunSpec& run, const Nodes& nodes, const LiveRunOptions& opts,
-                                 const fs::path& tmp, const fs::path& run_dir) {
+                                 const fs::path& tmp, const fs::path& run_dir, const std::optional<nlohmann::json>& check = {}) {
     ClientSpec spec;
     spec.preflight = true;
+    spec.check = check;
     spec.run = run.source;
     spec.lock_key = s.lock_key;
     for (const LockServer* n : nodes.servers) spec.lock_ports.push_back(n->port());
@@ -153,11 +154,13 @@ nlohmann::json preflight_adapter(const Scenario& s, const RunSpec& run, const No
     const fs::path spec_file = tmp / (run.name + ".preflight.json");
     std::ofstream(spec_file) << to_json(spec).dump();
     const fs::path log = tmp / (run.name + ".preflight.log");
-    ChildProcess check = ChildProcess::spawn({{opts.self_exe, "client", spec_file.string()}, log.string(), log.string()});
+    ChildProcess child = ChildProcess::spawn({{opts.self_exe, "client", spec_file.string()}, log.string(), log.string()});
     // The adapter has max(its operation timeout, 10 s) to say it is ready (external.cpp);
-    // its operation timeout is ten command timeouts, and the check gets 5 s more to end.
-    const auto limit = std::chrono::milliseconds(std::max(10LL * run.timeouts.command_ms, 10000LL) + 5000);
-    const std::optional<int> status = check.wait_for(limit);
+    // its operation timeout is ten command timeouts, and the check gets 5 s more to end. A
+    // protocol check starts two and makes eight requests of them.
+    const long long ready_ms = std::max(10LL * run.timeouts.command_ms, 10000LL);
+    const auto limit = std::chrono::milliseconds(check ? 2 * ready_ms + 8 * 10 * run.timeouts.command_ms + 5000 : ready_ms + 5000);
+    const std::optional<int> status = child.wait_for(limit);
     if (!status)
         throw std::runtime_error("run " + run.name + ": the adapter check did not end within " +
                                  std::to_string(limit.count()) + " ms; its log: " + tail_of(log));
@@ -278,6 +281,15 @@ void keep_server_logs(const std::vector<LockServer*>& servers, const fs::path& r
 }
 
 }  // namespace
+
+std::vector<std::string> check_adapter(const Scenario& s, const RunSpec& run, const nlohmann::json& plan,
+                                       const fs::path& tmp, const LiveRunOptions& opts) {
+    const fs::path node_dir = tmp / run.name;
+    fs::create_directories(node_dir / "adapter");
+    Nodes nodes = start_nodes(run, s.base_port, node_dir, {}, nullptr);
+    const nlohmann::json out = preflight_adapter(s, run, nodes, opts, tmp, node_dir, plan);
+    return out.value("failures", std::vector<std::string>{"the check wrote no result"});
+}
 
 RunOutcome run_live(const Scenario& s, const RunSpec& run, std::uint64_t seed, const fs::path& run_dir,
                     const fs::path& tmp, const LiveRunOptions& opts, const std::function<void()>& started) {

@@ -31,4 +31,10 @@ struct LiveRunOptions {
 RunOutcome run_live(const Scenario& s, const RunSpec& run, std::uint64_t seed, const std::filesystem::path& run_dir,
                     const std::filesystem::path& tmp, const LiveRunOptions& opts, const std::function<void()>& started);
 
+// `lockbench adapter-check`: starts the run's lock servers and holds two of its adapters to the
+// protocol (adapter_check.h), `plan` saying what the lock file offers ({"extend", "fencing"}).
+// Returns the failures, one line each. Throws std::runtime_error if the servers cannot start.
+std::vector<std::string> check_adapter(const Scenario& s, const RunSpec& run, const nlohmann::json& plan,
+                                       const std::filesystem::path& tmp, const LiveRunOptions& opts);
+
 }  // namespace lockbench

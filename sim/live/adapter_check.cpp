@@ -1,0 +1,100 @@
+#include "sim/live/adapter_check.h"
+
+#include <algorithm>
+#include <optional>
+
+namespace lockbench {
+namespace {
+
+using Json = nlohmann::json;
+
+std::string shown(const Json& j) {
+    const std::string text = j.dump();
+    return text.size() <= 160 ? text : text.substr(0, 157) + "...";
+}
+
+// The fields an "ok" answer may hold, each with the protocol's type; a node index names a node.
+void check_fields(const std::string& step, const Json& answer, int nodes, std::vector<std::string>& failures) {
+    const auto bad = [&](const std::string& what) { failures.push_back(step + ": " + what + " in " + shown(answer)); };
+    if (answer.contains("token") && !answer.at("token").is_string()) bad("\"token\" is not a string");
+    if (answer.contains("fence") && !answer.at("fence").is_number_integer()) bad("\"fence\" is not an integer");
+    if (answer.contains("validity_ms") && !answer.at("validity_ms").is_number()) bad("\"validity_ms\" is not a number");
+    for (const char* list : {"nodes", "removed_on"}) {
+        if (!answer.contains(list)) continue;
+        const Json& v = answer.at(list);
+        if (!v.is_array() || !std::ranges::all_of(v, [&](const Json& n) {
+                return n.is_number_integer() && n.get<int>() >= 0 && n.get<int>() < nodes;
+            }))
+            bad(std::string("\"") + list + "\" is not a list of lock node indices (0 to " + std::to_string(nodes - 1) + ")");
+    }
+}
+
+// One step: the request, and the answer the step wants (ok true or false), or nothing if
+// the adapter broke (it is gone: the steps after it cannot run).
+std::optional<Json> step(ExternalLock& adapter, const std::string& name, const Json& request, std::optional<bool> want_ok,
+                         int nodes, std::vector<std::string>& failures) {
+    Json answer;
+    try {
+        answer = adapter.request(request);
+    } catch (const AdapterError& e) {
+        failures.push_back(name + ": " + e.what());
+        return std::nullopt;
+    }
+    if (want_ok && answer.at("ok").get<bool>() != *want_ok)
+        failures.push_back(name + ": expected {\"ok\": " + (*want_ok ? "true" : "false") + ", ...}, got " + shown(answer));
+    if (answer.at("ok").get<bool>()) check_fields(name, answer, nodes, failures);
+    else if (!answer.contains("error") || !answer.at("error").is_string())
+        failures.push_back(name + ": an {\"ok\": false} answer says why in \"error\" (a string); got " + shown(answer));
+    return answer;
+}
+
+void check_ready(const std::string& who, const ExternalLock& adapter, const AdapterCheckPlan& plan,
+                 std::vector<std::string>& failures) {
+    const Json& said = adapter.described();
+    for (const char* field : {"library", "algorithm"})
+        if (!said.contains(field))
+            failures.push_back("ready (" + who + "): no \"" + field + "\" string in its ready line (the library's name "
+                               "and installed version; what it does, in one line)");
+    if (!said.contains("fencing")) {
+        failures.push_back("ready (" + who + "): no \"fencing\" boolean in its ready line");
+    } else if (said.at("fencing").get<bool>() != plan.fencing) {
+        failures.push_back("ready (" + who + "): says \"fencing\": " + said.at("fencing").dump() +
+                           ", the lock file's offers say " + (plan.fencing ? "true" : "false"));
+    }
+}
+
+}  // namespace
+
+std::vector<std::string> hold_to_protocol(ExternalLock& a, ExternalLock& b, const AdapterCheckPlan& plan) {
+    std::vector<std::string> failures;
+    check_ready("client 0", a, plan, failures);
+    check_ready("client 1", b, plan, failures);
+    const Json acquire = {{"op", "acquire"}, {"key", plan.key}, {"ttl_ms", plan.ttl_ms}, {"wait_ms", 0}};
+    const Json release = {{"op", "release"}, {"key", plan.key}};
+    const auto first = step(a, "acquire (client 0, the lock free)", acquire, true, plan.nodes, failures);
+    if (!first) return failures;
+    if (!step(b, "acquire (client 1, while client 0 holds the lock)", acquire, false, plan.nodes, failures)) return failures;
+    if (!step(a, "release (client 0)", release, true, plan.nodes, failures)) return failures;
+    const auto second = step(b, "acquire (client 1, the lock free again)", acquire, true, plan.nodes, failures);
+    if (!second) return failures;
+    if (plan.fencing) {
+        const bool both = first->contains("fence") && second->contains("fence") && first->at("fence").is_number_integer() &&
+                          second->at("fence").is_number_integer();
+        if (!both)
+            failures.push_back("fence: the lock file says it hands out fencing tokens, but an acquire answered none");
+        else if (second->at("fence").get<long long>() <= first->at("fence").get<long long>())
+            failures.push_back("fence: the second holder's token " + second->at("fence").dump() + " is not above the first's " +
+                               first->at("fence").dump());
+    }
+    for (const std::string& mode : plan.extend) {
+        const Json extend = {{"op", "extend"}, {"key", plan.key}, {"ttl_ms", plan.ttl_ms}, {"replace", mode == "replace"}};
+        if (!step(b, "extend (client 1, " + mode + ", as its lock file offers)", extend, true, plan.nodes, failures))
+            return failures;
+    }
+    if (!step(b, "an unknown op", {{"op", "lockbench-adapter-check"}, {"key", plan.key}}, false, plan.nodes, failures))
+        return failures;
+    step(b, "release (client 1)", release, true, plan.nodes, failures);
+    return failures;
+}
+
+}  // namespace lockbench

@@ -1,0 +1,40 @@
+// `lockbench adapter-check` (and the first step of `lockbench verdict`): an external lock's
+// adapter held to the protocol (README: the adapter protocol) before anything is run with it.
+//
+//   lockbench ── starts the lock's servers ──► `lockbench client SPEC` (check mode)
+//                                                 ├─ adapter A (client 0) ─┐ each request, in
+//                                                 └─ adapter B (client 1) ─┘ the order below
+//
+//   ready     both say ready; library, algorithm and fencing have their types
+//   acquire   A gets the lock; every field of its answer has the protocol's type
+//   held      B does not get it while A holds it
+//   release   A lets it go (removed_on, if said, names lock nodes)
+//   again     B gets it now; with a fencing token, a greater one than A's
+//   extend    B extends it in each mode the lock file offers
+//   unknown   an unknown op is answered {"ok": false, "error": ...}, and the adapter goes on
+//   release   B lets it go
+//
+// One line per failure, naming the step and what came back.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/live/external.h"
+
+namespace lockbench {
+
+struct AdapterCheckPlan {
+    std::vector<std::string> extend;   // the extend modes the lock file offers ("add", "replace")
+    bool fencing = false;              // the lock file says it hands out fencing tokens
+    int nodes = 1;                     // lock nodes (a removed_on or nodes index must name one)
+    long long ttl_ms = 2000;
+    std::string key;
+};
+
+// The failures, one line each; none when the adapters speak the protocol.
+std::vector<std::string> hold_to_protocol(ExternalLock& a, ExternalLock& b, const AdapterCheckPlan& plan);
+
+}  // namespace lockbench

@@ -232,6 +232,26 @@ TEST(ScenarioParse, AMessageQuotesOnlyAnExcerptOfAValue) {
     expect_refused(s, "runs[0].params.ttl_ms", {"expected an integer from 1 to 3600000"});
 }
 
+// A name, a key or a value quoted in a message is shown as text, never acted on by the
+// terminal: U+202E would print what follows backwards, an escape sequence would recolour or
+// erase the line, a byte that is not UTF-8 would garble it.
+TEST(ScenarioParse, AMessageEscapesControlAndBidiCharacters) {
+    const std::string rlo = "\u202E";
+    Json s = base();
+    s["name"] = "report" + rlo + "fdp.exe";
+    expect_refused(s, "name", {"report\\u202efdp.exe"});
+    EXPECT_EQ(refusal(s).find(rlo), std::string::npos) << refusal(s);
+    s = base();
+    s["runs"][0]["\x1b[2K\x1b[31mnme"] = 1;  // an unknown field's own name
+    expect_refused(s, "runs[0].\\u001b[2K\\u001b[31mnme", {"unknown field"});
+    s = base();
+    s["runs"][0]["algorithm"] = "set\u0085nx" + rlo;  // C1 NEL, which JSON text keeps as it is
+    expect_refused(s, "runs[0].algorithm", {"\"set\\u0085nx\\u202e\""});
+    s = base();
+    s["lock\xff"] = 1;  // not UTF-8
+    expect_refused(s, "lock\\xff", {"unknown field"});
+}
+
 TEST(ScenarioParse, AFileOfAbsurdSizeIsRefused) {
     const fs::path dir = temp_dir("size");
     const fs::path file = dir / "big.json";

@@ -181,6 +181,38 @@ TEST_F(ExternalTest, AnAdapterThatCannotStartFailsTheRunInOneLine) {
         << missing.describe();
 }
 
+// The ready line may take max(op timeout, 10 s): a message about it names the wait it had,
+// not the op timeout (here 300 ms) that it did not.
+TEST_F(ExternalTest, AnAdapterThatNeverSaysReadyIsToldTheWaitItHad) {
+    const fs::path out = dir() / "out";
+    const Result r = run({"run", scenario(R"({"algorithm": "external", "name": "mute", "command": ["/bin/sh", "-c", "exec sleep 60"]})",
+                                          R"( "client": {"command_timeout_ms": 30},)")
+                                     .string(),
+                          "--out", out.string()});
+    EXPECT_EQ(r.exit_code(), 2) << r.describe();
+    ASSERT_EQ(lines_of(r.err).size(), 1u) << r.describe();
+    EXPECT_NE(r.err.find("run mute: adapter mute (/bin/sh -c exec sleep 60): no answer within 10000 ms (waiting for "
+                         "its first line, {\"ready\": true, ...}); it printed nothing"),
+              std::string::npos)
+        << r.describe();
+    EXPECT_FALSE(fs::exists(out / "summary.json"));
+}
+
+// What an adapter says is its to choose: 3 MB of error, an escape sequence. A message quotes
+// 200 characters of it, as text.
+TEST_F(ExternalTest, AnAdaptersOwnWordsAreCutAndEscapedInAMessage) {
+    const fs::path out = dir() / "out";
+    const Result r = run({"run", scenario(R"json({"algorithm": "external", "name": "loud", "command": ["/usr/bin/python3", "-c",
+        "import json; print(json.dumps({'ready': False, 'error': '\\u001b[2J' + 'x' * 3000000}))"]})json").string(),
+                          "--out", out.string()});
+    EXPECT_EQ(r.exit_code(), 2) << r.describe().substr(0, 2000);
+    ASSERT_EQ(lines_of(r.err).size(), 1u) << r.describe().substr(0, 2000);
+    EXPECT_LT(r.err.size(), 1000u) << r.err.substr(0, 2000);
+    EXPECT_NE(r.err.find("not ready: \\u001b[2Jxxx"), std::string::npos) << r.err.substr(0, 2000);
+    EXPECT_NE(r.err.find("xxx... (3000004 characters)"), std::string::npos) << r.err.substr(0, 2000);
+    EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << "an escape sequence reached the terminal";
+}
+
 TEST_F(ExternalTest, ScenarioErrorsNameTheField) {
     expect_rejected(R"({"name": "x", "runs": [{"algorithm": "external", "name": "lib"}]})", {"runs[0].command", "required"});
     expect_rejected(R"({"name": "x", "runs": [{"algorithm": "external", "name": "lib", "command": "python3 a.py"}]})",

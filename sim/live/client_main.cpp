@@ -5,6 +5,7 @@
 #include <iostream>
 #include <optional>
 
+#include "faults/process.h"
 #include "sim/engine/recorder.h"
 #include "sim/engine/run_setup.h"
 #include "sim/engine/workload.h"
@@ -95,6 +96,9 @@ int client_main(const fs::path& spec_file) {
     const Scenario s = parse_scenario(spec.scenario, spec.scenario_path);
     const auto run = std::ranges::find(s.runs, spec.run, &RunSpec::name);
     if (run == s.runs.end()) throw std::runtime_error("client: no run named " + nlohmann::json(spec.run).dump());
+    // The adapter is in our group (a pause stops both), and so is whatever it starts itself;
+    // its parent-death signal reaches none of those: when we go, the group goes.
+    if (!run->command.empty()) kill_own_group_when_gone();
     if (spec.preflight) return preflight_main(s, *run, spec);
 
     Recorder rec(spec.history, spec.client);

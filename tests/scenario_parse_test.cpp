@@ -49,7 +49,7 @@ std::string refusal(const Json& j) {
 // Refused in one short line that names the file and `field` and contains each of `pieces`.
 void expect_refused(const Json& j, const std::string& field, const std::vector<std::string>& pieces = {}) {
     const std::string m = refusal(j);
-    ASSERT_FALSE(m.empty()) << "accepted: " << j.dump();
+    ASSERT_FALSE(m.empty()) << "accepted: " << j.dump().substr(0, 400);
     EXPECT_EQ(m.rfind(std::string(kFile) + ": " + field, 0), 0u) << m;
     EXPECT_EQ(m.find('\n'), std::string::npos) << m;
     EXPECT_LT(m.size(), 400u) << m.substr(0, 400);
@@ -608,3 +608,34 @@ TEST(ScenarioParse, EveryFailureClassHasACatalogFile) {
             if (const auto c = load_scenario(e.path()).failure_class) named.insert(*c);
     for (const std::string& c : failure_classes()) EXPECT_TRUE(named.contains(c)) << c;
 }
+
+// ---- what reaches an adapter through execve (hardening) --------------------------------------
+
+namespace adapter_launch {
+
+Json external_run(const Json& command, const Json& params = Json::object()) {
+    Json s = base();
+    s["runs"] = Json::array({{{"algorithm", "external"}, {"name", "lib"}, {"command", command}, {"params", params}}});
+    return s;
+}
+
+// A NUL would cut the argument short where execve reads it, and any other control character
+// is no part of a program's name or argument that a message could show: refused, naming it.
+TEST(ScenarioParse, ACommandWithAControlCharacterIsRefused) {
+    expect_refused(external_run({std::string("pyth\0on", 7), "adapter.py"}), "runs[0].command[0]",
+                   {"control", "\"pyth\\u0000on\""});
+    expect_refused(external_run({"/usr/bin/python3", "a\x1b[2J.py"}), "runs[0].command[1]", {"control", "\\u001b"});
+    expect_refused(external_run({"/usr/bin/python3", "a\u202Eyp.py"}), "runs[0].command[1]", {"\\u202e"});
+    EXPECT_EQ(refusal(external_run({"/usr/bin/python3", "adapters/caf\u00e9.py", "--x=1 2"})), "");
+}
+
+// Linux refuses one argument or environment string over 128 KiB (E2BIG): the params go to
+// the adapter as LOCKBENCH_PARAMS, each command element as an argument.
+TEST(ScenarioParse, WhatExecveWouldRefuseIsRefusedAtParseTime) {
+    expect_refused(external_run({"/bin/true"}, {{"blob", std::string(140'000, 'x')}}), "runs[0].params",
+                   {"LOCKBENCH_PARAMS", "128 KiB"});
+    EXPECT_EQ(refusal(external_run({"/bin/true"}, {{"blob", std::string(100'000, 'x')}})), "");
+    expect_refused(external_run({"/bin/true", std::string(140'000, 'x')}), "runs[0].command[1]", {"128 KiB"});
+}
+
+}  // namespace adapter_launch

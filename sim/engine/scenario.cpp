@@ -244,6 +244,7 @@ RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::s
     if (!resolve_params(r.algorithm->params, params ? *params : nlohmann::json::object(), r.params, error,
                         algorithm == "external"))
         f.fail(f.at("params") + error.substr(0, error.find(':')), error.substr(error.find(':') + 2));
+    if (algorithm == "external") check_adapter_launch(f, r);
     r.nodes = static_cast<int>(f.integer("nodes", r.algorithm->default_nodes, 1, kMaxNodes));
     r.name = f.string("name", default_run_name(algorithm, r.algorithm->params, r.params));
     check_name(f, f.at("name"), r.name);

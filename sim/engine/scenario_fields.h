@@ -112,6 +112,10 @@ inline Distribution distribution(Fields& f, const std::string& key, Distribution
     return v ? parse_distribution(*v, f.at(key), file, run_ms) : fallback;
 }
 
+// An external run's command elements and params, checked against what execve passes to its
+// adapter (external_parse.cpp).
+void check_adapter_launch(Fields& f, const RunSpec& r);
+
 // The "faults" array of a scenario or a run (fault_parse.cpp).
 std::vector<FaultSpec> parse_faults(const nlohmann::json& j, const std::string& path, const std::string& file,
                                     const WorkloadSpec& w);

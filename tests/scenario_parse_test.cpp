@@ -453,7 +453,7 @@ TEST(ScenarioParse, WhatCannotRepeatIsRefusedInOneLine) {
         {R"({"fault": "pause", "client": 0, "at_ms": 10, "duration_ms": {"fixed": 5}})", "faults[0].duration_ms", "give every_ms"},
         {R"({"fault": "pause", "client": 0, "at_ms": 10, "duration_ms": 5, "until_ms": 50})", "faults[0].until_ms", "only a repeating fault"},
         {R"({"fault": "pause", "client": 0, "every_ms": 0, "duration_ms": 5})", "faults[0].every_ms", "from 1 to 1000"},
-        {R"({"fault": "pause", "client": 0, "every_ms": {"exponential": 5000}, "duration_ms": 5})", "faults[0].every_ms", "each from 0 to 1000"},
+        {R"({"fault": "pause", "client": 0, "every_ms": {"exponential": 5000}, "duration_ms": 5})", "faults[0].every_ms", "each from 1 to 1000"},
         {R"({"fault": "pause", "client": 0, "every_ms": 100, "duration_ms": 5, "until_ms": 1001})", "faults[0].until_ms", "from 1 to 1000"},
         {R"({"fault": "pause", "client": 0, "every_ms": 100, "duration_ms": {"normal": 5}})", "faults[0].duration_ms", "{\"fixed\": MS}"},
         {R"({"fault": "clock", "client": 0, "every_ms": 100, "jump_ms": 50})", "faults[0].every_ms", "a jump never ends"},
@@ -464,6 +464,27 @@ TEST(ScenarioParse, WhatCannotRepeatIsRefusedInOneLine) {
         SCOPED_TRACE(c.fault);
         expect_refused(with_fault(Json::parse(c.fault)), c.field, {c.piece});
     }
+}
+
+// An interval of 0 would fire the fault again at the same instant, every time: each drawn
+// interval is at least 1 ms, so a distribution that names less (a fixed 0, a mean of 0, a
+// uniform from 0, which draws below 1 ms now and then) is refused, not floored quietly.
+TEST(ScenarioParse, ARepeatingFaultsIntervalIsAtLeastOneMillisecond) {
+    for (const char* every : {R"({"fixed": 0})", R"({"exponential": 0})", R"({"uniform": [0, 10]})",
+                              R"({"uniform": [0.5, 10]})", R"({"fixed": 0.5})"}) {
+        SCOPED_TRACE(every);
+        const Json fault = Json::parse(R"({"fault": "pause", "client": 0, "duration_ms": 5, "every_ms": )" + std::string(every) + "}");
+        expect_refused(with_fault(fault), "faults[0].every_ms", {"each from 1 to 1000", "at least 1 ms"});
+    }
+    for (const char* every : {R"({"fixed": 1})", R"({"exponential": 1})", R"({"uniform": [1, 10]})"}) {
+        SCOPED_TRACE(every);
+        const Json fault = Json::parse(R"({"fault": "pause", "client": 0, "duration_ms": 5, "every_ms": )" + std::string(every) + "}");
+        EXPECT_EQ(refusal(with_fault(fault)), "");
+    }
+    // A work time may still be 0: only an interval between occurrences has the floor.
+    Json s = base();
+    s["workload"]["think_ms"] = {{"fixed", 0}};
+    EXPECT_EQ(refusal(s), "");
 }
 
 }  // namespace repeating

@@ -90,14 +90,20 @@ inline std::string run_ends(const WorkloadSpec& w) { return "workload.duration_m
 
 // Every value a distribution names (the fixed value, both bounds, the mean) is a finite
 // number of milliseconds within the run, so that no draw is infinite or outlasts it absurdly.
+// `min_ms` above 0 (`why` says why) is the least any of them may be: a uniform's lower bound is
+// the shortest it draws, and a mean below it would draw most values shorter (each is then
+// taken as min_ms, as FaultSchedule::draw_ns does).
 inline Distribution parse_distribution(const nlohmann::json& j, const std::string& path, const std::string& file,
-                                long long run_ms) {
+                                long long run_ms, long long min_ms = 0, const std::string& why = "") {
     const std::string expected = "{\"fixed\": MS}, {\"uniform\": [MIN_MS, MAX_MS]} or {\"exponential\": MEAN_MS}, "
-                                 "each from 0 to " + std::to_string(run_ms) + " (workload.duration_ms)";
+                                 "each from " + std::to_string(min_ms) + " to " + std::to_string(run_ms) +
+                                 " (workload.duration_ms" + (why.empty() ? "" : "; " + why) + ")";
     const auto bad = [&] { throw ScenarioError(file + ": " + path + ": expected " + expected + ", got " + excerpt(j)); };
     if (!j.is_object() || j.size() != 1) bad();
     const auto& [kind, v] = *j.items().begin();
-    const auto ms = [&](const nlohmann::json& x) { return number_within(x, 0, static_cast<double>(run_ms)); };
+    const auto ms = [&](const nlohmann::json& x) {
+        return number_within(x, static_cast<double>(min_ms), static_cast<double>(run_ms));
+    };
     if (kind == "fixed" && ms(v)) return {Distribution::Kind::fixed, *ms(v), 0};
     if (kind == "exponential" && ms(v)) return {Distribution::Kind::exponential, *ms(v), 0};
     if (kind == "uniform" && v.is_array() && v.size() == 2 && ms(v[0]) && ms(v[1]) && *ms(v[0]) <= *ms(v[1]))

@@ -157,7 +157,9 @@ bool resolve_params(const std::vector<ParamSpec>& specs, const nlohmann::json& g
             return false;
         }
         if (!fits(*spec, value)) {
-            error = "." + name + ": expected " + expected(*spec) + ", got " + excerpt(value);
+            // null is no way to ask for the default: leaving the parameter out is.
+            error = "." + name + ": expected " + expected(*spec) + ", got " + excerpt(value) +
+                    (value.is_null() ? "; leave the field out for its default" : "");
             return false;
         }
     }

@@ -660,3 +660,61 @@ TEST(ScenarioParse, WhatExecveWouldRefuseIsRefusedAtParseTime) {
 }
 
 }  // namespace adapter_launch
+
+// ---- null is not "left out" (hardening) -------------------------------------------------------
+
+namespace nulls {
+
+// A field given null is refused wherever it is, in one line that says how to get the default:
+// "service": null must not quietly mean Redis, nor "renew": null no renewal.
+TEST(ScenarioParse, NullIsRefusedForEveryField) {
+    const std::vector<std::pair<const char*, const char*>> cases = {
+        {"/failure_class", "failure_class"},
+        {"/description", "description"},
+        {"/seed", "seed"},
+        {"/base_port", "base_port"},
+        {"/workload", "workload"},
+        {"/workload/clients", "workload.clients"},
+        {"/workload/sections_per_client", "workload.sections_per_client"},
+        {"/workload/work_ms", "workload.work_ms"},
+        {"/client", "client"},
+        {"/client/command_timeout_ms", "client.command_timeout_ms"},
+        {"/explore", "explore"},
+        {"/faults", "faults"},
+        {"/runs/0/service", "runs[0].service"},
+        {"/runs/0/resource_check", "runs[0].resource_check"},
+        {"/runs/0/table_row", "runs[0].table_row"},
+        {"/runs/0/renew", "runs[0].renew"},
+        {"/runs/0/nodes", "runs[0].nodes"},
+        {"/runs/0/name", "runs[0].name"},
+        {"/runs/0/params", "runs[0].params"},
+        {"/runs/0/params/ttl_ms", "runs[0].params.ttl_ms"},
+        {"/runs/0/expect", "runs[0].expect"},
+        {"/runs/0/expect/sections_completed", "runs[0].expect.sections_completed"},
+        {"/runs/0/faults", "runs[0].faults"},
+        {"/runs/0/check_lease_before_write", "runs[0].check_lease_before_write"},
+    };
+    for (const auto& [pointer, field] : cases) {
+        SCOPED_TRACE(field);
+        Json s = base();
+        s[Json::json_pointer(pointer)] = nullptr;
+        expect_refused(s, field, {"got null; leave the field out for its default"});
+    }
+    // In a fault, a renewal policy and an external run's own parameters alike.
+    const Json fault = {{"fault", "pause"}, {"at_ms", 10}, {"client", nullptr}, {"duration_ms", 5}};
+    expect_refused(with_fault(fault), "faults[0].client", {"got null; leave the field out"});
+    const Json point = {{"fault", "pause"}, {"point", nullptr}, {"at_ms", 10}, {"client", 0}, {"duration_ms", 5}};
+    expect_refused(with_fault(point), "faults[0].point", {"got null; leave the field out"});
+    Json renew = base();
+    renew["runs"][0]["renew"] = {{"every_ms", 100}, {"ttl_ms", 300}, {"mode", nullptr}};
+    expect_refused(renew, "runs[0].renew.mode", {"got null; leave the field out"});
+    Json probe = base();
+    probe["runs"] = Json::parse(R"([{"algorithm": "external", "name": "lib", "command": ["/bin/true"],
+                                     "params": {"probe_key_ttl": null}}])");
+    expect_refused(probe, "runs[0].params.probe_key_ttl", {"got null; leave the field out for its default"});
+    Json service = base();
+    service["runs"] = Json::parse(R"([{"algorithm": "external", "name": "lib", "command": ["/bin/true"], "service": null}])");
+    expect_refused(service, "runs[0].service", {"got null; leave the field out for its default"});
+}
+
+}  // namespace nulls

@@ -33,14 +33,18 @@ public:
         return path_.empty() ? excerpt_text(key) : path_ + "." + excerpt_text(key);
     }
 
-    const nlohmann::json* get(const std::string& key) {
+    // The field, or nullptr if it is left out. A field given null is refused, not taken as left
+    // out: "service": null must not quietly mean Redis. `expected` is what the caller reads it as.
+    const nlohmann::json* get(const std::string& key, const std::string& expected = "a value") {
         seen_.insert(key);
         auto it = j_.find(key);
-        return it == j_.end() || it->is_null() ? nullptr : &*it;
+        if (it != j_.end() && it->is_null())
+            fail(at(key), "expected " + expected + ", got null; leave the field out for its default");
+        return it == j_.end() ? nullptr : &*it;
     }
     template <typename T, typename Check>
     T value(const std::string& key, T fallback, Check ok, const char* expected) {
-        const nlohmann::json* v = get(key);
+        const nlohmann::json* v = get(key, expected);
         if (!v) return fallback;
         if (!ok(*v)) fail(at(key), std::string("expected ") + expected + ", got " + excerpt(*v));
         return v->get<T>();
@@ -48,14 +52,15 @@ public:
     // An integer within [min, max]; `why` says where a bound comes from (the run's length).
     long long integer(const std::string& key, long long fallback, long long min, long long max,
                       const std::string& why = "") {
-        const nlohmann::json* v = get(key);
+        const std::string expected = range_text("an integer", static_cast<double>(min), static_cast<double>(max)) +
+                                     (why.empty() ? "" : " (" + why + ")");
+        const nlohmann::json* v = get(key, expected);
         if (!v) return fallback;
         if (const auto x = integer_within(*v, min, max)) return *x;
-        fail(at(key), "expected " + range_text("an integer", static_cast<double>(min), static_cast<double>(max)) +
-                          (why.empty() ? "" : " (" + why + ")") + ", got " + excerpt(*v));
+        fail(at(key), "expected " + expected + ", got " + excerpt(*v));
     }
     double number(const std::string& key, double fallback, double min, double max) {
-        const nlohmann::json* v = get(key);
+        const nlohmann::json* v = get(key, range_text("a number", min, max));
         if (!v) return fallback;
         if (const auto x = number_within(*v, min, max)) return *x;
         fail(at(key), "expected " + range_text("a number", min, max) + ", got " + excerpt(*v));
@@ -64,7 +69,7 @@ public:
         return value<std::string>(key, fallback, [](const auto& x) { return x.is_string(); }, "a string");
     }
     std::string required_string(const std::string& key) {
-        if (!get(key)) fail(at(key), "required, expected a string");
+        if (!get(key, "a string")) fail(at(key), "required, expected a string");
         return string(key, "");
     }
     void finish() const {
@@ -114,7 +119,7 @@ inline Distribution parse_distribution(const nlohmann::json& j, const std::strin
 
 inline Distribution distribution(Fields& f, const std::string& key, Distribution fallback, const std::string& file,
                           long long run_ms) {
-    const nlohmann::json* v = f.get(key);
+    const nlohmann::json* v = f.get(key, "a distribution");
     return v ? parse_distribution(*v, f.at(key), file, run_ms) : fallback;
 }
 

@@ -151,8 +151,9 @@ Json draw_schedule(const Json& source, const std::string& run, std::uint64_t see
             f["duration_ms"] = std::max(1LL, std::min(f["duration_ms"].get<long long>(),
                                                       duration - f.value("at_ms", 0LL)));
     }
-    auto& w = s["workload"];
-    if (w.contains("start_stagger_ms")) w["start_stagger_ms"] = draw(rng, 0, 2 * w["start_stagger_ms"].get<long long>());
+    // Not s["workload"]: in a scenario without one that would add "workload": null, refused.
+    if (auto w = s.find("workload"); w != s.end() && w->contains("start_stagger_ms"))
+        (*w)["start_stagger_ms"] = draw(rng, 0, 2 * (*w)["start_stagger_ms"].get<long long>());
     s["seed"] = rng() >> 12;  // 52 bits: an exact JSON number
     // What the scenario marks as fixed goes back to its written value.
     for (const std::string& path : parsed.explore_fixed) {

@@ -3,10 +3,14 @@
 // one ScenarioError that names the file and the field and quotes at most a short excerpt.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <set>
 #include <string>
 #include <vector>
@@ -718,3 +722,56 @@ TEST(ScenarioParse, NullIsRefusedForEveryField) {
 }
 
 }  // namespace nulls
+
+// ---- the file itself (hardening) --------------------------------------------------------------
+
+namespace file {
+
+std::string load_refusal(const fs::path& file) {
+    try {
+        load_scenario(file);
+    } catch (const ScenarioError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+// JSON leaves duplicate keys to the reader, and nlohmann keeps the last: a second "ttl_ms"
+// would quietly win over the first. Refused, naming the key's place.
+TEST(ScenarioParse, ADuplicateKeyIsRefusedNamingItsPath) {
+    const fs::path dir = temp_dir("duplicate");
+    const auto write = [&](const std::string& text) {
+        const fs::path f = dir / "dup.json";
+        std::ofstream(f) << text;
+        return f;
+    };
+    fs::path f = write(R"({"name": "a", "name": "b", "runs": [{"algorithm": "setnx"}]})");
+    EXPECT_EQ(load_refusal(f), f.string() + ": name: duplicate key (each key may appear once in an object)");
+    f = write(R"({"name": "a", "runs": [{"algorithm": "setnx"}, {"algorithm": "token-lua", "params": {"ttl_ms": 100, "fence": true, "ttl_ms": 200}}]})");
+    EXPECT_EQ(load_refusal(f), f.string() + ": runs[1].params.ttl_ms: duplicate key (each key may appear once in an object)");
+    f = write(R"({"name": "a", "faults": [[], {"fault": "kill", "point": "after_acquire", "fault": "kill"}], "runs": [{"algorithm": "setnx"}]})");
+    EXPECT_EQ(load_refusal(f), f.string() + ": faults[1].fault: duplicate key (each key may appear once in an object)");
+    // The same key in two objects is no duplicate.
+    f = write(R"({"name": "a", "runs": [{"algorithm": "setnx", "params": {"ttl_ms": 100}}, {"algorithm": "getset", "params": {"ttl_ms": 100}}]})");
+    EXPECT_EQ(load_refusal(f), "");
+    fs::remove_all(dir);
+}
+
+// A FIFO would block the reader until someone writes to it: refused before it is opened.
+// (Should the reader open it all the same, the test writes nothing to it and closes it, so that
+// the load ends and fails rather than hang.)
+TEST(ScenarioParse, AFifoIsNotAScenarioFile) {
+    const fs::path dir = temp_dir("fifo");
+    const fs::path fifo = dir / "scenario.json";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    auto loading = std::async(std::launch::async, [&] { return load_refusal(fifo); });
+    if (loading.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
+        ADD_FAILURE() << "the reader blocked on the FIFO";
+        ::close(::open(fifo.c_str(), O_WRONLY | O_NONBLOCK));
+    }
+    const std::string m = loading.get();
+    EXPECT_EQ(m.rfind(fifo.string() + ": not a regular file", 0), 0u) << m;
+    fs::remove_all(dir);
+}
+
+}  // namespace file

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "analysis/metrics.h"
+#include "sim/engine/json_input.h"
 #include "sim/engine/scenario_fields.h"
 
 namespace lockbench {
@@ -361,33 +362,14 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& file) {
 
 namespace {
 
-// The file as JSON, refusing in one line what would otherwise end in an exception text or a
-// crash: a folder, a file of absurd size, nesting deep enough to exhaust the stack of every
-// recursive walk over the value afterwards.
+// The file as JSON, refusing in one line what would otherwise end in an exception text, a
+// crash, a hang or a silent misreading (json_input.h: not a regular file, over 1 MiB, not
+// JSON, nested over 64 levels, a key given twice).
 nlohmann::json read_scenario_json(const std::filesystem::path& file) {
-    constexpr std::uintmax_t kMaxBytes = 1 << 20;
-    constexpr int kMaxDepth = 64;
-    std::error_code ec;
-    if (std::filesystem::is_directory(file, ec))
-        throw ScenarioError(file.string() + ": a folder, not a scenario file (name one of its .json files)");
-    const std::uintmax_t bytes = std::filesystem::file_size(file, ec);
-    if (!ec && bytes > kMaxBytes)
-        throw ScenarioError(file.string() + ": " + std::to_string(bytes) + " bytes; a scenario file is at most 1 MiB");
-    std::ifstream in(file);
-    if (!in) throw ScenarioError(file.string() + ": cannot open");
-    const auto limit_depth = [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
-        if (depth > kMaxDepth)
-            throw ScenarioError(file.string() + ": nested more than " + std::to_string(kMaxDepth) + " levels deep");
-        return true;
-    };
     try {
-        return nlohmann::json::parse(in, limit_depth);
-    } catch (const nlohmann::json::exception& e) {
-        // "[json.exception.parse_error.101] parse error at line 1, column 9: ...; last read: '...'"
-        const std::string what = e.what();
-        throw ScenarioError(file.string() + ": not valid JSON: " + excerpt_text(what.substr(what.find(']') + 2), 160));
-    } catch (const std::ios_base::failure& e) {
-        throw ScenarioError(file.string() + ": cannot read: " + e.code().message());
+        return read_json_input(file, {.max_bytes = 1 << 20, .max_depth = 64, .kind = "scenario file"});
+    } catch (const JsonInputError& e) {
+        throw ScenarioError(e.what());
     }
 }
 

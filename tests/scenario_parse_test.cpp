@@ -410,6 +410,16 @@ TEST(ScenarioParse, ABadRenewalPolicyIsOneLineNamingTheField) {
     expect_refused(with_renew(Json::array()), "runs[0].renew", {"expected an object"});
 }
 
+// A period is bounded as every_ms is, an hour: a fraction of an hour-long TTL may not make it
+// a hundred hours.
+TEST(ScenarioParse, ARenewalPeriodIsAtMostAnHour) {
+    expect_refused(with_renew({{"fraction", 100}, {"ttl_ms", 3'600'000}}), "runs[0].renew.fraction",
+                   {"at most 3600000 ms", "360000000"});
+    expect_refused(with_renew({{"fraction", 1.5}, {"ttl_ms", 3'600'000}}), "runs[0].renew.fraction", {"at most 3600000 ms"});
+    EXPECT_EQ(refusal(with_renew({{"fraction", 1}, {"ttl_ms", 3'600'000}})), "");
+    EXPECT_EQ(refusal(with_renew({{"fraction", 100}, {"ttl_ms", 36'000}})), "");
+}
+
 }  // namespace renewal
 
 // ---- the repeating nemesis (issue 16) ---------------------------------------------------------

@@ -1,6 +1,7 @@
 #include "sim/engine/scenario.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -158,6 +159,9 @@ RenewSpec parse_renew(const nlohmann::json& j, const std::string& path, const st
     if (r.every_ms.has_value() == r.fraction.has_value())
         f.fail(f.at("every_ms"), "give exactly one of every_ms (the period) and fraction (the period as a share of ttl_ms)");
     if (r.period_ms() < 1) f.fail(f.at("fraction"), "the period (fraction * ttl_ms) must be at least 1 ms");
+    if (r.period_ms() > kMaxDurationMs)  // as every_ms: a fraction of an hour-long ttl_ms could make it 100 hours
+        f.fail(f.at("fraction"), "the period (fraction * ttl_ms) must be at most 3600000 ms (an hour), got " +
+                                     std::to_string(std::llround(r.period_ms())) + " ms");
     const std::string mode = f.string("mode", "add");
     if (mode != "add" && mode != "replace") f.fail(f.at("mode"), "expected \"add\" or \"replace\", got " + quoted_excerpt(mode));
     r.replace = mode == "replace";

@@ -213,6 +213,27 @@ TEST_F(ExternalTest, AnAdaptersOwnWordsAreCutAndEscapedInAMessage) {
     EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << "an escape sequence reached the terminal";
 }
 
+// A field of the wrong type is the adapter's doing, told as such: a "ready" that is not true or
+// false breaks the protocol in one line naming the adapter, and an "error" that is not a string
+// is kept as its JSON text. Neither ends in nlohmann's type_error failing the whole run.
+TEST_F(ExternalTest, AnAnswerFieldOfTheWrongTypeIsNoCrash) {
+    const fs::path out = dir() / "out";
+    const Result ready = run({"run", scenario(R"json({"algorithm": "external", "name": "typed", "command": ["/usr/bin/python3", "-c",
+        "import json; print(json.dumps({'ready': 'yes'}), flush=True)"]})json").string(), "--out", out.string()});
+    EXPECT_EQ(ready.exit_code(), 2) << ready.describe();
+    ASSERT_EQ(lines_of(ready.err).size(), 1u) << ready.describe();
+    EXPECT_NE(ready.err.find("): its first line should be {\"ready\": true, \"library\": ...}; the last thing it printed: "
+                             "{\"ready\": \"yes\"}"), std::string::npos) << ready.describe();
+
+    const Result error = run({"run", scenario(R"json({"algorithm": "external", "name": "typed", "command": ["/usr/bin/python3", "-c",
+        "import json, sys; print(json.dumps({'ready': True}), flush=True); [print(json.dumps({'ok': False, 'error': 42}), flush=True) for _ in sys.stdin]"]})json",
+                                              "", 1, 300).string(), "--out", out.string()});
+    EXPECT_EQ(error.exit_code(), 0) << error.describe();
+    const std::string history = read_text(out / "runs" / "typed" / "history" / "client-0.jsonl");
+    EXPECT_NE(history.find(R"("op":"acquire","type":"fail")"), std::string::npos) << history.substr(0, 400);
+    EXPECT_NE(history.find(R"("detail":"42")"), std::string::npos) << history.substr(0, 400);
+}
+
 TEST_F(ExternalTest, ScenarioErrorsNameTheField) {
     expect_rejected(R"({"name": "x", "runs": [{"algorithm": "external", "name": "lib"}]})", {"runs[0].command", "required"});
     expect_rejected(R"({"name": "x", "runs": [{"algorithm": "external", "name": "lib", "command": "python3 a.py"}]})",

@@ -26,6 +26,14 @@ using namespace std::chrono_literals;
 // characters and made printable (lockimpl/params.h), it stays one readable line.
 std::string adapter_text(const std::string& s) { return excerpt_text(s, 200); }
 
+// An answer's "error", for the history: whatever JSON the adapter put there, as text (a number
+// there is the adapter's odd choice, not a reason to fail the client).
+std::string error_of(const nlohmann::json& answer, const char* otherwise) {
+    const auto error = answer.find("error");
+    if (error == answer.end()) return otherwise;
+    return adapter_text(error->is_string() ? error->get<std::string>() : error->dump());
+}
+
 std::string describe_status(int status) {
     if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
     if (WIFSIGNALED(status)) return std::string("was killed by ") + strsignal(WTERMSIG(status));
@@ -126,10 +134,11 @@ ExternalLock::ExternalLock(AdapterSpec spec, std::string key, long long ttl_ms)
         const std::string line = read_line(std::chrono::steady_clock::now() + ready_wait, ready_wait,
                                            "its first line, {\"ready\": true, ...}");
         nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-        if (j.is_object() && j.value("ready", true) == false && j.contains("error") && j.at("error").is_string())
+        // Only true or false is an answer ("ready": "yes" breaks the protocol; value() would throw).
+        const bool said = j.is_object() && j.contains("ready") && j.at("ready").is_boolean();
+        if (said && !j.at("ready").get<bool>() && j.contains("error") && j.at("error").is_string())
             fail("not ready: " + adapter_text(j.at("error").get<std::string>()), false);
-        if (j.is_discarded() || !j.is_object() || j.value("ready", false) != true)
-            fail("its first line should be {\"ready\": true, \"library\": ...}");
+        if (!said || !j.at("ready").get<bool>()) fail("its first line should be {\"ready\": true, \"library\": ...}");
         return j;
     }();
     // Recorded in run.json and shown in the report's table: one line of sane length too.
@@ -260,7 +269,7 @@ nlohmann::json ExternalLock::call(const nlohmann::json& request) {
 AcquireResult ExternalLock::try_acquire(Env& env) {
     const Instant start = env.now();
     const nlohmann::json r = call({{"op", "acquire"}, {"key", key_}, {"ttl_ms", ttl_ms_}, {"wait_ms", 0}});
-    if (!r.at("ok").get<bool>()) return AcquireResult::fail(adapter_text(r.value("error", std::string("not acquired"))));
+    if (!r.at("ok").get<bool>()) return AcquireResult::fail(error_of(r, "not acquired"));
     Lease lease;
     if (r.contains("token") && r.at("token").is_string()) lease.token = r.at("token");
     // The store fences on the library's token only when the run says so ("fence": true).
@@ -280,7 +289,7 @@ AcquireResult ExternalLock::try_acquire(Env& env) {
 
 ReleaseResult ExternalLock::release(Env&, const Lease&) {
     const nlohmann::json r = call({{"op", "release"}, {"key", key_}});
-    if (!r.at("ok").get<bool>()) return {Outcome::fail, {}, adapter_text(r.value("error", std::string("not released")))};
+    if (!r.at("ok").get<bool>()) return {Outcome::fail, {}, error_of(r, "not released")};
     // Only what the adapter reports as removed counts (the foreign-release check reads it).
     std::vector<NodeId> removed;
     if (r.contains("removed_on") && r.at("removed_on").is_array())
@@ -302,7 +311,7 @@ ExtendResult ExternalLock::extend(Env& env, const Lease&, Duration ttl, ExtendMo
         gone.final = true;
         return gone;
     }
-    if (!r.at("ok").get<bool>()) return {Outcome::fail, {}, {}, adapter_text(r.value("error", std::string("not extended")))};
+    if (!r.at("ok").get<bool>()) return {Outcome::fail, {}, {}, error_of(r, "not extended")};
     ExtendResult out{Outcome::ok, {}, {}, ""};
     if (r.contains("validity_ms") && r.at("validity_ms").is_number())
         out.valid_until = start + std::chrono::duration_cast<Duration>(

@@ -280,6 +280,17 @@ ChildProcess& ChildProcess::operator=(ChildProcess&& other) noexcept {
 
 bool ChildProcess::running() {
     if (pid_ <= 0 || status_) return false;
+    // Looked at without reaping: while it is a zombie its pid still names its group, so the
+    // rest of the group can be killed without striking a stranger who got the pid since. What
+    // it started of its own (an adapter's `java` or `go` child, a shell's job) is in that
+    // group, and would otherwise live on with no parent.
+    siginfo_t info{};
+    int exited;
+    do {
+        exited = waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT);
+    } while (exited < 0 && errno == EINTR);
+    if (exited == 0 && info.si_pid == 0) return true;
+    if (exited == 0) ::kill(-pid_, SIGKILL);
     int status = 0;
     const pid_t r = waitpid_retrying(pid_, &status, WNOHANG);
     if (r == 0) return true;
@@ -346,6 +357,32 @@ void install_cleanup_on_signals() {
         sigfillset(&action.sa_mask);  // one cleanup at a time
         sigaction(sig, &action, nullptr);
     }
+}
+
+void kill_own_group_when_gone() {
+    const pid_t group = getpgrp();
+    if (group != getpid()) return;  // someone else's group (a shell's job): not ours to kill
+    int fds[2];
+    // Close-on-exec: the write end stays in this process alone, not in what it starts.
+    if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+    const pid_t guard = fork();
+    if (guard < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
+    if (guard == 0) {
+        // A group of its own, so that a pause of ours does not stop it; none of our
+        // descriptors but the read end (a connection it kept would never close).
+        setpgid(0, 0);
+        prctl(PR_SET_NAME, "lockbench-guard");
+        dup2(fds[0], 3);
+        close_range(4, ~0U, 0);
+        char byte;
+        while (read(3, &byte, 1) < 0 && errno == EINTR) {
+        }
+        // End of file: the process is gone. Its pid stays the group's while a member lives;
+        // were none left, the pid would have to come round to a new group in this instant.
+        ::kill(-group, SIGKILL);
+        _exit(0);
+    }
+    close(fds[0]);
 }
 
 namespace {

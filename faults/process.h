@@ -60,6 +60,15 @@ std::optional<std::string> find_on_path(const std::string& program);
 // then re-raise the signal, so an interrupted run leaves nothing behind.
 void install_cleanup_on_signals();
 
+// For a child that starts programs of its own (a `lockbench client` and its adapter): once
+// this process is gone, however it ended (an exit, its parent-death SIGKILL, even while its
+// group is stopped), its whole process group is SIGKILLed, so that what those programs
+// started in turn (a launcher's `java`, a shell's job), which no parent-death signal reaches,
+// dies with it. A guard process outside the group (a pause does not stop it) waits for the
+// end of a pipe that only this process holds. Call it before any other thread starts (it
+// forks); it does nothing unless this process leads its own group, as spawn() makes it.
+void kill_own_group_when_gone();
+
 // A fresh per-run folder under $TMPDIR (default /tmp), "lockbench.<pid>.XXXXXX". Folders left
 // by earlier runs whose process is gone (killed with SIGKILL) are removed first.
 std::filesystem::path make_run_temp_dir();

@@ -37,6 +37,47 @@ bool fits(const ParamSpec& s, const nlohmann::json& v) {
     return false;
 }
 
+// ---- text a terminal shows as it is ------------------------------------------------------------
+
+// One UTF-8 sequence: its code point, or -1 for a byte that starts no valid sequence (a stray
+// continuation byte, an overlong form, a surrogate, beyond U+10FFFF), which is then one byte long.
+struct CodePoint {
+    long value;
+    size_t length;
+};
+
+CodePoint next_code_point(std::string_view s, size_t at) {
+    const auto byte = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
+    const unsigned char lead = byte(at);
+    if (lead < 0x80) return {lead, 1};
+    const size_t length = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 0;
+    if (length == 0 || at + length > s.size()) return {-1, 1};
+    long value = lead & (0x3F >> (length - 1));
+    for (size_t i = 1; i < length; ++i) {
+        if ((byte(at + i) & 0xC0) != 0x80) return {-1, 1};
+        value = (value << 6) | (byte(at + i) & 0x3F);
+    }
+    static constexpr long smallest[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (value < smallest[length] || value > 0x10FFFF || (value >= 0xD800 && value <= 0xDFFF)) return {-1, 1};
+    return {value, length};
+}
+
+// What a terminal would not show as a character of its own: C0 and C1 controls and DEL (an
+// escape sequence, a carriage return that overwrites the line), the bidirectional controls
+// (U+202E shows what follows backwards), line and paragraph separators, and the invisible
+// zero-width characters and byte order mark (two names that print the same).
+bool unprintable(long c) {
+    return c < 0x20 || (c >= 0x7F && c <= 0x9F) || c == 0x061C || (c >= 0x200B && c <= 0x200F) ||
+           (c >= 0x2028 && c <= 0x202E) || (c >= 0x2060 && c <= 0x2069) || c == 0xFEFF;
+}
+
+std::string hex_escape(const char* prefix, unsigned value, int digits) {
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string out = prefix;
+    for (int shift = 4 * (digits - 1); shift >= 0; shift -= 4) out += hex[(value >> shift) & 0xF];
+    return out;
+}
+
 }  // namespace
 
 std::optional<long long> integer_within(const nlohmann::json& v, long long min, long long max) {
@@ -71,10 +112,33 @@ std::string excerpt(const nlohmann::json& v) {
 }
 
 std::string excerpt_text(const std::string& text, size_t max_chars) {
-    if (text.size() <= max_chars) return text;
+    if (text.size() <= max_chars) return printable_text(text);
     size_t cut = max_chars;
     while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 character
-    return text.substr(0, cut) + "... (" + std::to_string(text.size()) + " characters)";
+    // Cut first, then escape: an escape is never cut in half, and the count is of what was given.
+    return printable_text(std::string_view(text).substr(0, cut)) + "... (" + std::to_string(text.size()) + " characters)";
+}
+
+bool has_unprintable(std::string_view text) {
+    for (size_t at = 0; at < text.size();) {
+        const CodePoint c = next_code_point(text, at);
+        if (c.value < 0 || unprintable(c.value)) return true;
+        at += c.length;
+    }
+    return false;
+}
+
+std::string printable_text(std::string_view text) {
+    std::string out;
+    out.reserve(text.size());
+    for (size_t at = 0; at < text.size();) {
+        const CodePoint c = next_code_point(text, at);
+        if (c.value < 0) out += hex_escape("\\x", static_cast<unsigned char>(text[at]), 2);
+        else if (unprintable(c.value)) out += hex_escape("\\u", static_cast<unsigned>(c.value), 4);
+        else out.append(text.substr(at, c.length));
+        at += c.length;
+    }
+    return out;
 }
 
 bool resolve_params(const std::vector<ParamSpec>& specs, const nlohmann::json& given,
@@ -93,7 +157,9 @@ bool resolve_params(const std::vector<ParamSpec>& specs, const nlohmann::json& g
             return false;
         }
         if (!fits(*spec, value)) {
-            error = "." + name + ": expected " + expected(*spec) + ", got " + excerpt(value);
+            // null is no way to ask for the default: leaving the parameter out is.
+            error = "." + name + ": expected " + expected(*spec) + ", got " + excerpt(value) +
+                    (value.is_null() ? "; leave the field out for its default" : "");
             return false;
         }
     }

@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -24,9 +25,15 @@ std::optional<double> number_within(const nlohmann::json& v, double min, double 
 // "an integer from 1 to 64", "an integer >= 0", "a number from 0 to 1".
 std::string range_text(const char* kind, double min, double max);
 // A value for a one-line message: its JSON text cut to 60 characters, so that a 50 MB string
-// or a deep array is never printed whole.
+// or a deep array is never printed whole, and made printable (printable_text), so that nothing
+// in it reorders, hides or rewrites what a terminal shows.
 std::string excerpt(const nlohmann::json& v);
 std::string excerpt_text(const std::string& text, size_t max_chars = 60);  // the same for plain text
+// `text` with every control character (C0, DEL, C1), bidirectional control (U+202E and its
+// kin), line or paragraph separator and zero-width character written as \uXXXX, and every
+// byte that is not UTF-8 as \xHH; all else as it is.
+std::string printable_text(std::string_view text);
+bool has_unprintable(std::string_view text);  // printable_text would change it
 
 struct ParamSpec {
     enum class Type { boolean, integer, number, choice };

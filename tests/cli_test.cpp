@@ -594,4 +594,108 @@ TEST_F(LifetimeTest, SigintLeavesNoRedisServerOrClient) {
     EXPECT_FALSE(fs::exists(dir() / "out" / "summary.json")) << r.describe();
 }
 
+// An adapter that starts a program of its own, as a `java` or `go` launcher does: here a
+// shell that starts `sleep 1000`, then becomes the redis-py adapter (or a broken one). The
+// sleep is in its client's process group, which no parent-death signal reaches: it must die
+// with the run all the same, however the run or the adapter ends.
+class AdapterChildTest : public LifetimeTest {
+protected:
+    // Every process lockbench starts inherits this, the sleeps too: they are told apart from
+    // other tests' by it.
+    std::string marker() const { return "LOCKBENCH_TEST_MARKER=" + dir().string(); }
+
+    std::unique_ptr<Tool> start_run(int duration_ms, const std::string& adapter = "adapters/redis_py_lock.py",
+                                    const std::string& faults = "[]") {
+        const std::string runs = R"([{"algorithm": "external", "name": "launcher", "command": ["/bin/sh", "-c",
+            "sleep 1000 & exec /usr/bin/python3 )" + adapter + R"("], "faults": )" + faults + "}]";
+        const fs::path file = write_file("launcher.json", scenario(2, duration_ms, runs));
+        ToolOptions opts;
+        opts.set_env.emplace("LOCKBENCH_TEST_MARKER", dir().string());
+        return start({"run", file.string(), "--out", (dir() / "out").string()}, opts);
+    }
+
+    // The live processes named `comm` that carry our marker (and `also`, if given).
+    std::vector<ProcInfo> marked(const std::string& comm, const std::string& also = "") {
+        std::vector<ProcInfo> found;
+        std::error_code ec;
+        for (const auto& e : fs::directory_iterator("/proc", ec)) {
+            const std::string name = e.path().filename().string();
+            if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+            const auto p = read_proc(static_cast<pid_t>(std::stol(name)));
+            if (!p || p->comm != comm || gone(*p)) continue;
+            std::string env = read_text(e.path() / "environ");
+            std::replace(env.begin(), env.end(), '\0', '\n');
+            const std::vector<std::string> vars = lines_of(env);
+            const auto has = [&](const std::string& v) { return std::find(vars.begin(), vars.end(), v) != vars.end(); };
+            if (has(marker()) && (also.empty() || has(also))) found.push_back(*p);
+        }
+        return found;
+    }
+
+    // Waits (up to 20 s) until both clients' adapters are up, with their sleeps.
+    bool wait_for_both_adapters(Tool& tool) {
+        const auto deadline = std::chrono::steady_clock::now() + 20s;
+        while (tool.running() && std::chrono::steady_clock::now() < deadline) {
+            if (!marked("python3", "LOCKBENCH_CLIENT=0").empty() && !marked("python3", "LOCKBENCH_CLIENT=1").empty() &&
+                !marked("sleep", "LOCKBENCH_CLIENT=0").empty() && !marked("sleep", "LOCKBENCH_CLIENT=1").empty())
+                return true;
+            std::this_thread::sleep_for(20ms);
+        }
+        return false;
+    }
+
+    // No sleep of ours left, 5 s after lockbench ended (TearDown kills any left).
+    void expect_no_sleep_left() {
+        std::vector<ProcInfo> left;
+        const auto deadline = std::chrono::steady_clock::now() + 5s;
+        for (;;) {
+            reap_children();
+            left = marked("sleep");
+            if (left.empty() || std::chrono::steady_clock::now() >= deadline) break;
+            std::this_thread::sleep_for(20ms);
+        }
+        seen_.insert(seen_.end(), left.begin(), left.end());
+        EXPECT_TRUE(left.empty()) << "an adapter's own child outlived the run:\n" << describe(left);
+    }
+};
+
+TEST_F(AdapterChildTest, ARunThatEndsWellLeavesNoAdaptersChildBehind) {
+    const Result r = start_run(500)->finish();
+    EXPECT_EQ(r.exit_code(), 0) << r.describe();
+    expect_no_sleep_left();
+}
+
+TEST_F(AdapterChildTest, AnAdapterThatFailsLeavesNoChildBehind) {
+    const std::string bad = (fs::path(LOCKBENCH_SOURCE_DIR) / "tests" / "data" / "bad_adapter.py").string();
+    const Result r = start_run(500, bad + " crash")->finish();
+    EXPECT_EQ(r.exit_code(), 1) << "its clients failed\n" << r.describe();
+    expect_no_sleep_left();
+}
+
+// Client 0 is paused (its group stopped, its adapter's sleep with it) when lockbench is killed.
+TEST_F(AdapterChildTest, SigkillOfLockbenchLeavesNoAdaptersChildBehindEvenPaused) {
+    auto tool = start_run(10000, "adapters/redis_py_lock.py",
+                          R"([{"fault": "pause", "at_ms": 100, "client": 0, "duration_ms": 9000}])");
+    ASSERT_TRUE(wait_for_both_adapters(*tool)) << tool->finish(1s).describe();
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    std::vector<ProcInfo> paused;
+    while (paused.empty() && std::chrono::steady_clock::now() < deadline) {
+        for (const auto& p : marked("sleep", "LOCKBENCH_CLIENT=0"))
+            if (p.state == 'T') paused.push_back(p);
+        std::this_thread::sleep_for(20ms);
+    }
+    ASSERT_FALSE(paused.empty()) << "client 0's adapter's sleep was never seen stopped";
+    ASSERT_EQ(::kill(tool->pid(), SIGKILL), 0);
+    tool->finish(10s);
+    expect_no_sleep_left();
+}
+
+TEST_F(AdapterChildTest, SigintOfLockbenchLeavesNoAdaptersChildBehind) {
+    auto tool = start_run(10000);
+    ASSERT_TRUE(wait_for_both_adapters(*tool)) << tool->finish(1s).describe();
+    ASSERT_EQ(::kill(tool->pid(), SIGINT), 0);
+    tool->finish(10s);
+    expect_no_sleep_left();
+}
+
 }  // namespace

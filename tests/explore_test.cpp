@@ -163,6 +163,18 @@ TEST_F(CliTest, ExploreRefusesABadBudgetOrShardInOneLine) {
     EXPECT_FALSE(fs::exists(fs::path(out) / "explore.json"));
 }
 
+// A scenario may leave "workload" out for its defaults; the search and its shrinking take it so
+// (they used to write "workload": null into the schedules, or look for a workload that is not there).
+TEST_F(CliTest, ExploreTakesAScenarioWithoutAWorkload) {
+    const fs::path file = write_file("defaults.json", R"({"name": "defaults", "explore": {"fixed": ["workload.start_stagger_ms"]},
+        "faults": [{"fault": "pause", "point": "after_acquire", "duration_ms": 600}],
+        "runs": [{"algorithm": "token-lua", "params": {"ttl_ms": 300}}]})");
+    const fs::path out = dir() / "out";
+    const Result r = run({"explore", file.string(), "--schedules", "4", "--jobs", "1", "--out", out.string()});
+    ASSERT_EQ(r.exit_code(), 0) << r.describe();
+    EXPECT_EQ(read_json(out / "explore.json").at("schedules_run"), 4);
+}
+
 // Bounded by time alone, a search runs until its time is up and then writes what it found.
 TEST_F(CliTest, ExploreBoundedBySecondsAloneEndsAndWrites) {
     const fs::path file = write_file("small.json", kSmall);

@@ -181,6 +181,59 @@ TEST_F(ExternalTest, AnAdapterThatCannotStartFailsTheRunInOneLine) {
         << missing.describe();
 }
 
+// The ready line may take max(op timeout, 10 s): a message about it names the wait it had,
+// not the op timeout (here 300 ms) that it did not.
+TEST_F(ExternalTest, AnAdapterThatNeverSaysReadyIsToldTheWaitItHad) {
+    const fs::path out = dir() / "out";
+    const Result r = run({"run", scenario(R"({"algorithm": "external", "name": "mute", "command": ["/bin/sh", "-c", "exec sleep 60"]})",
+                                          R"( "client": {"command_timeout_ms": 30},)")
+                                     .string(),
+                          "--out", out.string()});
+    EXPECT_EQ(r.exit_code(), 2) << r.describe();
+    ASSERT_EQ(lines_of(r.err).size(), 1u) << r.describe();
+    EXPECT_NE(r.err.find("run mute: adapter mute (/bin/sh -c exec sleep 60): no answer within 10000 ms (waiting for "
+                         "its first line, {\"ready\": true, ...}); it printed nothing"),
+              std::string::npos)
+        << r.describe();
+    EXPECT_FALSE(fs::exists(out / "summary.json"));
+}
+
+// What an adapter says is its to choose: 3 MB of error, an escape sequence. A message quotes
+// 200 characters of it, as text.
+TEST_F(ExternalTest, AnAdaptersOwnWordsAreCutAndEscapedInAMessage) {
+    const fs::path out = dir() / "out";
+    const Result r = run({"run", scenario(R"json({"algorithm": "external", "name": "loud", "command": ["/usr/bin/python3", "-c",
+        "import json; print(json.dumps({'ready': False, 'error': '\\u001b[2J' + 'x' * 3000000}))"]})json").string(),
+                          "--out", out.string()});
+    EXPECT_EQ(r.exit_code(), 2) << r.describe().substr(0, 2000);
+    ASSERT_EQ(lines_of(r.err).size(), 1u) << r.describe().substr(0, 2000);
+    EXPECT_LT(r.err.size(), 1000u) << r.err.substr(0, 2000);
+    EXPECT_NE(r.err.find("not ready: \\u001b[2Jxxx"), std::string::npos) << r.err.substr(0, 2000);
+    EXPECT_NE(r.err.find("xxx... (3000004 characters)"), std::string::npos) << r.err.substr(0, 2000);
+    EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << "an escape sequence reached the terminal";
+}
+
+// A field of the wrong type is the adapter's doing, told as such: a "ready" that is not true or
+// false breaks the protocol in one line naming the adapter, and an "error" that is not a string
+// is kept as its JSON text. Neither ends in nlohmann's type_error failing the whole run.
+TEST_F(ExternalTest, AnAnswerFieldOfTheWrongTypeIsNoCrash) {
+    const fs::path out = dir() / "out";
+    const Result ready = run({"run", scenario(R"json({"algorithm": "external", "name": "typed", "command": ["/usr/bin/python3", "-c",
+        "import json; print(json.dumps({'ready': 'yes'}), flush=True)"]})json").string(), "--out", out.string()});
+    EXPECT_EQ(ready.exit_code(), 2) << ready.describe();
+    ASSERT_EQ(lines_of(ready.err).size(), 1u) << ready.describe();
+    EXPECT_NE(ready.err.find("): its first line should be {\"ready\": true, \"library\": ...}; the last thing it printed: "
+                             "{\"ready\": \"yes\"}"), std::string::npos) << ready.describe();
+
+    const Result error = run({"run", scenario(R"json({"algorithm": "external", "name": "typed", "command": ["/usr/bin/python3", "-c",
+        "import json, sys; print(json.dumps({'ready': True}), flush=True); [print(json.dumps({'ok': False, 'error': 42}), flush=True) for _ in sys.stdin]"]})json",
+                                              "", 1, 300).string(), "--out", out.string()});
+    EXPECT_EQ(error.exit_code(), 0) << error.describe();
+    const std::string history = read_text(out / "runs" / "typed" / "history" / "client-0.jsonl");
+    EXPECT_NE(history.find(R"("op":"acquire","type":"fail")"), std::string::npos) << history.substr(0, 400);
+    EXPECT_NE(history.find(R"("detail":"42")"), std::string::npos) << history.substr(0, 400);
+}
+
 TEST_F(ExternalTest, ScenarioErrorsNameTheField) {
     expect_rejected(R"({"name": "x", "runs": [{"algorithm": "external", "name": "lib"}]})", {"runs[0].command", "required"});
     expect_rejected(R"({"name": "x", "runs": [{"algorithm": "external", "name": "lib", "command": "python3 a.py"}]})",

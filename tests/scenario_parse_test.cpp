@@ -3,10 +3,14 @@
 // one ScenarioError that names the file and the field and quotes at most a short excerpt.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <set>
 #include <string>
 #include <vector>
@@ -49,7 +53,7 @@ std::string refusal(const Json& j) {
 // Refused in one short line that names the file and `field` and contains each of `pieces`.
 void expect_refused(const Json& j, const std::string& field, const std::vector<std::string>& pieces = {}) {
     const std::string m = refusal(j);
-    ASSERT_FALSE(m.empty()) << "accepted: " << j.dump();
+    ASSERT_FALSE(m.empty()) << "accepted: " << j.dump().substr(0, 400);
     EXPECT_EQ(m.rfind(std::string(kFile) + ": " + field, 0), 0u) << m;
     EXPECT_EQ(m.find('\n'), std::string::npos) << m;
     EXPECT_LT(m.size(), 400u) << m.substr(0, 400);
@@ -232,6 +236,26 @@ TEST(ScenarioParse, AMessageQuotesOnlyAnExcerptOfAValue) {
     expect_refused(s, "runs[0].params.ttl_ms", {"expected an integer from 1 to 3600000"});
 }
 
+// A name, a key or a value quoted in a message is shown as text, never acted on by the
+// terminal: U+202E would print what follows backwards, an escape sequence would recolour or
+// erase the line, a byte that is not UTF-8 would garble it.
+TEST(ScenarioParse, AMessageEscapesControlAndBidiCharacters) {
+    const std::string rlo = "\u202E";
+    Json s = base();
+    s["name"] = "report" + rlo + "fdp.exe";
+    expect_refused(s, "name", {"report\\u202efdp.exe"});
+    EXPECT_EQ(refusal(s).find(rlo), std::string::npos) << refusal(s);
+    s = base();
+    s["runs"][0]["\x1b[2K\x1b[31mnme"] = 1;  // an unknown field's own name
+    expect_refused(s, "runs[0].\\u001b[2K\\u001b[31mnme", {"unknown field"});
+    s = base();
+    s["runs"][0]["algorithm"] = "set\u0085nx" + rlo;  // C1 NEL, which JSON text keeps as it is
+    expect_refused(s, "runs[0].algorithm", {"\"set\\u0085nx\\u202e\""});
+    s = base();
+    s["lock\xff"] = 1;  // not UTF-8
+    expect_refused(s, "lock\\xff", {"unknown field"});
+}
+
 TEST(ScenarioParse, AFileOfAbsurdSizeIsRefused) {
     const fs::path dir = temp_dir("size");
     const fs::path file = dir / "big.json";
@@ -386,6 +410,16 @@ TEST(ScenarioParse, ABadRenewalPolicyIsOneLineNamingTheField) {
     expect_refused(with_renew(Json::array()), "runs[0].renew", {"expected an object"});
 }
 
+// A period is bounded as every_ms is, an hour: a fraction of an hour-long TTL may not make it
+// a hundred hours.
+TEST(ScenarioParse, ARenewalPeriodIsAtMostAnHour) {
+    expect_refused(with_renew({{"fraction", 100}, {"ttl_ms", 3'600'000}}), "runs[0].renew.fraction",
+                   {"at most 3600000 ms", "360000000"});
+    expect_refused(with_renew({{"fraction", 1.5}, {"ttl_ms", 3'600'000}}), "runs[0].renew.fraction", {"at most 3600000 ms"});
+    EXPECT_EQ(refusal(with_renew({{"fraction", 1}, {"ttl_ms", 3'600'000}})), "");
+    EXPECT_EQ(refusal(with_renew({{"fraction", 100}, {"ttl_ms", 36'000}})), "");
+}
+
 }  // namespace renewal
 
 // ---- the repeating nemesis (issue 16) ---------------------------------------------------------
@@ -433,7 +467,7 @@ TEST(ScenarioParse, WhatCannotRepeatIsRefusedInOneLine) {
         {R"({"fault": "pause", "client": 0, "at_ms": 10, "duration_ms": {"fixed": 5}})", "faults[0].duration_ms", "give every_ms"},
         {R"({"fault": "pause", "client": 0, "at_ms": 10, "duration_ms": 5, "until_ms": 50})", "faults[0].until_ms", "only a repeating fault"},
         {R"({"fault": "pause", "client": 0, "every_ms": 0, "duration_ms": 5})", "faults[0].every_ms", "from 1 to 1000"},
-        {R"({"fault": "pause", "client": 0, "every_ms": {"exponential": 5000}, "duration_ms": 5})", "faults[0].every_ms", "each from 0 to 1000"},
+        {R"({"fault": "pause", "client": 0, "every_ms": {"exponential": 5000}, "duration_ms": 5})", "faults[0].every_ms", "each from 1 to 1000"},
         {R"({"fault": "pause", "client": 0, "every_ms": 100, "duration_ms": 5, "until_ms": 1001})", "faults[0].until_ms", "from 1 to 1000"},
         {R"({"fault": "pause", "client": 0, "every_ms": 100, "duration_ms": {"normal": 5}})", "faults[0].duration_ms", "{\"fixed\": MS}"},
         {R"({"fault": "clock", "client": 0, "every_ms": 100, "jump_ms": 50})", "faults[0].every_ms", "a jump never ends"},
@@ -444,6 +478,27 @@ TEST(ScenarioParse, WhatCannotRepeatIsRefusedInOneLine) {
         SCOPED_TRACE(c.fault);
         expect_refused(with_fault(Json::parse(c.fault)), c.field, {c.piece});
     }
+}
+
+// An interval of 0 would fire the fault again at the same instant, every time: each drawn
+// interval is at least 1 ms, so a distribution that names less (a fixed 0, a mean of 0, a
+// uniform from 0, which draws below 1 ms now and then) is refused, not floored quietly.
+TEST(ScenarioParse, ARepeatingFaultsIntervalIsAtLeastOneMillisecond) {
+    for (const char* every : {R"({"fixed": 0})", R"({"exponential": 0})", R"({"uniform": [0, 10]})",
+                              R"({"uniform": [0.5, 10]})", R"({"fixed": 0.5})"}) {
+        SCOPED_TRACE(every);
+        const Json fault = Json::parse(R"({"fault": "pause", "client": 0, "duration_ms": 5, "every_ms": )" + std::string(every) + "}");
+        expect_refused(with_fault(fault), "faults[0].every_ms", {"each from 1 to 1000", "at least 1 ms"});
+    }
+    for (const char* every : {R"({"fixed": 1})", R"({"exponential": 1})", R"({"uniform": [1, 10]})"}) {
+        SCOPED_TRACE(every);
+        const Json fault = Json::parse(R"({"fault": "pause", "client": 0, "duration_ms": 5, "every_ms": )" + std::string(every) + "}");
+        EXPECT_EQ(refusal(with_fault(fault)), "");
+    }
+    // A work time may still be 0: only an interval between occurrences has the floor.
+    Json s = base();
+    s["workload"]["think_ms"] = {{"fixed", 0}};
+    EXPECT_EQ(refusal(s), "");
 }
 
 }  // namespace repeating
@@ -588,3 +643,145 @@ TEST(ScenarioParse, EveryFailureClassHasACatalogFile) {
             if (const auto c = load_scenario(e.path()).failure_class) named.insert(*c);
     for (const std::string& c : failure_classes()) EXPECT_TRUE(named.contains(c)) << c;
 }
+
+// ---- what reaches an adapter through execve (hardening) --------------------------------------
+
+namespace adapter_launch {
+
+Json external_run(const Json& command, const Json& params = Json::object()) {
+    Json s = base();
+    s["runs"] = Json::array({{{"algorithm", "external"}, {"name", "lib"}, {"command", command}, {"params", params}}});
+    return s;
+}
+
+// A NUL would cut the argument short where execve reads it, and any other control character
+// is no part of a program's name or argument that a message could show: refused, naming it.
+TEST(ScenarioParse, ACommandWithAControlCharacterIsRefused) {
+    expect_refused(external_run({std::string("pyth\0on", 7), "adapter.py"}), "runs[0].command[0]",
+                   {"control", "\"pyth\\u0000on\""});
+    expect_refused(external_run({"/usr/bin/python3", "a\x1b[2J.py"}), "runs[0].command[1]", {"control", "\\u001b"});
+    expect_refused(external_run({"/usr/bin/python3", "a\u202Eyp.py"}), "runs[0].command[1]", {"\\u202e"});
+    EXPECT_EQ(refusal(external_run({"/usr/bin/python3", "adapters/caf\u00e9.py", "--x=1 2"})), "");
+}
+
+// Linux refuses one argument or environment string over 128 KiB (E2BIG): the params go to
+// the adapter as LOCKBENCH_PARAMS, each command element as an argument.
+TEST(ScenarioParse, WhatExecveWouldRefuseIsRefusedAtParseTime) {
+    expect_refused(external_run({"/bin/true"}, {{"blob", std::string(140'000, 'x')}}), "runs[0].params",
+                   {"LOCKBENCH_PARAMS", "128 KiB"});
+    EXPECT_EQ(refusal(external_run({"/bin/true"}, {{"blob", std::string(100'000, 'x')}})), "");
+    expect_refused(external_run({"/bin/true", std::string(140'000, 'x')}), "runs[0].command[1]", {"128 KiB"});
+}
+
+}  // namespace adapter_launch
+
+// ---- null is not "left out" (hardening) -------------------------------------------------------
+
+namespace nulls {
+
+// A field given null is refused wherever it is, in one line that says how to get the default:
+// "service": null must not quietly mean Redis, nor "renew": null no renewal.
+TEST(ScenarioParse, NullIsRefusedForEveryField) {
+    const std::vector<std::pair<const char*, const char*>> cases = {
+        {"/failure_class", "failure_class"},
+        {"/description", "description"},
+        {"/seed", "seed"},
+        {"/base_port", "base_port"},
+        {"/workload", "workload"},
+        {"/workload/clients", "workload.clients"},
+        {"/workload/sections_per_client", "workload.sections_per_client"},
+        {"/workload/work_ms", "workload.work_ms"},
+        {"/client", "client"},
+        {"/client/command_timeout_ms", "client.command_timeout_ms"},
+        {"/explore", "explore"},
+        {"/faults", "faults"},
+        {"/runs/0/service", "runs[0].service"},
+        {"/runs/0/resource_check", "runs[0].resource_check"},
+        {"/runs/0/table_row", "runs[0].table_row"},
+        {"/runs/0/renew", "runs[0].renew"},
+        {"/runs/0/nodes", "runs[0].nodes"},
+        {"/runs/0/name", "runs[0].name"},
+        {"/runs/0/params", "runs[0].params"},
+        {"/runs/0/params/ttl_ms", "runs[0].params.ttl_ms"},
+        {"/runs/0/expect", "runs[0].expect"},
+        {"/runs/0/expect/sections_completed", "runs[0].expect.sections_completed"},
+        {"/runs/0/faults", "runs[0].faults"},
+        {"/runs/0/check_lease_before_write", "runs[0].check_lease_before_write"},
+    };
+    for (const auto& [pointer, field] : cases) {
+        SCOPED_TRACE(field);
+        Json s = base();
+        s[Json::json_pointer(pointer)] = nullptr;
+        expect_refused(s, field, {"got null; leave the field out for its default"});
+    }
+    // In a fault, a renewal policy and an external run's own parameters alike.
+    const Json fault = {{"fault", "pause"}, {"at_ms", 10}, {"client", nullptr}, {"duration_ms", 5}};
+    expect_refused(with_fault(fault), "faults[0].client", {"got null; leave the field out"});
+    const Json point = {{"fault", "pause"}, {"point", nullptr}, {"at_ms", 10}, {"client", 0}, {"duration_ms", 5}};
+    expect_refused(with_fault(point), "faults[0].point", {"got null; leave the field out"});
+    Json renew = base();
+    renew["runs"][0]["renew"] = {{"every_ms", 100}, {"ttl_ms", 300}, {"mode", nullptr}};
+    expect_refused(renew, "runs[0].renew.mode", {"got null; leave the field out"});
+    Json probe = base();
+    probe["runs"] = Json::parse(R"([{"algorithm": "external", "name": "lib", "command": ["/bin/true"],
+                                     "params": {"probe_key_ttl": null}}])");
+    expect_refused(probe, "runs[0].params.probe_key_ttl", {"got null; leave the field out for its default"});
+    Json service = base();
+    service["runs"] = Json::parse(R"([{"algorithm": "external", "name": "lib", "command": ["/bin/true"], "service": null}])");
+    expect_refused(service, "runs[0].service", {"got null; leave the field out for its default"});
+}
+
+}  // namespace nulls
+
+// ---- the file itself (hardening) --------------------------------------------------------------
+
+namespace file {
+
+std::string load_refusal(const fs::path& file) {
+    try {
+        load_scenario(file);
+    } catch (const ScenarioError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+// JSON leaves duplicate keys to the reader, and nlohmann keeps the last: a second "ttl_ms"
+// would quietly win over the first. Refused, naming the key's place.
+TEST(ScenarioParse, ADuplicateKeyIsRefusedNamingItsPath) {
+    const fs::path dir = temp_dir("duplicate");
+    const auto write = [&](const std::string& text) {
+        const fs::path f = dir / "dup.json";
+        std::ofstream(f) << text;
+        return f;
+    };
+    fs::path f = write(R"({"name": "a", "name": "b", "runs": [{"algorithm": "setnx"}]})");
+    EXPECT_EQ(load_refusal(f), f.string() + ": name: duplicate key (each key may appear once in an object)");
+    f = write(R"({"name": "a", "runs": [{"algorithm": "setnx"}, {"algorithm": "token-lua", "params": {"ttl_ms": 100, "fence": true, "ttl_ms": 200}}]})");
+    EXPECT_EQ(load_refusal(f), f.string() + ": runs[1].params.ttl_ms: duplicate key (each key may appear once in an object)");
+    f = write(R"({"name": "a", "faults": [[], {"fault": "kill", "point": "after_acquire", "fault": "kill"}], "runs": [{"algorithm": "setnx"}]})");
+    EXPECT_EQ(load_refusal(f), f.string() + ": faults[1].fault: duplicate key (each key may appear once in an object)");
+    // The same key in two objects is no duplicate.
+    f = write(R"({"name": "a", "runs": [{"algorithm": "setnx", "params": {"ttl_ms": 100}}, {"algorithm": "getset", "params": {"ttl_ms": 100}}]})");
+    EXPECT_EQ(load_refusal(f), "");
+    fs::remove_all(dir);
+}
+
+// A FIFO would block the reader until someone writes to it: refused before it is opened.
+// (Should the reader open it all the same, the test writes nothing to it and closes it, so that
+// the load ends and fails rather than hang.)
+TEST(ScenarioParse, AFifoIsNotAScenarioFile) {
+    const fs::path dir = temp_dir("fifo");
+    const fs::path fifo = dir / "scenario.json";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    auto loading = std::async(std::launch::async, [&] { return load_refusal(fifo); });
+    if (loading.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
+        ADD_FAILURE() << "the reader blocked on the FIFO";
+        ::close(::open(fifo.c_str(), O_WRONLY | O_NONBLOCK));
+    }
+    const std::string m = loading.get();
+    EXPECT_EQ(m.rfind(fifo.string() + ": not a regular file", 0), 0u) << m;
+    fs::remove_all(dir);
+}
+
+}  // namespace file

@@ -100,7 +100,9 @@ void parse_repeat(Fields& f, FaultSpec& s, const WorkloadSpec& w, const std::str
         return;
     }
     if (f.get("point")) f.fail(f.at("point"), "a repeating fault (every_ms) fires at times, not at a point");
-    if (every->is_object()) s.every_ms = parse_distribution(*every, f.at("every_ms"), file, w.duration_ms);
+    // At least 1 ms between occurrences: an interval of 0 would fire again at the same instant.
+    if (every->is_object())
+        s.every_ms = parse_distribution(*every, f.at("every_ms"), file, w.duration_ms, 1, "an interval is at least 1 ms");
     else s.every_ms = Distribution{Distribution::Kind::fixed, static_cast<double>(f.integer("every_ms", 1, 1, w.duration_ms, run_ends(w))), 0};
     s.until_ms = f.integer("until_ms", w.duration_ms, 1, w.duration_ms, run_ends(w));
     if (client && client->is_string()) {

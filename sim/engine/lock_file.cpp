@@ -118,6 +118,7 @@ void parse_command(Fields& f, LockFile& lock) {
         !std::ranges::all_of(*command, [](const Json& a) { return a.is_string() && !a.get<std::string>().empty(); }))
         f.fail(f.at("command"), "expected a non-empty array of non-empty strings, got " + excerpt(*command));
     lock.command = command->get<std::vector<std::string>>();
+    check_adapter_launch(f, lock.command, lock.params);
 }
 
 void parse_service_and_nodes(Fields& f, LockFile& lock) {
@@ -200,7 +201,7 @@ LockFile parse_lock_file(const Json& j, const fs::path& file) {
 }
 
 LockFile load_lock_file(const fs::path& file) {
-    return parse_lock_file(read_input_json(file), file);
+    return parse_lock_file(read_input_json(file, "lock file"), file);
 }
 
 std::vector<LockFile> load_lock_folder(const fs::path& dir) {

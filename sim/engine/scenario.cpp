@@ -1,6 +1,7 @@
 #include "sim/engine/scenario.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -10,6 +11,7 @@
 
 #include "analysis/metrics.h"
 #include "analysis/verdict.h"
+#include "sim/engine/json_input.h"
 #include "sim/engine/scenario_fields.h"
 
 namespace lockbench {
@@ -210,6 +212,9 @@ RenewSpec scenario_parse::parse_renew(const nlohmann::json& j, const std::string
     if (r.every_ms.has_value() == r.fraction.has_value())
         f.fail(f.at("every_ms"), "give exactly one of every_ms (the period) and fraction (the period as a share of ttl_ms)");
     if (r.period_ms() < 1) f.fail(f.at("fraction"), "the period (fraction * ttl_ms) must be at least 1 ms");
+    if (r.period_ms() > kMaxDurationMs)  // as every_ms: a fraction of an hour-long ttl_ms could make it 100 hours
+        f.fail(f.at("fraction"), "the period (fraction * ttl_ms) must be at most 3600000 ms (an hour), got " +
+                                     std::to_string(std::llround(r.period_ms())) + " ms");
     const std::string mode = f.string("mode", "add");
     if (mode != "add" && mode != "replace") f.fail(f.at("mode"), "expected \"add\" or \"replace\", got " + quoted_excerpt(mode));
     r.replace = mode == "replace";
@@ -328,6 +333,7 @@ RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::s
     if (!resolve_params(r.algorithm->params, params ? *params : nlohmann::json::object(), r.params, error,
                         algorithm == "external"))
         f.fail(f.at("params") + error.substr(0, error.find(':')), error.substr(error.find(':') + 2));
+    if (algorithm == "external") check_adapter_launch(f, r);
     r.nodes = static_cast<int>(f.integer("nodes", r.algorithm->default_nodes, 1, kMaxNodes));
     r.name = f.string("name", default_run_name(algorithm, r.algorithm->params, r.params));
     check_name(f, f.at("name"), r.name);
@@ -434,42 +440,25 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& file) {
 
 namespace {
 
-// The file as JSON, refusing in one line what would otherwise end in an exception text or a
-// crash: a folder, a file of absurd size, nesting deep enough to exhaust the stack of every
-// recursive walk over the value afterwards.
-nlohmann::json read_scenario_json(const std::filesystem::path& file) {
-    constexpr std::uintmax_t kMaxBytes = 1 << 20;
-    constexpr int kMaxDepth = 64;
-    std::error_code ec;
-    if (std::filesystem::is_directory(file, ec))
-        throw ScenarioError(file.string() + ": a folder, not a scenario file (name one of its .json files)");
-    const std::uintmax_t bytes = std::filesystem::file_size(file, ec);
-    if (!ec && bytes > kMaxBytes)
-        throw ScenarioError(file.string() + ": " + std::to_string(bytes) + " bytes; a scenario file is at most 1 MiB");
-    std::ifstream in(file);
-    if (!in) throw ScenarioError(file.string() + ": cannot open");
-    const auto limit_depth = [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
-        if (depth > kMaxDepth)
-            throw ScenarioError(file.string() + ": nested more than " + std::to_string(kMaxDepth) + " levels deep");
-        return true;
-    };
+// The file as JSON, refusing in one line what would otherwise end in an exception text, a
+// crash, a hang or a silent misreading (json_input.h: not a regular file, over 1 MiB, not
+// JSON, nested over 64 levels, a key given twice).
+nlohmann::json read_scenario_json(const std::filesystem::path& file, const std::string& kind) {
     try {
-        return nlohmann::json::parse(in, limit_depth);
-    } catch (const nlohmann::json::exception& e) {
-        // "[json.exception.parse_error.101] parse error at line 1, column 9: ...; last read: '...'"
-        const std::string what = e.what();
-        throw ScenarioError(file.string() + ": not valid JSON: " + excerpt_text(what.substr(what.find(']') + 2), 160));
-    } catch (const std::ios_base::failure& e) {
-        throw ScenarioError(file.string() + ": cannot read: " + e.code().message());
+        return read_json_input(file, {.max_bytes = 1 << 20, .max_depth = 64, .kind = kind});
+    } catch (const JsonInputError& e) {
+        throw ScenarioError(e.what());
     }
 }
 
 }  // namespace
 
-nlohmann::json read_input_json(const std::filesystem::path& file) { return read_scenario_json(file); }
+nlohmann::json read_input_json(const std::filesystem::path& file, const std::string& kind) {
+    return read_scenario_json(file, kind);
+}
 
 Scenario load_scenario(const std::filesystem::path& file) {
-    return parse_scenario(read_scenario_json(file), file.string());
+    return parse_scenario(read_scenario_json(file, "scenario file"), file.string());
 }
 
 RunSpec parse_standalone_run(const nlohmann::json& run, const std::string& what) {

@@ -110,9 +110,10 @@ const std::vector<std::string>& failure_classes();
 
 // Throws ScenarioError("<file>: <field.path>: <what was expected>").
 Scenario load_scenario(const std::filesystem::path& file);
-// A JSON input file (a scenario, a case, a lock file) read as read_scenario_json reads one:
-// a regular file of at most 1 MiB, nested at most 64 levels; throws ScenarioError.
-nlohmann::json read_input_json(const std::filesystem::path& file);
+// A JSON input file (a scenario, a case, a lock file: `kind`, for messages) read as
+// json_input.h reads one: a regular file of at most 1 MiB, nested at most 64 levels, no key
+// twice; throws ScenarioError.
+nlohmann::json read_input_json(const std::filesystem::path& file, const std::string& kind = "scenario file");
 // A run's `source` (RunSpec::source), parsed again on its own: a live client's run.
 RunSpec parse_standalone_run(const nlohmann::json& run, const std::string& what);
 Scenario parse_scenario(const nlohmann::json& j, const std::string& file);

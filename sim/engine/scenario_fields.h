@@ -34,14 +34,18 @@ public:
         return path_.empty() ? excerpt_text(key) : path_ + "." + excerpt_text(key);
     }
 
-    const nlohmann::json* get(const std::string& key) {
+    // The field, or nullptr if it is left out. A field given null is refused, not taken as left
+    // out: "service": null must not quietly mean Redis. `expected` is what the caller reads it as.
+    const nlohmann::json* get(const std::string& key, const std::string& expected = "a value") {
         seen_.insert(key);
         auto it = j_.find(key);
-        return it == j_.end() || it->is_null() ? nullptr : &*it;
+        if (it != j_.end() && it->is_null())
+            fail(at(key), "expected " + expected + ", got null; leave the field out for its default");
+        return it == j_.end() ? nullptr : &*it;
     }
     template <typename T, typename Check>
     T value(const std::string& key, T fallback, Check ok, const char* expected) {
-        const nlohmann::json* v = get(key);
+        const nlohmann::json* v = get(key, expected);
         if (!v) return fallback;
         if (!ok(*v)) fail(at(key), std::string("expected ") + expected + ", got " + excerpt(*v));
         return v->get<T>();
@@ -49,14 +53,15 @@ public:
     // An integer within [min, max]; `why` says where a bound comes from (the run's length).
     long long integer(const std::string& key, long long fallback, long long min, long long max,
                       const std::string& why = "") {
-        const nlohmann::json* v = get(key);
+        const std::string expected = range_text("an integer", static_cast<double>(min), static_cast<double>(max)) +
+                                     (why.empty() ? "" : " (" + why + ")");
+        const nlohmann::json* v = get(key, expected);
         if (!v) return fallback;
         if (const auto x = integer_within(*v, min, max)) return *x;
-        fail(at(key), "expected " + range_text("an integer", static_cast<double>(min), static_cast<double>(max)) +
-                          (why.empty() ? "" : " (" + why + ")") + ", got " + excerpt(*v));
+        fail(at(key), "expected " + expected + ", got " + excerpt(*v));
     }
     double number(const std::string& key, double fallback, double min, double max) {
-        const nlohmann::json* v = get(key);
+        const nlohmann::json* v = get(key, range_text("a number", min, max));
         if (!v) return fallback;
         if (const auto x = number_within(*v, min, max)) return *x;
         fail(at(key), "expected " + range_text("a number", min, max) + ", got " + excerpt(*v));
@@ -65,7 +70,7 @@ public:
         return value<std::string>(key, fallback, [](const auto& x) { return x.is_string(); }, "a string");
     }
     std::string required_string(const std::string& key) {
-        if (!get(key)) fail(at(key), "required, expected a string");
+        if (!get(key, "a string")) fail(at(key), "required, expected a string");
         return string(key, "");
     }
     void finish() const {
@@ -91,14 +96,20 @@ inline std::string run_ends(const WorkloadSpec& w) { return "workload.duration_m
 
 // Every value a distribution names (the fixed value, both bounds, the mean) is a finite
 // number of milliseconds within the run, so that no draw is infinite or outlasts it absurdly.
+// `min_ms` above 0 (`why` says why) is the least any of them may be: a uniform's lower bound is
+// the shortest it draws, and a mean below it would draw most values shorter (each is then
+// taken as min_ms, as FaultSchedule::draw_ns does).
 inline Distribution parse_distribution(const nlohmann::json& j, const std::string& path, const std::string& file,
-                                long long run_ms) {
+                                long long run_ms, long long min_ms = 0, const std::string& why = "") {
     const std::string expected = "{\"fixed\": MS}, {\"uniform\": [MIN_MS, MAX_MS]} or {\"exponential\": MEAN_MS}, "
-                                 "each from 0 to " + std::to_string(run_ms) + " (workload.duration_ms)";
+                                 "each from " + std::to_string(min_ms) + " to " + std::to_string(run_ms) +
+                                 " (workload.duration_ms" + (why.empty() ? "" : "; " + why) + ")";
     const auto bad = [&] { throw ScenarioError(file + ": " + path + ": expected " + expected + ", got " + excerpt(j)); };
     if (!j.is_object() || j.size() != 1) bad();
     const auto& [kind, v] = *j.items().begin();
-    const auto ms = [&](const nlohmann::json& x) { return number_within(x, 0, static_cast<double>(run_ms)); };
+    const auto ms = [&](const nlohmann::json& x) {
+        return number_within(x, static_cast<double>(min_ms), static_cast<double>(run_ms));
+    };
     if (kind == "fixed" && ms(v)) return {Distribution::Kind::fixed, *ms(v), 0};
     if (kind == "exponential" && ms(v)) return {Distribution::Kind::exponential, *ms(v), 0};
     if (kind == "uniform" && v.is_array() && v.size() == 2 && ms(v[0]) && ms(v[1]) && *ms(v[0]) <= *ms(v[1]))
@@ -109,9 +120,14 @@ inline Distribution parse_distribution(const nlohmann::json& j, const std::strin
 
 inline Distribution distribution(Fields& f, const std::string& key, Distribution fallback, const std::string& file,
                           long long run_ms) {
-    const nlohmann::json* v = f.get(key);
+    const nlohmann::json* v = f.get(key, "a distribution");
     return v ? parse_distribution(*v, f.at(key), file, run_ms) : fallback;
 }
+
+// An external run's command elements and params, checked against what execve passes to its
+// adapter (external_parse.cpp).
+void check_adapter_launch(Fields& f, const RunSpec& r);
+void check_adapter_launch(Fields& f, const std::vector<std::string>& command, const nlohmann::json& params);
 
 // The "faults" array of a scenario or a run (fault_parse.cpp).
 std::vector<FaultSpec> parse_faults(const nlohmann::json& j, const std::string& path, const std::string& file,

@@ -151,13 +151,16 @@ Json draw_schedule(const Json& source, const std::string& run, std::uint64_t see
             f["duration_ms"] = std::max(1LL, std::min(f["duration_ms"].get<long long>(),
                                                       duration - f.value("at_ms", 0LL)));
     }
-    auto& w = s["workload"];
+    // A scenario that leaves "workload" out has its defaults: an empty object says so, and the
+    // shrinking reads it (left as s["workload"] made it, null, it would be refused).
+    Json& w = s["workload"];
+    if (w.is_null()) w = Json::object();
     if (w.contains("start_stagger_ms")) w["start_stagger_ms"] = draw(rng, 0, 2 * w["start_stagger_ms"].get<long long>());
     s["seed"] = rng() >> 12;  // 52 bits: an exact JSON number
     // What the scenario marks as fixed goes back to its written value.
     for (const std::string& path : parsed.explore_fixed) {
         if (path == "seed" || path == "workload.start_stagger_ms") {
-            const Json& from = path == "seed" ? written : written.at("workload");
+            const Json& from = path == "seed" ? written : written.value("workload", Json::object());
             Json& to = path == "seed" ? s : s["workload"];
             const std::string key = path == "seed" ? "seed" : "start_stagger_ms";
             if (from.contains(key)) to[key] = from.at(key);

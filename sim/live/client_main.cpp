@@ -5,6 +5,7 @@
 #include <iostream>
 #include <optional>
 
+#include "faults/process.h"
 #include "sim/engine/recorder.h"
 #include "sim/engine/run_setup.h"
 #include "sim/engine/workload.h"
@@ -121,6 +122,9 @@ int client_main(const fs::path& spec_file) {
     std::ifstream in(spec_file);
     const ClientSpec spec = client_spec_from_json(nlohmann::json::parse(in));
     const RunSpec run = parse_standalone_run(spec.run, spec_file.string());
+    // The adapter is in our group (a pause stops both), and so is whatever it starts itself;
+    // its parent-death signal reaches none of those: when we go, the group goes.
+    if (!run.command.empty()) kill_own_group_when_gone();
     if (spec.preflight) return preflight_main(run, spec);
 
     Recorder rec(spec.history, spec.client);

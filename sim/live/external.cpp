@@ -12,6 +12,8 @@
 #include <utility>
 #include <thread>
 
+#include "lockimpl/params.h"
+
 extern char** environ;
 
 namespace lockbench {
@@ -19,10 +21,17 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::string one_line(std::string s, size_t max = 200) {
-    for (char& c : s)
-        if (c == '\n' || c == '\r') c = ' ';
-    return s.size() > max ? s.substr(0, max) + "..." : s;
+// Text the adapter chose (its error, the last thing it printed, an event line) for a message
+// or a history line: it may be megabytes, or carry escape sequences and newlines. Cut to 200
+// characters and made printable (lockimpl/params.h), it stays one readable line.
+std::string adapter_text(const std::string& s) { return excerpt_text(s, 200); }
+
+// An answer's "error", for the history: whatever JSON the adapter put there, as text (a number
+// there is the adapter's odd choice, not a reason to fail the client).
+std::string error_of(const nlohmann::json& answer, const char* otherwise) {
+    const auto error = answer.find("error");
+    if (error == answer.end()) return otherwise;
+    return adapter_text(error->is_string() ? error->get<std::string>() : error->dump());
 }
 
 std::string describe_status(int status) {
@@ -120,18 +129,22 @@ ExternalLock::ExternalLock(AdapterSpec spec, std::string key, long long ttl_ms)
     to_ = in[1];
     from_ = out[0];
     const nlohmann::json hello = [&] {
-        const std::string line = read_line(std::chrono::steady_clock::now() + std::max(spec_.op_timeout, 10000ms),
+        // A library may take a while to load (a JVM, node_modules): at least 10 s.
+        const auto ready_wait = std::max(spec_.op_timeout, 10000ms);
+        const std::string line = read_line(std::chrono::steady_clock::now() + ready_wait, ready_wait,
                                            "its first line, {\"ready\": true, ...}");
         nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-        if (j.is_object() && j.value("ready", true) == false && j.contains("error") && j.at("error").is_string())
-            fail("not ready: " + j.at("error").get<std::string>(), false);
-        if (j.is_discarded() || !j.is_object() || j.value("ready", false) != true)
-            fail("its first line should be {\"ready\": true, \"library\": ...}");
+        // Only true or false is an answer ("ready": "yes" breaks the protocol; value() would throw).
+        const bool said = j.is_object() && j.contains("ready") && j.at("ready").is_boolean();
+        if (said && !j.at("ready").get<bool>() && j.contains("error") && j.at("error").is_string())
+            fail("not ready: " + adapter_text(j.at("error").get<std::string>()), false);
+        if (!said || !j.at("ready").get<bool>()) fail("its first line should be {\"ready\": true, \"library\": ...}");
         return j;
     }();
-    library_ = hello.value("library", std::string());
+    // Recorded in run.json and shown in the report's table: one line of sane length too.
     for (const char* field : {"library", "algorithm"})
-        if (hello.contains(field) && hello.at(field).is_string()) described_[field] = hello.at(field);
+        if (hello.contains(field) && hello.at(field).is_string()) described_[field] = adapter_text(hello.at(field));
+    library_ = described_.value("library", std::string());
     if (hello.contains("fencing") && hello.at("fencing").is_boolean()) described_["fencing"] = hello.at("fencing");
 }
 
@@ -155,9 +168,9 @@ ExternalLock::~ExternalLock() {
 void ExternalLock::fail(const std::string& what, bool with_last_line) {
     std::string cmd;
     for (const auto& a : spec_.command) cmd += (cmd.empty() ? "" : " ") + a;
-    std::string msg = "adapter " + spec_.name + " (" + cmd + "): " + what;
+    std::string msg = "adapter " + spec_.name + " (" + excerpt_text(cmd, 200) + "): " + what;
     if (with_last_line)
-        msg += last_line_.empty() ? "; it printed nothing" : "; the last thing it printed: " + one_line(last_line_);
+        msg += last_line_.empty() ? "; it printed nothing" : "; the last thing it printed: " + adapter_text(last_line_);
     gone_why_ = msg;  // what every later call says
     // Whatever it was doing, it is done: no adapter outlives a broken conversation, and no
     // descriptor outlives it (a constructor that throws runs no destructor).
@@ -190,7 +203,8 @@ int ExternalLock::reap() {
     return status;
 }
 
-std::string ExternalLock::read_line(std::chrono::steady_clock::time_point deadline, const std::string& waiting_for) {
+std::string ExternalLock::read_line(std::chrono::steady_clock::time_point deadline, std::chrono::milliseconds allowed,
+                                    const std::string& waiting_for) {
     for (;;) {
         if (const auto nl = buffer_.find('\n'); nl != std::string::npos) {
             std::string line = buffer_.substr(0, nl);
@@ -208,7 +222,7 @@ std::string ExternalLock::read_line(std::chrono::steady_clock::time_point deadli
         if (r < 0 && errno == EINTR) continue;
         if (r == 0) {
             if (left.count() > 0) continue;
-            fail("no answer within " + std::to_string(spec_.op_timeout.count()) + " ms (waiting for " + waiting_for + ")");
+            fail("no answer within " + std::to_string(allowed.count()) + " ms (waiting for " + waiting_for + ")");
         }
         char chunk[4096];
         const ssize_t n = ::read(from_, chunk, sizeof chunk);
@@ -227,7 +241,7 @@ bool ExternalLock::keep_if_event(const std::string& line) {
     if (!j.is_object() || !j.contains("event") || j.contains("ok")) return false;
     // One of another kind goes to the history too (as an adapter info line), not lost.
     const std::lock_guard hold(events_mutex_);
-    events_.push_back(one_line(line));
+    events_.push_back(adapter_text(line));
     return true;
 }
 
@@ -244,8 +258,8 @@ nlohmann::json ExternalLock::call(const nlohmann::json& request) {
     }
     const std::string op = request.at("op");
     const auto deadline = std::chrono::steady_clock::now() + spec_.op_timeout;
-    std::string line = read_line(deadline, "its answer to " + op);
-    while (keep_if_event(line)) line = read_line(deadline, "its answer to " + op);
+    std::string line = read_line(deadline, spec_.op_timeout, "its answer to " + op);
+    while (keep_if_event(line)) line = read_line(deadline, spec_.op_timeout, "its answer to " + op);
     nlohmann::json reply = nlohmann::json::parse(line, nullptr, false);
     if (reply.is_discarded() || !reply.is_object() || !reply.contains("ok") || !reply.at("ok").is_boolean())
         fail("answered " + op + " with something that is not the protocol (expected {\"ok\": true|false, ...})");
@@ -255,7 +269,7 @@ nlohmann::json ExternalLock::call(const nlohmann::json& request) {
 AcquireResult ExternalLock::try_acquire(Env& env) {
     const Instant start = env.now();
     const nlohmann::json r = call({{"op", "acquire"}, {"key", key_}, {"ttl_ms", ttl_ms_}, {"wait_ms", 0}});
-    if (!r.at("ok").get<bool>()) return AcquireResult::fail(r.value("error", std::string("not acquired")));
+    if (!r.at("ok").get<bool>()) return AcquireResult::fail(error_of(r, "not acquired"));
     Lease lease;
     if (r.contains("token") && r.at("token").is_string()) lease.token = r.at("token");
     // The store fences on the library's token only when the run says so ("fence": true).
@@ -275,7 +289,7 @@ AcquireResult ExternalLock::try_acquire(Env& env) {
 
 ReleaseResult ExternalLock::release(Env&, const Lease&) {
     const nlohmann::json r = call({{"op", "release"}, {"key", key_}});
-    if (!r.at("ok").get<bool>()) return {Outcome::fail, {}, r.value("error", std::string("not released"))};
+    if (!r.at("ok").get<bool>()) return {Outcome::fail, {}, error_of(r, "not released")};
     // Only what the adapter reports as removed counts (the foreign-release check reads it).
     std::vector<NodeId> removed;
     if (r.contains("removed_on") && r.at("removed_on").is_array())
@@ -297,7 +311,7 @@ ExtendResult ExternalLock::extend(Env& env, const Lease&, Duration ttl, ExtendMo
         gone.final = true;
         return gone;
     }
-    if (!r.at("ok").get<bool>()) return {Outcome::fail, {}, {}, r.value("error", std::string("not extended"))};
+    if (!r.at("ok").get<bool>()) return {Outcome::fail, {}, {}, error_of(r, "not extended")};
     ExtendResult out{Outcome::ok, {}, {}, ""};
     if (r.contains("validity_ms") && r.at("validity_ms").is_number())
         out.valid_until = start + std::chrono::duration_cast<Duration>(

@@ -78,7 +78,9 @@ private:
     nlohmann::json call(const nlohmann::json& request);
     // Keeps an event line's detail; false if the line is not an event.
     bool keep_if_event(const std::string& line);
-    std::string read_line(std::chrono::steady_clock::time_point deadline, const std::string& waiting_for);
+    // The next line, by `deadline`; `allowed` is the wait it had, as a failure names it.
+    std::string read_line(std::chrono::steady_clock::time_point deadline, std::chrono::milliseconds allowed,
+                          const std::string& waiting_for);
     [[noreturn]] void fail(const std::string& what, bool with_last_line = true);
     int reap();
     void read_unsolicited();  // with mutex_ held

@@ -76,6 +76,7 @@ Json rep_figures(const RunSummary& run) {
               {"acquire_ms", to_json(run.figures.acquire_ms)},
               {"expectations", to_json(run.expectations)},
               {"expectations_held", run.expectations_held},
+              {"verdict", verdict_word(run.verdict)},
               {"clients_failed", to_json(run.clients_failed)}};
     for (const Metric& m : metrics())
         if (m.aggregation != Aggregation::none) {
@@ -88,15 +89,18 @@ Json rep_figures(const RunSummary& run) {
 Json aggregate_reps(const Json& reps, std::vector<double>& acquire_ms) {
     const long long n = static_cast<long long>(reps.size());
     long long held = 0, failed = 0;
+    Json verdicts = Json::object();   // how many repetitions had each verdict (analysis/verdict.h)
     for (const auto& r : reps) {
         if (r.at("expectations_held").get<bool>()) ++held;
         if (!r.value("clients_failed", Json::array()).empty()) ++failed;
+        if (r.contains("verdict")) verdicts[r.at("verdict").get<std::string>()] = verdicts.value(r.at("verdict").get<std::string>(), 0) + 1;
     }
     Json a = {{"acquire_ms", to_json(percentiles(acquire_ms))},
               {"expectations_held_reps", held},
               {"expectation_held", n > 0 && held == n},
               {"clients_failed_reps", failed},
-              {"has_expectations", n > 0 && !reps.front().at("expectations").empty()}};
+              {"has_expectations", n > 0 && !reps.front().at("expectations").empty()},
+              {"verdicts", verdicts}};
     add_metrics(a, reps);
     return a;
 }

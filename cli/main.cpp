@@ -9,6 +9,7 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <sstream>
 
 #include "faults/process.h"
 #include "lockimpl/registry.h"
@@ -21,6 +22,8 @@
 #include "sim/harness/recheck.h"
 #include "sim/harness/results_folder.h"
 #include "sim/harness/runner.h"
+#include "sim/harness/verdict.h"
+#include "sim/live/live_run.h"
 #include "sim/live/client_main.h"
 
 namespace fs = std::filesystem;
@@ -384,6 +387,125 @@ int cmd_list(const std::optional<std::string>& lock) {
     return 0;
 }
 
+// What `verdict` and `adapter-check` take: a lock file (by name or path), or the facts of one
+// as options (its adapter's command among them), written out as a lock file.
+struct LockArgs {
+    std::optional<std::string> lock;
+    std::string name, command, service = "redis", ttl_unit = "ms";
+    int nodes = 1;
+    bool sentinel = false, fencing = false, renews = false, checks_elapsed = false;
+    std::vector<std::string> extend, params;
+};
+
+LockFile lock_from_args(const LockArgs& a) {
+    if (a.lock) {
+        if (!a.command.empty()) throw std::runtime_error("give a lock file or --command, not both");
+        return chosen_locks({*a.lock}).locks.at(0);
+    }
+    if (a.command.empty() || a.name.empty())
+        throw std::runtime_error("name a lock (its name in locks/, or a lock file's path), or give --name and --command");
+    std::vector<std::string> argv;
+    std::istringstream words(a.command);
+    for (std::string w; words >> w;) argv.push_back(w);
+    nlohmann::json params = nlohmann::json::object();
+    for (const std::string& p : a.params) {
+        const auto eq = p.find('=');
+        if (eq == std::string::npos || eq == 0) throw std::runtime_error("--param " + p + ": expected NAME=VALUE");
+        params[p.substr(0, eq)] = nlohmann::json::parse(p.substr(eq + 1), nullptr, false, true);
+        if (params[p.substr(0, eq)].is_discarded()) params[p.substr(0, eq)] = p.substr(eq + 1);  // a plain string
+    }
+    nlohmann::json j = {{"description", "given on the command line"}, {"algorithm", "external"}, {"command", argv},
+                        {"params", params}, {"service", a.service}, {"nodes", a.nodes}, {"ttl_unit", a.ttl_unit},
+                        {"sentinel", a.sentinel},
+                        {"offers", {{"fencing", a.fencing}, {"renews", a.renews}, {"checks_elapsed", a.checks_elapsed},
+                                    {"extend", a.extend}}}};
+    // As if it were a file in the folder the command runs from: its adapter's relative paths resolve there.
+    return parse_lock_file(j, fs::current_path() / (a.name + ".json"));
+}
+
+// Holds the lock's adapter to the protocol (sim/live/adapter_check.h): the failures, one line each.
+std::vector<std::string> adapter_check(const LockFile& lock) {
+    if (lock.command.empty()) return {};  // lockbench's own algorithms speak no protocol
+    const nlohmann::json source = {{"name", "adapter-check"}, {"runs", nlohmann::json::array({lock_run(lock, 2000, 2)})}};
+    const Scenario s = parse_scenario(source, lock.path);
+    const fs::path tmp = make_run_temp_dir();
+    std::vector<std::string> failures;
+    try {
+        failures = check_adapter(s, s.runs.at(0), {{"extend", lock.offers.extend}, {"fencing", lock.offers.fencing}}, tmp,
+                                 {self_exe(), source_dir()});
+    } catch (...) {
+        std::error_code ec;
+        fs::remove_all(tmp, ec);
+        throw;
+    }
+    fs::remove_all(tmp);
+    return failures;
+}
+
+int report_adapter_check(const LockFile& lock, const std::vector<std::string>& failures) {
+    for (const std::string& f : failures) std::cout << "adapter-check: " << lock.name << ": " << f << "\n";
+    if (!failures.empty()) {
+        std::cout << lock.name << ": the adapter breaks the protocol in " << failures.size() << " place(s) (README: the adapter protocol)\n";
+        return 2;
+    }
+    std::cout << "adapter-check: " << lock.name << ": speaks the protocol\n";
+    return 0;
+}
+
+int cmd_adapter_check(const LockArgs& a) {
+    const LockFile lock = lock_from_args(a);
+    if (lock.command.empty()) {
+        std::cout << lock.name << ": one of lockbench's own algorithms; it has no adapter to check\n";
+        return 0;
+    }
+    return report_adapter_check(lock, adapter_check(lock));
+}
+
+struct VerdictArgs : LockArgs {
+    int repeat = 3;
+    std::optional<std::string> out;
+};
+
+// One line per class: its verdict and repetitions, or why it does not apply.
+void print_verdict(const nlohmann::json& v) {
+    std::cout << v.at("lock").get<std::string>() << " (" << v.at("library").value("library", std::string("?")) << "):\n";
+    for (const auto& c : v.at("classes")) {
+        std::string line = "  " + c.at("class").get<std::string>() + ": " + c.at("verdict").get<std::string>();
+        if (c.contains("counts")) {
+            std::string counts;
+            for (const auto& [w, n] : c.at("counts").items())
+                counts += (counts.empty() ? "" : ", ") + w + " " + std::to_string(n.get<int>()) + "/" + c.at("repetitions").dump();
+            line += " (" + counts + ")";
+        } else if (!c.at("why").empty()) {
+            line += ": " + c.at("why").at(0).get<std::string>() + (c.at("why").size() > 1 ? " (and more)" : "");
+        }
+        std::cout << line << "\n";
+    }
+}
+
+int cmd_verdict(const VerdictArgs& a) {
+    const LockFile lock = lock_from_args(a);
+    const std::vector<LockFile> catalog = fs::is_directory(locks_dir()) ? load_lock_folder(locks_dir()) : std::vector<LockFile>{};
+    const std::vector<CaseFile> cases = catalog_cases();
+    check_recorded_keys({lock}, cases);
+    if (a.repeat < 1) throw std::runtime_error("--repeat " + std::to_string(a.repeat) + ": must be at least 1");
+    const VerdictOptions opts{a.out ? fs::path(*a.out) : fs::path("results") / ("verdict-" + lock.name), a.repeat, self_exe(),
+                              source_dir(), true};
+    std::cerr << "lockbench: verdict of " << lock.label() << ": checking its adapter against the protocol ...\n";
+    if (const int status = report_adapter_check(lock, adapter_check(lock)); status != 0) return status;
+    const auto held = lock_folders(opts.out, {});
+    const nlohmann::json v = run_verdict(lock, cases, reference_locks(catalog), opts);
+    print_verdict(v);
+    for (const auto& d : v.at("differences")) std::cout << "differs: " << d.get<std::string>() << "\n";
+    std::cout << "verdict: " << (opts.out / kVerdictFile).string() << "\n";
+    const int status = v.at("differences").empty() ? 0 : 1;
+    // The one-page report (analysis/report draws verdict.json); its failure is reported, the verdict stands.
+    const std::string cmd = "/usr/bin/python3 " + (source_dir() / "analysis" / "report").string() + " " + opts.out.string() + " >&2";
+    if (std::system(cmd.c_str()) != 0) std::cerr << "lockbench: the report of " << opts.out.string() << " failed (see above)\n";
+    else std::cout << "report: " << (opts.out / "report.html").string() << " (and report.md)\n";
+    return status;
+}
+
 // ---- The subcommands: each declares its options and says how it runs ------------------------
 
 // A subcommand as main() sees it: whether the command line named it, and how to run it. The
@@ -493,6 +615,39 @@ Subcommand add_report(CLI::App& app) {
     return {report, [dir] { return cmd_report(*dir); }};
 }
 
+void add_lock_options(CLI::App* sub, LockArgs& a) {
+    sub->add_option("lock", a.lock, "the lock: its name in locks/, or a lock file's path");
+    sub->add_option("--name", a.name, "without a lock file: the lock's name (its row)");
+    sub->add_option("--command", a.command, "without a lock file: the adapter's command, e.g. \"node my/adapter.js\"");
+    sub->add_option("--service", a.service, "redis (default), zookeeper or etcd")->check(CLI::IsMember({"redis", "zookeeper", "etcd"}));
+    sub->add_option("--nodes", a.nodes, "lock nodes (default 1)");
+    sub->add_option("--ttl-unit", a.ttl_unit, "ms (default) or s: a library that takes whole seconds")->check(CLI::IsMember({"ms", "s"}));
+    sub->add_flag("--sentinel", a.sentinel, "it can find a master through Sentinel");
+    sub->add_flag("--fencing", a.fencing, "it hands out a fencing token");
+    sub->add_flag("--renews", a.renews, "it renews its lease on its own");
+    sub->add_flag("--checks-elapsed", a.checks_elapsed, "it refuses a lock whose TTL ran out during its acquire");
+    sub->add_option("--extend", a.extend, "an extend it answers: add, replace (repeatable)")->check(CLI::IsMember({"add", "replace"}));
+    sub->add_option("--param", a.params, "NAME=VALUE for its adapter (LOCKBENCH_PARAMS; repeatable)");
+}
+
+Subcommand add_verdict(CLI::App& app) {
+    auto a = std::make_shared<VerdictArgs>();
+    CLI::App* sub = app.add_subcommand("verdict", "one lock's verdict: its adapter checked, then every case that applies, "
+                                                  "N times, into a results tree with a one-page report");
+    add_lock_options(sub, *a);
+    sub->add_option("--repeat", a->repeat, "repetitions per case (default 3)");
+    sub->add_option("--out", a->out, "where (default: results/verdict-<lock>); run again to resume");
+    return {sub, [a] { return cmd_verdict(*a); }};
+}
+
+Subcommand add_adapter_check(CLI::App& app) {
+    auto a = std::make_shared<LockArgs>();
+    CLI::App* sub = app.add_subcommand("adapter-check", "hold a lock's adapter to the protocol: the ready line, each "
+                                                        "operation, an error answer (one line per failure)");
+    add_lock_options(sub, *a);
+    return {sub, [a] { return cmd_adapter_check(*a); }};
+}
+
 Subcommand add_list(CLI::App& app) {
     auto lock = std::make_shared<std::optional<std::string>>();
     CLI::App* list = app.add_subcommand("list", "list the algorithms and their parameters, the locks and the cases; "
@@ -516,8 +671,9 @@ int main(int argc, char** argv) {
     CLI::App app{"lockbench: Redis lock algorithms on live redis-server, under a checker"};
     app.require_subcommand(1);
     // In this order in --help.
-    const std::vector<Subcommand> commands{add_run(app),     add_check(app), add_matrix(app), add_sweep(app),
-                                           add_explore(app), add_merge(app), add_report(app), add_list(app)};
+    const std::vector<Subcommand> commands{add_run(app),     add_check(app), add_matrix(app),  add_sweep(app),
+                                           add_verdict(app), add_explore(app), add_merge(app), add_report(app),
+                                           add_list(app),    add_adapter_check(app)};
     const Subcommand client = add_client(app);
     // A bad command line is bad input like a bad scenario: one line naming the option, exit 2
     // (CLI11's own codes are 104 to 109, and its message takes two lines).

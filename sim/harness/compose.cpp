@@ -97,10 +97,11 @@ std::vector<const PredictRule*> matching_rules(const CaseVariant& v, const Json&
     return out;
 }
 
-Json cell_expect(const CaseFile& c, const CaseVariant& v, const LockFile& lock, double k) {
+Json cell_expect(const CaseFile& c, const CaseVariant& v, const LockFile& lock, double k, Expectations which) {
     Json expect = Json::object();
     add_expect(expect, v.expect, k, c, lock);
-    const std::vector<const PredictRule*> rules = matching_rules(v, lock_facts(lock));
+    const std::vector<const PredictRule*> rules =
+        which == Expectations::with_predictions ? matching_rules(v, lock_facts(lock)) : std::vector<const PredictRule*>{};
     for (const PredictRule* r : rules) add_expect(expect, r->expect, k, c, lock);
     // One verdict: the lock's own record for this case (or its class) stands over the case's
     // prediction; "any" checks none.
@@ -225,7 +226,7 @@ Json cell_params(const CaseFile& c, const LockFile& lock, long long ttl_ms, doub
     return params;
 }
 
-Json cell_run(const CaseFile& c, const CaseVariant& v, const LockFile& lock) {
+Json cell_run(const CaseFile& c, const CaseVariant& v, const LockFile& lock, Expectations which) {
     const long long ttl = v.ttl_ms.value_or(c.ttl_ms);
     const long long own_ttl = lock_ttl_ms(lock, ttl);
     const double k = c.scale_durations ? static_cast<double>(own_ttl) / static_cast<double>(ttl) : 1.0;
@@ -237,7 +238,7 @@ Json cell_run(const CaseFile& c, const CaseVariant& v, const LockFile& lock) {
                 {"service", service_name(lock.service)},
                 {"nodes", cell_nodes(c, lock)},
                 {"faults", scaled_faults(v.faults.value_or(Json::array()), k)},
-                {"expect", cell_expect(c, v, lock, k)}};
+                {"expect", cell_expect(c, v, lock, k, which)}};
     if (!v.name.empty()) run["variant"] = v.name;
     if (!lock.command.empty()) {
         run["command"] = lock.command;
@@ -285,7 +286,7 @@ std::optional<std::string> why_not(const CaseFile& c, const CaseVariant& v, cons
     return why_not_by_policy(c, v, lock, w);
 }
 
-Composed compose(const CaseFile& c, const std::vector<LockFile>& locks, LockChoice choice) {
+Composed compose(const CaseFile& c, const std::vector<LockFile>& locks, LockChoice choice, Expectations which) {
     Composed out{scenario_head(c), {}};
     for (const CaseVariant& v : c.variants)
         for (const LockFile& lock : locks) {
@@ -293,9 +294,27 @@ Composed compose(const CaseFile& c, const std::vector<LockFile>& locks, LockChoi
                 out.not_applicable.push_back({c.name, v.name, c.failure_class, lock.name, *why});
                 continue;
             }
-            out.scenario["runs"].push_back(cell_run(c, v, lock));
+            out.scenario["runs"].push_back(cell_run(c, v, lock, which));
         }
     return out;
+}
+
+std::optional<std::pair<Verdict, std::string>> predicted_verdict(const CaseVariant& v, const LockFile& lock) {
+    for (const PredictRule* r : matching_rules(v, lock_facts(lock)))
+        if (r->verdict) return std::pair{*r->verdict, r->why};
+    return std::nullopt;
+}
+
+Json lock_run(const LockFile& lock, long long ttl_ms, int clients) {
+    CaseFile alone;
+    alone.name = "alone";
+    alone.path = lock.path;
+    alone.ttl_ms = ttl_ms;
+    alone.source = {{"workload", {{"clients", clients}}}};
+    alone.variants.emplace_back();
+    Json run = cell_run(alone, alone.variants.front(), lock, Expectations::record_only);
+    run.erase("expect");
+    return run;
 }
 
 Json scenario_source_for(const Json& source, const std::string& file, const std::vector<LockFile>& locks,

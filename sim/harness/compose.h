@@ -46,12 +46,26 @@ struct Composed {
 // cases naming it), or locks asked for by name or file (every case that applies).
 enum class LockChoice { catalog, asked };
 
+// What a cell expects: the case's checks and its predictions (the catalog's check), or only
+// the case's checks and the lock's own record (`lockbench verdict`, which judges a lock by
+// its record, and shows the predictions beside).
+enum class Expectations { with_predictions, record_only };
+
 // Why `lock` cannot run `variant` of `c`, or nothing when it can.
 std::optional<std::string> why_not(const CaseFile& c, const CaseVariant& variant, const LockFile& lock, LockChoice choice);
 
 // The case against each lock it applies to. Throws ScenarioError when a cell cannot be made
 // (a prediction whose figures contradict the case's, a TTL a lock cannot take).
-Composed compose(const CaseFile& c, const std::vector<LockFile>& locks, LockChoice choice);
+Composed compose(const CaseFile& c, const std::vector<LockFile>& locks, LockChoice choice,
+                 Expectations expectations = Expectations::with_predictions);
+
+// The verdict the case's predictions give `lock` in `variant`, if any, and why (the first
+// matching prediction that gives one).
+std::optional<std::pair<Verdict, std::string>> predicted_verdict(const CaseVariant& variant, const LockFile& lock);
+
+// The lock alone, as an explicit run of `clients` clients with `ttl_ms`: what `lockbench
+// adapter-check` starts.
+nlohmann::json lock_run(const LockFile& lock, long long ttl_ms, int clients);
 
 // A file as a scenario to run: an explicit one as it is (`locks` unused), a case composed with
 // `locks`. `not_applicable`, when given, gets the case's missing cells.

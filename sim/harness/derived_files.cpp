@@ -1,6 +1,8 @@
 #include "sim/harness/derived_files.h"
 
+#include "analysis/run_summary.h"
 #include "sim/harness/matrix.h"
+#include "sim/harness/matrix_tree.h"
 #include "sim/harness/recheck.h"
 #include "sim/harness/results_folder.h"
 #include "sim/harness/runner.h"
@@ -23,6 +25,25 @@ std::vector<fs::path> rep_dirs(const fs::path& tree) {
             if (rep.is_object() && rep.contains("dir") && rep.at("dir").is_string())
                 dirs.push_back(tree / rep.at("dir").get<std::string>());
     return dirs;
+}
+
+// Results version 6 writes each run's verdict (analysis/verdict.h) into its summary entry, and
+// each cell's repetitions and aggregate carry them: an older tree gets them from its figures,
+// the same words a run of this version writes.
+void add_verdicts(const fs::path& tree) {
+    for (const fs::path& rep : rep_dirs(tree)) {
+        Json summary = read_json_file(rep / "summary.json");
+        for (Json& run : summary.at("runs")) run = to_json(run_summary_from_json(run));
+        write_atomically(rep / "summary.json", summary.dump(2) + "\n");
+    }
+    const Json header = read_json_file(header_path(tree));
+    const MatrixSpec spec = matrix_spec_from_json(header.at("spec"), header.at("spec_id").get<std::string>());
+    Json summary = read_json_file(tree / "summary.json");
+    for (Json& entry : summary.at("cells"))
+        for (const MatrixCell& cell : spec.cells)
+            if (cell.id == entry.value("id", std::string()) && entry.value("reps_done", 0) > 0)
+                entry = refresh_cell(tree, cell, spec.repeat);
+    write_atomically(tree / "summary.json", summary.dump(2) + "\n");
 }
 
 // The tree's header and summary, marked as this version (nothing else in them changes).
@@ -61,7 +82,10 @@ DerivedWritten write_derived_files(const fs::path& dir) {
         write_derived(r);
         out.runs += static_cast<long long>(r.derived.size());
     }
-    if (tree) mark_version(dir);
+    if (tree) {
+        add_verdicts(dir);
+        mark_version(dir);
+    }
     return out;
 }
 

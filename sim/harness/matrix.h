@@ -46,8 +46,14 @@ inline constexpr const char* kResultsFormat = "lockbench-results";
 // fencing) to run.json and the summary, the scenario's `failure_class` and a run's
 // `table_row`, the `validity` figures and the acquire's `key_ttl_ms` of a run with
 // `probe_key_ttl`, and each run's adapter/ folder (the adapters' stderr): additions again, read from versions 3 and 4 as they
-// are, and `check --write` marks such a tree as 5.
-inline constexpr int kResultsVersion = 5;
+// are, and `check --write` marks such a tree as 5. Version 6 made the catalog cases × locks:
+// each run's summary entry and each repetition's figures carry the run's "verdict" (the
+// verdict table's word, analysis/verdict.h) and a lock file's run its "lock" and "variant";
+// a cell's aggregate counts the repetitions of each verdict ("verdicts"); a matrix's summary
+// lists the (case, lock) cells that do not exist and why ("not_applicable"). The report reads
+// the verdicts rather than deriving them: `lockbench check TREE --write` gives an older tree
+// them (and marks it 6).
+inline constexpr int kResultsVersion = 6;
 
 struct MatrixOptions {
     std::filesystem::path out;

@@ -255,21 +255,39 @@ Shard parse_shard(const std::string& text) {
     return s;
 }
 
+namespace {
+
+// The scenario's runs as cells of `spec` (those `algorithms` selects), and its source.
+void add_scenario(MatrixSpec& spec, const SpecScenario& entry, std::set<std::string>& names) {
+    if (entry.source.contains("runs") && entry.source.at("runs").empty()) return;  // a case no lock asked for meets
+    const Scenario s = parse_scenario(entry.source, entry.file);
+    if (!names.insert(s.name).second)
+        throw std::runtime_error(entry.file + ": a second scenario named " + s.name + " in one matrix");
+    for (const RunSpec& r : s.runs)
+        if (selected(r, spec.algorithms))
+            spec.cells.push_back(make_cell(spec.cells.size(), s.name + "/" + r.name, spec.scenarios.size(), s, r));
+    spec.scenarios.push_back({entry.file, s.source});
+}
+
+}  // namespace
+
 MatrixSpec matrix_spec(const std::vector<fs::path>& files, const std::vector<std::string>& algorithms, int repeat,
                        const LockSelection* locks) {
     check_repeat(repeat);
     MatrixSpec spec{"matrix", repeat, algorithms, {}, {}, std::nullopt, false};
     std::set<std::string> names;
-    for (const auto& file : files) {
-        const Scenario s = parse_scenario(source_of(read_input_json(file), file, locks, spec), file.string());
-        if (!names.insert(s.name).second)
-            throw std::runtime_error(file.string() + ": a second scenario named " + s.name + " in one matrix");
-        for (const RunSpec& r : s.runs)
-            if (selected(r, algorithms))
-                spec.cells.push_back(make_cell(spec.cells.size(), s.name + "/" + r.name, spec.scenarios.size(), s, r));
-        spec.scenarios.push_back({file.string(), s.source});
-    }
+    for (const auto& file : files) add_scenario(spec, {file.string(), source_of(read_input_json(file), file, locks, spec)}, names);
     check_algorithms_match(spec.cells, algorithms);
+    return finish(std::move(spec));
+}
+
+MatrixSpec matrix_spec_from_sources(const std::vector<SpecScenario>& scenarios, const Json& not_applicable, int repeat) {
+    check_repeat(repeat);
+    MatrixSpec spec{"matrix", repeat, {}, {}, {}, std::nullopt, false};
+    spec.not_applicable = not_applicable;
+    std::set<std::string> names;
+    for (const SpecScenario& s : scenarios) add_scenario(spec, s, names);
+    check_algorithms_match(spec.cells, {});
     return finish(std::move(spec));
 }
 

@@ -96,6 +96,11 @@ MatrixSpec matrix_spec(const std::vector<std::filesystem::path>& files, const st
 MatrixSpec sweep_spec(const std::filesystem::path& file, const SweepParam& param, int steps,
                       const std::vector<std::string>& algorithms, int repeat, const LockSelection* locks = nullptr);
 
+// A matrix of scenarios already made (composed cases: `lockbench verdict`), `not_applicable`
+// as to_json gives it.
+MatrixSpec matrix_spec_from_sources(const std::vector<SpecScenario>& scenarios, const nlohmann::json& not_applicable,
+                                    int repeat);
+
 // One line per missing cell, as the spec and the summary hold them.
 nlohmann::json to_json(const std::vector<NotApplicable>& cells);
 // The same tree run in the simulator (`--backend sim`): part of the spec, so that a live and

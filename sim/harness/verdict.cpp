@@ -1,0 +1,235 @@
+#include "sim/harness/verdict.h"
+
+#include <algorithm>
+#include <map>
+
+#include "sim/harness/compose.h"
+#include "sim/harness/matrix.h"
+#include "sim/harness/matrix_spec.h"
+#include "sim/harness/results_folder.h"
+
+namespace fs = std::filesystem;
+
+namespace lockbench {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr const char* kNotApplicable = "not applicable";
+
+std::size_t rank(const std::string& word) {
+    const auto& all = verdicts();
+    for (std::size_t i = 0; i < all.size(); ++i)
+        if (verdict_word(all[i]) == word) return i;
+    return all.size();
+}
+
+// The worst of the counted words (verdict.h: worst first).
+std::string worst(const Json& counts) {
+    std::string out;
+    for (const auto& [word, n] : counts.items())
+        if (n.get<int>() > 0 && (out.empty() || rank(word) < rank(out))) out = word;
+    return out;
+}
+
+void add_counts(Json& into, const Json& counts) {
+    for (const auto& [word, n] : counts.items()) into[word] = into.value(word, 0) + n.get<int>();
+}
+
+std::string run_name(const LockFile& lock, const CaseVariant& v) { return v.name.empty() ? lock.name : lock.name + "@" + v.name; }
+
+const Json* find_cell(const Json& summary, const std::string& case_name, const std::string& run) {
+    for (const Json& c : summary.at("cells"))
+        if (c.value("scenario", "") == case_name && c.value("run", "") == run) return &c;
+    return nullptr;
+}
+
+// What a repetition's run said of itself: its summary entry.
+Json rep_run(const fs::path& tree, const Json& rep) {
+    const Json summary = read_json_file(tree / rep.at("dir").get<std::string>() / "summary.json");
+    return summary.at("runs").at(0);
+}
+
+// The first repetition with the cell's worst verdict, as a concrete case: its first witness,
+// the folder it is in, and the one command that replays it live.
+void add_witness(Json& entry, const fs::path& tree, const Json& cell) {
+    for (const Json& rep : cell.at("reps")) {
+        if (rep.value("verdict", "") != entry.at("verdict")) continue;
+        const Json run = rep_run(tree, rep);
+        const fs::path dir = tree / rep.at("dir").get<std::string>();
+        Json w = {{"rep", rep.at("rep")}, {"seed", rep.at("seed")}, {"dir", rep.at("dir")},
+                  {"run_dir", (fs::path(rep.at("dir").get<std::string>()) / run.at("run_dir").get<std::string>()).string()}};
+        if (!run.at("witnesses").empty()) w["first"] = run.at("witnesses").at(0);
+        entry["witness"] = w;
+        entry["replay"] = "lockbench run " + (dir / "scenario.json").string() + " --algorithm " + cell.at("run").get<std::string>() +
+                          " --seed " + rep.at("seed").dump() + " --out results/replay-" + cell.at("run").get<std::string>();
+        return;
+    }
+}
+
+// Every repetition's failed expectations, "rep 2: faults_injected == 1 (got 0)".
+Json failed_expectations(const Json& cell) {
+    Json out = Json::array();
+    for (const Json& rep : cell.at("reps"))
+        for (const Json& e : rep.value("expectations", Json::array()))
+            if (!e.value("held", true))
+                out.push_back("rep " + std::to_string(rep.at("rep").get<int>() + 1) + ": " + e.at("expect").get<std::string>() +
+                              " (got " + (e.at("value").is_string() ? e.at("value").get<std::string>() : e.at("value").dump()) + ")");
+    return out;
+}
+
+Json case_entry(const fs::path& tree, const Json& cell, const CaseFile& c, const CaseVariant& v, const LockFile& lock) {
+    const Json& agg = cell.at("aggregate");
+    Json e = {{"case", c.name}, {"variant", v.name}, {"class", c.failure_class ? Json(*c.failure_class) : Json()},
+              {"cell", cell.at("id")}, {"repetitions", cell.at("reps").size()},
+              {"counts", agg.value("verdicts", Json::object())},
+              {"expectations_held", agg.value("expectations_held_reps", 0)}, {"description", c.description}};
+    e["verdict"] = worst(e.at("counts"));
+    if (const RecordedOutcome* r = recorded_outcome(lock, c.name, v.name, c.failure_class)) e["recorded"] = r->text();
+    if (const auto p = predicted_verdict(v, lock)) {
+        e["predicted"] = verdict_word(p->first);
+        e["predicted_why"] = p->second;
+    }
+    const std::string word = e.at("verdict");
+    if (word == verdict_word(Verdict::two_holders) || word == verdict_word(Verdict::unsafe)) {
+        if (!c.remedy.empty()) e["remedy"] = c.remedy;
+        add_witness(e, tree, cell);
+    }
+    e["failed"] = failed_expectations(cell);
+    return e;
+}
+
+// The library as its adapter's ready line described it (run.json's "adapter"), or "built-in".
+Json library_of(const fs::path& tree, const Json& summary) {
+    for (const Json& cell : summary.at("cells"))
+        for (const Json& rep : cell.value("reps", Json::array())) {
+            const Json run = rep_run(tree, rep);
+            return run.contains("adapter") ? run.at("adapter") : Json{{"library", "built-in"}};
+        }
+    return Json::object();
+}
+
+// A lock's recorded word for a class: the one its applicable cases of that class share, or
+// each with its case where they differ; "—" and why when none applies.
+Json reference_row(const LockFile& ref, const std::vector<CaseFile>& cases) {
+    Json classes = Json::object();
+    for (const std::string& klass : failure_classes()) {
+        std::vector<std::string> words, why;
+        for (const CaseFile& c : cases) {
+            if (c.failure_class != klass) continue;
+            for (const CaseVariant& v : c.variants) {
+                if (const auto no = why_not(c, v, ref, LockChoice::asked)) {
+                    why.push_back(c.name + ": " + *no);
+                    continue;
+                }
+                const RecordedOutcome* r = recorded_outcome(ref, c.name, v.name, c.failure_class);
+                const std::string w = r ? r->text() : "not recorded";
+                if (std::ranges::find(words, w) == words.end()) words.push_back(w);
+            }
+        }
+        std::string text;
+        for (const auto& w : words) text += (text.empty() ? "" : " / ") + w;
+        classes[klass] = words.empty() ? Json{{"verdict", "—"}, {"why", why}} : Json{{"verdict", text}};
+    }
+    return {{"lock", ref.name}, {"description", ref.description}, {"classes", classes}};
+}
+
+Json class_entries(const Json& cases, const Json& not_applicable) {
+    Json out = Json::array();
+    for (const std::string& klass : failure_classes()) {
+        Json counts = Json::object(), names = Json::array();
+        int reps = 0;
+        Json recorded = Json::array();
+        for (const Json& e : cases) {
+            if (e.at("class") != klass) continue;
+            add_counts(counts, e.at("counts"));
+            reps += e.at("repetitions").get<int>();
+            names.push_back(e.at("cell"));
+            if (e.contains("recorded") && std::ranges::find(recorded, e.at("recorded")) == recorded.end())
+                recorded.push_back(e.at("recorded"));
+        }
+        if (names.empty()) {
+            Json why = Json::array();
+            for (const Json& n : not_applicable)
+                if (n.value("class", Json()) == klass) why.push_back(n.at("case").get<std::string>() + ": " + n.at("why").get<std::string>());
+            out.push_back({{"class", klass}, {"verdict", kNotApplicable}, {"why", why}});
+            continue;
+        }
+        Json entry = {{"class", klass}, {"verdict", worst(counts)}, {"repetitions", reps}, {"counts", counts}, {"cases", names}};
+        if (!recorded.empty()) entry["recorded"] = recorded;
+        out.push_back(std::move(entry));
+    }
+    return out;
+}
+
+Json differences(const Json& cases) {
+    Json out = Json::array();
+    for (const Json& e : cases) {
+        const std::string name = e.at("case").get<std::string>() + (e.at("variant").get<std::string>().empty() ? "" : "+" + e.at("variant").get<std::string>());
+        if (e.contains("recorded") && !e.at("recorded").get<std::string>().starts_with("any")) {
+            const int match = e.at("counts").value(e.at("recorded").get<std::string>(), 0);
+            if (match != e.at("repetitions").get<int>()) {
+                std::string got;
+                for (const auto& [w, n] : e.at("counts").items())
+                    got += (got.empty() ? "" : ", ") + w + " " + std::to_string(n.get<int>()) + "/" + e.at("repetitions").dump();
+                out.push_back(name + ": the lock file records " + e.at("recorded").get<std::string>() + "; got " + got);
+                continue;
+            }
+        }
+        for (const Json& f : e.at("failed"))
+            if (f.get<std::string>().find("verdict ==") == std::string::npos)
+                out.push_back(name + ": the case did not happen as written: " + f.get<std::string>());
+    }
+    return out;
+}
+
+}  // namespace
+
+std::vector<LockFile> reference_locks(const std::vector<LockFile>& locks) {
+    std::vector<LockFile> out;
+    for (const char* name : {"token-lua", "token-lua+fence", "redlock", "zookeeper", "zookeeper+fence", "etcd", "etcd+fence"})
+        for (const LockFile& l : locks)
+            if (l.name == name) out.push_back(l);
+    return out;
+}
+
+Json verdict_of_tree(const fs::path& tree, const LockFile& lock, const std::vector<CaseFile>& cases,
+                     const std::vector<LockFile>& reference) {
+    const Json summary = read_json_file(tree / "summary.json");
+    Json entries = Json::array(), missing = Json::array();
+    for (const CaseFile& c : cases)
+        for (const CaseVariant& v : c.variants) {
+            if (const Json* cell = find_cell(summary, c.name, run_name(lock, v)); cell && !cell->at("reps").empty()) {
+                entries.push_back(case_entry(tree, *cell, c, v, lock));
+                continue;
+            }
+            const auto why = why_not(c, v, lock, LockChoice::asked);
+            missing.push_back({{"case", c.name}, {"variant", v.name}, {"class", c.failure_class ? Json(*c.failure_class) : Json()},
+                               {"why", why.value_or("not run")}});
+        }
+    Json refs = Json::array();
+    for (const LockFile& r : reference) refs.push_back(reference_row(r, cases));
+    return {{"format", "lockbench-verdict"}, {"version", 1}, {"lock", lock.name}, {"lock_file", lock.path},
+            {"description", lock.description}, {"facts", lock_facts(lock)}, {"library", library_of(tree, summary)},
+            {"repeat", summary.value("repeat", 0)}, {"classes", class_entries(entries, missing)}, {"cases", entries},
+            {"not_applicable", missing}, {"reference", refs}, {"differences", differences(entries)}};
+}
+
+Json run_verdict(const LockFile& lock, const std::vector<CaseFile>& cases, const std::vector<LockFile>& reference,
+                 const VerdictOptions& opts) {
+    std::vector<SpecScenario> scenarios;
+    std::vector<NotApplicable> missing;
+    for (const CaseFile& c : cases) {
+        Composed k = compose(c, {lock}, LockChoice::asked, Expectations::record_only);
+        missing.insert(missing.end(), k.not_applicable.begin(), k.not_applicable.end());
+        if (!k.empty()) scenarios.push_back({c.path, std::move(k.scenario)});
+    }
+    if (scenarios.empty()) throw std::runtime_error(lock.label() + ": no case of the catalog applies to it (`lockbench list --lock` says why)");
+    const MatrixSpec spec = matrix_spec_from_sources(scenarios, to_json(missing), opts.repeat);
+    run_matrix(spec, {opts.out, Shard{0, 1}, opts.self_exe, opts.progress, opts.project_dir, std::nullopt});
+    Json verdict = verdict_of_tree(opts.out, lock, cases, reference);
+    write_atomically(opts.out / kVerdictFile, verdict.dump(2) + "\n");
+    return verdict;
+}
+
+}  // namespace lockbench

@@ -1,0 +1,57 @@
+// `lockbench verdict LOCK`: one lock's verdict, every case that applies to it, in one
+// results tree with a one-page report.
+//
+//   LOCK ──► compose with every case of the catalog (compose.h; its own record as the check)
+//        ──► a matrix of those cells, N repetitions (matrix.h) ──► OUT/ (a results tree)
+//        ──► OUT/verdict.json: its row (a verdict per failure class), each case's verdict,
+//            witness, replay command and remedy, the reference rows from their lock files
+//        ──► OUT/report.html, report.md (the report draws verdict.json: analysis/report)
+//
+// verdict.json ("format": "lockbench-verdict", version 1):
+//   lock, lock_file, description, facts (what the lock file says it is and offers), library
+//   (what its adapter's ready line said, or "built-in"), repeat,
+//   classes: [{class, verdict, repetitions, counts: {word: reps}, cases, recorded?}, or
+//             {class, verdict: "not applicable", why}]      in the verdict table's order
+//   cases:   [{case, variant, class, cell, verdict, repetitions, counts, expectations_held,
+//              recorded?, predicted?, predicted_why?, remedy?, witness?, replay?}, ...]
+//   not_applicable: [{case, variant, class, why}, ...]
+//   reference: [{lock, description, classes: {class: word or "—"}}]  from their records
+//   differences: one line per case whose verdict differs from the lock's record, or that
+//                did not happen as written
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/engine/case_file.h"
+#include "sim/engine/lock_file.h"
+
+namespace lockbench {
+
+inline constexpr const char* kVerdictFile = "verdict.json";
+
+struct VerdictOptions {
+    std::filesystem::path out;
+    int repeat = 3;
+    std::string self_exe;
+    std::filesystem::path project_dir;
+    bool progress = true;
+};
+
+// Runs every case of `cases` that applies to `lock` into OUT, writes OUT/verdict.json and
+// returns it. `reference`: the locks whose recorded rows stand beside this one (not run).
+nlohmann::json run_verdict(const LockFile& lock, const std::vector<CaseFile>& cases, const std::vector<LockFile>& reference,
+                           const VerdictOptions& opts);
+
+// verdict.json from a tree `run_verdict` made (the figures read back from its summary).
+nlohmann::json verdict_of_tree(const std::filesystem::path& tree, const LockFile& lock, const std::vector<CaseFile>& cases,
+                               const std::vector<LockFile>& reference);
+
+// The reference rows verdict.json shows: token-lua, token-lua+fence, redlock, zookeeper,
+// zookeeper+fence, etcd and etcd+fence, those of them in `locks`.
+std::vector<LockFile> reference_locks(const std::vector<LockFile>& locks);
+
+}  // namespace lockbench

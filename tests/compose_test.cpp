@@ -1,0 +1,290 @@
+// The catalog as cases × locks (sim/harness/compose.h), no Redis: lock and case files parsed
+// strictly, a lock joining every case it meets and no other, a case scaled to a lock's time,
+// the lock's record standing over the case's prediction, and each missing cell's reason.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/harness/compose.h"
+#include "sim/harness/matrix_spec.h"
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+using namespace lockbench;
+
+namespace {
+
+const fs::path kSource = LOCKBENCH_SOURCE_DIR;
+
+std::vector<CaseFile> catalog_cases() {
+    std::vector<CaseFile> out;
+    for (const auto& e : fs::directory_iterator(kSource / "scenarios"))
+        if (e.path().extension() == ".json") out.push_back(load_case_file(e.path()));
+    std::ranges::sort(out, {}, &CaseFile::name);
+    return out;
+}
+
+const CaseFile& case_named(const std::vector<CaseFile>& cases, const std::string& name) {
+    return *std::ranges::find(cases, name, &CaseFile::name);
+}
+
+LockFile lock_named(const std::string& name) { return load_lock_file(kSource / "locks" / (name + ".json")); }
+
+// A folder of its own for a test's files, gone at the end.
+struct TempDir {
+    fs::path path = fs::temp_directory_path() / ("lockbench-compose-" + std::to_string(::getpid()) + "-" +
+                                                 ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    TempDir() { fs::create_directories(path); }
+    ~TempDir() { fs::remove_all(path); }
+    fs::path write(const std::string& name, const Json& j) const {
+        std::ofstream(path / name) << j.dump(2);
+        return path / name;
+    }
+};
+
+// The (case, variant) pairs a lock meets in the catalog.
+std::set<std::string> met_by(const LockFile& lock, const std::vector<CaseFile>& cases, LockChoice choice) {
+    std::set<std::string> out;
+    for (const CaseFile& c : cases)
+        for (const CaseVariant& v : c.variants)
+            if (!why_not(c, v, lock, choice)) out.insert(c.name + "+" + v.name);
+    return out;
+}
+
+// The one run a case makes for a lock (its base variant).
+Json run_for(const CaseFile& c, const LockFile& lock, const std::string& variant = "") {
+    const Composed k = compose(c, {lock}, LockChoice::asked);
+    for (const Json& r : k.scenario.at("runs"))
+        if (r.value("variant", std::string()) == variant) return r;
+    ADD_FAILURE() << c.name << " makes no run for " << lock.name;
+    return Json::object();
+}
+
+// The message parse_lock_file refuses `j` with, or "".
+std::string lock_refusal(const Json& j, const std::string& name = "mine.json") {
+    try {
+        parse_lock_file(j, fs::path("/tmp") / name);
+    } catch (const ScenarioError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+std::string case_refusal(const Json& j) {
+    try {
+        parse_case_file(j, "case.json");
+    } catch (const ScenarioError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+Json a_lock() {
+    return Json::parse(R"({"description": "mine", "algorithm": "external", "command": ["/usr/bin/python3", "adapter.py"],
+                          "sentinel": true, "offers": {"extend": ["replace"]}})");
+}
+
+}  // namespace
+
+TEST(Catalog, EveryLockAndCaseFileParsesAndEveryRecordNamesACaseOrClass) {
+    const std::vector<CaseFile> cases = catalog_cases();
+    const std::vector<LockFile> locks = load_lock_folder(kSource / "locks");
+    EXPECT_GE(cases.size(), 25u);
+    EXPECT_GE(locks.size(), 30u);
+    EXPECT_NO_THROW(check_recorded_keys(locks, cases));
+    for (const LockFile& l : locks) EXPECT_EQ(l.path, (kSource / "locks" / (l.name + ".json")).string());
+}
+
+// The point of lock files: a team's lock is one file anywhere, and it meets every case its
+// twin in locks/ meets, its adapter run from its own folder.
+TEST(Catalog, ANewLockFileJoinsEveryCaseThatAppliesToIt) {
+    const TempDir dir;
+    const std::vector<CaseFile> cases = catalog_cases();
+    Json j = read_input_json(kSource / "locks" / "redis-py.json", "lock file");
+    j["command"] = {"/usr/bin/python3", "their_adapter.py"};
+    const LockFile mine = load_lock_file(dir.write("team-lock.json", j));
+    const LockFile twin = lock_named("redis-py");
+    EXPECT_EQ(mine.name, "team-lock");
+    const std::set<std::string> met = met_by(mine, cases, LockChoice::catalog);
+    EXPECT_EQ(met, met_by(twin, cases, LockChoice::catalog));
+    EXPECT_GE(met.size(), 10u);
+    // In the composed catalog it is a run of every case it meets, named by its file.
+    std::size_t runs = 0;
+    for (const CaseFile& c : cases) {
+        const Composed k = compose(c, {mine, twin}, LockChoice::catalog);
+        for (const Json& r : k.scenario.at("runs")) {
+            if (r.at("lock") != "team-lock") continue;
+            ++runs;
+            EXPECT_EQ(r.at("cwd"), dir.path.string()) << c.name;
+            EXPECT_EQ(r.at("command").at(1), "their_adapter.py");
+        }
+        // Parses as an explicit scenario: a run lockbench can start.
+        if (!k.empty()) EXPECT_NO_THROW(parse_scenario(k.scenario, c.path)) << c.name;
+    }
+    EXPECT_EQ(runs, met.size());
+}
+
+// A case is written at one TTL; a lock that takes whole seconds gets the next whole second and,
+// unless the case says its timing does not depend on it, every duration scaled alike.
+TEST(Catalog, ACaseRunsInTheTimeOfAWholeSecondLock) {
+    const std::vector<CaseFile> cases = catalog_cases();
+    const LockFile tooz = lock_named("tooz"), token = lock_named("token-lua");
+    const Json gc = run_for(case_named(cases, "gc-pause"), tooz);
+    EXPECT_EQ(gc.at("params").at("ttl_ms"), 1000);
+    EXPECT_EQ(gc.at("workload").at("duration_ms"), 5000);              // 1500 at 300 ms
+    EXPECT_EQ(gc.at("faults").at(0).at("duration_ms"), 3000);          // 900 at 300 ms
+    EXPECT_EQ(gc.at("client").at("command_timeout_ms"), 500);          // 150 at 300 ms
+    const Json native = run_for(case_named(cases, "gc-pause"), token);
+    EXPECT_EQ(native.at("params").at("ttl_ms"), 300);
+    EXPECT_FALSE(native.contains("workload"));                         // the case's own
+    // "scale": "ttl" (baseline): only the TTL moves.
+    const Json base = run_for(case_named(cases, "baseline"), lock_named("etcd"));
+    EXPECT_EQ(base.at("params").at("ttl_ms"), 2000);
+    EXPECT_FALSE(base.contains("workload"));
+    EXPECT_EQ(base.at("nodes"), 3);                                    // the case's ensemble
+    // An expectation in milliseconds scales with the rest.
+    const Json killed = run_for(case_named(cases, "holder-killed"), tooz);
+    EXPECT_EQ(killed.at("expect").at("longest_unavailable_ms"), "<= 2000");
+}
+
+// A cell's verdict: the lock's own record for the case (or its class) over the case's
+// prediction; "any" checks none; the figures of matching predictions always apply.
+TEST(Catalog, TheLocksRecordStandsOverTheCasesPrediction) {
+    const TempDir dir;
+    const CaseFile gc = case_named(catalog_cases(), "gc-pause");
+    Json j = a_lock();
+    const Json predicted = run_for(gc, parse_lock_file(j, dir.path / "a.json")).at("expect");
+    EXPECT_EQ(predicted.at("verdict"), "2 holders");
+    EXPECT_EQ(predicted.at("stale_writes_accepted"), ">= 1");
+    j["expected"] = {{"gc-pause", "safe"}};
+    EXPECT_EQ(run_for(gc, parse_lock_file(j, dir.path / "a.json")).at("expect").at("verdict"), "safe");
+    j["expected"] = {{"gc-pause", "any: its timer runs late on a loaded machine"}};
+    const Json any = run_for(gc, parse_lock_file(j, dir.path / "a.json")).at("expect");
+    EXPECT_FALSE(any.contains("verdict"));
+    EXPECT_EQ(any.at("faults_injected"), "== 1");
+    // A verdict asks only for the case's own checks and the record.
+    j.erase("expected");
+    const Composed only = compose(gc, {parse_lock_file(j, dir.path / "a.json")}, LockChoice::asked, Expectations::record_only);
+    EXPECT_EQ(only.scenario.at("runs").at(0).at("expect"), (Json{{"faults_injected", "== 1"}}));
+}
+
+TEST(Catalog, EachMissingCellSaysWhyInOneLine) {
+    const std::vector<CaseFile> cases = catalog_cases();
+    const auto why = [&](const std::string& c, const std::string& lock) {
+        const CaseFile& cf = case_named(cases, c);
+        return why_not(cf, cf.variants.front(), lock_named(lock), LockChoice::catalog).value_or("");
+    };
+    EXPECT_NE(why("consensus-clock-jump", "etcd").find("clock shim cannot move"), std::string::npos);
+    EXPECT_NE(why("failover-lost-lock", "laravel").find("Sentinel"), std::string::npos);
+    EXPECT_NE(why("acquire-pause", "redis-py").find("during_acquire"), std::string::npos);
+    EXPECT_NE(why("redlock-clock-jump", "token-lua").find("needs 5 lock nodes"), std::string::npos);
+    EXPECT_NE(why("redis-semaphore-refresh", "redis-py").find("about redis-semaphore-5.3.0"), std::string::npos);
+    EXPECT_NE(why("renewal", "redis-semaphore").find("about "), std::string::npos);
+    EXPECT_EQ(why("gc-pause", "etcd"), "");
+    // A lock that joins only the cases naming it stays out of the catalog's others, but a
+    // verdict of it (asked for by name) runs every case that applies.
+    const CaseFile& gc = case_named(cases, "gc-pause");
+    const LockFile old = lock_named("redis-semaphore-5.3.0");
+    EXPECT_NE(why_not(gc, gc.variants.front(), old, LockChoice::catalog).value_or("").find("joins only"), std::string::npos);
+    EXPECT_FALSE(why_not(gc, gc.variants.front(), old, LockChoice::asked));
+    for (const CaseFile& c : cases)
+        for (const CaseVariant& v : c.variants)
+            for (const LockFile& l : load_lock_folder(kSource / "locks"))
+                if (const auto w = why_not(c, v, l, LockChoice::catalog)) {
+                    EXPECT_EQ(w->find('\n'), std::string::npos) << *w;
+                    EXPECT_LT(w->size(), 300u) << *w;
+                }
+}
+
+TEST(LockFile, BadInputIsOneLineNamingTheFileAndField) {
+    const auto refused = [](const Json& j, const std::string& field, const std::string& piece, const std::string& name = "mine.json") {
+        const std::string m = lock_refusal(j, name);
+        EXPECT_EQ(m.rfind("/tmp/" + name + ": " + field, 0), 0u) << m;
+        EXPECT_NE(m.find(piece), std::string::npos) << m;
+        EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+    };
+    EXPECT_EQ(lock_refusal(a_lock()), "");
+    Json j = a_lock();
+    j["params"] = {{"ttl_ms", 300}};
+    refused(j, "params.ttl_ms", "the case sets the TTL");
+    j = a_lock();
+    j["colour"] = "red";
+    refused(j, "colour", "unknown field");
+    j = a_lock();
+    j.erase("command");
+    refused(j, "command", "required");
+    j = {{"algorithm", "token-lua"}, {"command", {"x"}}};
+    refused(j, "command", "only an \"external\" lock");
+    j = a_lock();
+    j["expected"] = {{"gc-pause", "2 holder"}};
+    refused(j, "expected.gc-pause", "\"2 holders\"");
+    j["expected"] = {{"gc-pause", "any"}};
+    refused(j, "expected.gc-pause", "any: <why");
+    j = {{"algorithm", "token-lua"}, {"params", {{"fence", true}}}};
+    refused(j, "offers.fencing", "fence");
+    j = a_lock();
+    j["service"] = "etcd";
+    j["sentinel"] = true;
+    refused(j, "sentinel", "Sentinel watches one Redis master");
+    j = a_lock();
+    j["offers"]["release"] = "whenever";
+    refused(j, "offers.release", "\"client-clock\"");
+    j = a_lock();
+    j["ttl_unit"] = nullptr;
+    refused(j, "ttl_unit", "null");
+    refused(a_lock(), "", "a lock's name is its file's name", "-bad.json");
+}
+
+TEST(CaseFile, BadInputIsOneLineNamingTheFileAndField) {
+    const Json ok = Json::parse(R"({"name": "c", "ttl_ms": 300, "faults": [{"fault": "pause", "point": "before_write", "duration_ms": 100}],
+                                    "predict": [{"when": {"fence": false}, "verdict": "2 holders"}]})");
+    EXPECT_EQ(case_refusal(ok), "");
+    const auto refused = [](const Json& j, const std::string& field, const std::string& piece) {
+        const std::string m = case_refusal(j);
+        EXPECT_EQ(m.rfind("case.json: " + field, 0), 0u) << m;
+        EXPECT_NE(m.find(piece), std::string::npos) << m;
+    };
+    Json j = ok;
+    j.erase("ttl_ms");
+    refused(j, "ttl_ms", "required");
+    j = ok;
+    j["predict"][0]["when"] = {{"colour", "red"}};
+    refused(j, "predict[0].when.colour", "not a fact of a lock");
+    j = ok;
+    j["predict"][0]["when"] = {{"lock", "redis-py"}};
+    refused(j, "predict[0].when.lock", "about");
+    j = ok;
+    j["predict"][0]["when"] = {{"release", "sometimes"}};
+    refused(j, "predict[0].when.release", "no lock has release");
+    j = ok;
+    j["params"] = {{"fence", true}};
+    refused(j, "params.fence", "only durations");
+    j = ok;
+    j["variants"] = {{{"name", "v"}}, {{"name", "v"}}};
+    refused(j, "variants[1].name", "earlier variant");
+    j = ok;
+    j["predict"][0].erase("verdict");
+    refused(j, "predict[0].verdict", "a verdict, figures");
+}
+
+// Two predictions that match one lock and disagree on a figure are the case file's mistake,
+// named when the cell is made.
+TEST(CaseFile, PredictionsThatDisagreeForALockAreRefused) {
+    const TempDir dir;
+    const CaseFile c = parse_case_file(Json::parse(R"({"name": "c", "ttl_ms": 300,
+        "expect": {"lost_updates": "== 0"},
+        "predict": [{"when": {"fence": false}, "expect": {"lost_updates": ">= 1"}}]})"), "case.json");
+    try {
+        compose(c, {parse_lock_file(a_lock(), dir.path / "a.json")}, LockChoice::asked);
+        ADD_FAILURE() << "accepted";
+    } catch (const ScenarioError& e) {
+        EXPECT_NE(std::string(e.what()).find("lost_updates"), std::string::npos) << e.what();
+    }
+}

@@ -464,6 +464,7 @@ int cmd_adapter_check(const LockArgs& a) {
 struct VerdictArgs : LockArgs {
     int repeat = 3;
     std::optional<std::string> out;
+    std::vector<std::string> cases;   // --case: only these (a quick look; the row is then partial)
 };
 
 // One line per class: its verdict and repetitions, or why it does not apply.
@@ -486,8 +487,13 @@ void print_verdict(const nlohmann::json& v) {
 int cmd_verdict(const VerdictArgs& a) {
     const LockFile lock = lock_from_args(a);
     const std::vector<LockFile> catalog = fs::is_directory(locks_dir()) ? load_lock_folder(locks_dir()) : std::vector<LockFile>{};
-    const std::vector<CaseFile> cases = catalog_cases();
+    std::vector<CaseFile> cases = catalog_cases();
     check_recorded_keys({lock}, cases);
+    for (const std::string& name : a.cases)
+        if (std::ranges::none_of(cases, [&](const CaseFile& c) { return c.name == name; }))
+            throw std::runtime_error("--case " + name + ": no case of that name in " + (source_dir() / "scenarios").string());
+    if (!a.cases.empty())
+        std::erase_if(cases, [&](const CaseFile& c) { return std::ranges::find(a.cases, c.name) == a.cases.end(); });
     if (a.repeat < 1) throw std::runtime_error("--repeat " + std::to_string(a.repeat) + ": must be at least 1");
     const VerdictOptions opts{a.out ? fs::path(*a.out) : fs::path("results") / ("verdict-" + lock.name), a.repeat, self_exe(),
                               source_dir(), true};
@@ -637,6 +643,7 @@ Subcommand add_verdict(CLI::App& app) {
     add_lock_options(sub, *a);
     sub->add_option("--repeat", a->repeat, "repetitions per case (default 3)");
     sub->add_option("--out", a->out, "where (default: results/verdict-<lock>); run again to resume");
+    sub->add_option("--case", a->cases, "only this case (repeatable): a quick look, not the whole row");
     return {sub, [a] { return cmd_verdict(*a); }};
 }
 

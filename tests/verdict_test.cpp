@@ -1,0 +1,102 @@
+// `lockbench verdict` and `lockbench adapter-check` as a team meets them, through the real
+// binary and live servers: a lock file that is not in the catalog (a shipped adapter under
+// another name, in a folder of its own) gets its whole verdict, and adapters that break the
+// protocol are named in one line per failure.
+#include "cli_util.h"
+
+namespace {
+
+const fs::path kSource = LOCKBENCH_SOURCE_DIR;
+
+class VerdictTest : public CliTest {
+protected:
+    // warlock's lock file as a team would write it for their own lock: another name, in a
+    // folder of its own, its adapter's path absolute.
+    fs::path team_lock(nlohmann::json extra = nlohmann::json::object()) {
+        nlohmann::json j = nlohmann::json::parse(std::ifstream(kSource / "locks" / "warlock.json"));
+        j["command"] = {"node", (kSource / "adapters" / "node-redis-warlock" / "adapter.js").string()};
+        j.update(extra);
+        fs::create_directories(dir() / "team");
+        return write_file("team/team-lock.json", j.dump(2));
+    }
+
+    nlohmann::json read_json(const fs::path& p) { return nlohmann::json::parse(std::ifstream(p)); }
+};
+
+// The whole row of a lock nobody recorded: every class with its verdict or why it does not
+// apply, the report beside it, exit 0 (no record to differ from).
+TEST_F(VerdictTest, ALockFileOutsideTheCatalogGetsItsWholeVerdict) {
+    const fs::path lock = team_lock(), out = dir() / "verdict";
+    const Result r = run({"verdict", lock.string(), "--repeat", "1", "--out", out.string()});
+    ASSERT_EQ(r.exit_code(), 0) << r.describe();
+    EXPECT_NE(r.out.find("adapter-check: team-lock: speaks the protocol"), std::string::npos) << r.out;
+    const nlohmann::json v = read_json(out / "verdict.json");
+    EXPECT_EQ(v.at("lock"), "team-lock");
+    EXPECT_EQ(v.at("library").at("library").get<std::string>().rfind("node-redis-warlock ", 0), 0u) << v.at("library");
+    std::map<std::string, std::string> row;
+    for (const auto& c : v.at("classes")) row[c.at("class")] = c.at("verdict");
+    EXPECT_EQ(row.size(), 9u);
+    // What the literature predicts of a token lock on one node, and what it cannot be put through.
+    EXPECT_EQ(row["baseline"], "safe");
+    EXPECT_EQ(row["gc-pause"], "2 holders");
+    EXPECT_EQ(row["node-clock-jump"], "2 holders");
+    EXPECT_EQ(row["failover"], "2 holders");
+    for (const auto& c : v.at("classes")) {
+        if (c.at("verdict") != "not applicable") continue;
+        EXPECT_FALSE(c.at("why").empty()) << c;
+    }
+    for (const auto& c : v.at("cases")) {
+        EXPECT_EQ(c.at("repetitions"), 1) << c;
+        if (c.at("verdict") == "2 holders") {
+            EXPECT_TRUE(c.contains("witness")) << c;
+            EXPECT_NE(c.value("replay", std::string()).find("lockbench run "), std::string::npos) << c;
+        }
+    }
+    EXPECT_TRUE(v.at("differences").empty()) << v.at("differences");
+    EXPECT_FALSE(v.at("reference").empty());
+    EXPECT_TRUE(fs::exists(out / "report.html")) << r.describe();
+    EXPECT_TRUE(fs::exists(out / "report.md")) << r.describe();
+}
+
+// A lock whose record says otherwise: exit 1, one line naming the case that differs.
+TEST_F(VerdictTest, AVerdictThatDiffersFromTheRecordExitsOneNamingTheCase) {
+    const fs::path lock = team_lock({{"expected", {{"gc-pause", "safe"}}}}), out = dir() / "verdict";
+    const Result r = run({"verdict", lock.string(), "--case", "gc-pause", "--case", "baseline", "--repeat", "1",
+                          "--out", out.string()});
+    EXPECT_EQ(r.exit_code(), 1) << r.describe();
+    EXPECT_NE(r.out.find("differs: gc-pause: the lock file records safe; got 2 holders 1/1"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("differs: baseline"), std::string::npos) << r.out;
+}
+
+TEST_F(VerdictTest, BadInputIsOneLine) {
+    expect_one_line_error(run({"verdict", "no-such-lock"}), "no lock of that name");
+    expect_one_line_error(run({"verdict", "token-lua", "--case", "no-such-case"}), "no case of that name");
+    const fs::path bad = write_file("bad.json", R"({"algorithm": "token-lua", "params": {"ttl_ms": 300}})");
+    expect_one_line_error(run({"verdict", bad.string()}), "the case sets the TTL");
+}
+
+// An adapter that grants every acquire, and one that dies on a request it does not know: each
+// failure is one line naming the step and what came back, and nothing is run (exit 2).
+TEST_F(VerdictTest, AdapterCheckNamesEachWayAnAdapterBreaksTheProtocol) {
+    const std::string kit = "import os, sys\nsys.path.insert(0, os.environ['LOCKBENCH_KIT'])\n"
+                            "from lockbench_adapter import ready, serve\n";
+    write_file("grants.py", kit + "ready('grants 1.0', 'says yes to everyone')\n"
+                                  "serve(acquire=lambda r: {'ok': True, 'token': 't'}, release=lambda r: {'ok': True})\n");
+    Result r = run({"adapter-check", "--name", "grants", "--command", "/usr/bin/python3 " + (dir() / "grants.py").string()});
+    EXPECT_EQ(r.exit_code(), 2) << r.describe();
+    EXPECT_NE(r.out.find("adapter-check: grants: acquire (client 1, while client 0 holds the lock): expected {\"ok\": false"),
+              std::string::npos) << r.out;
+    write_file("dies.py", "import json, sys\nprint(json.dumps({'ready': True, 'library': 'dies 1', 'algorithm': 'x', 'fencing': False}), flush=True)\n"
+                          "for line in sys.stdin:\n    req = json.loads(line)\n"
+                          "    if req['op'] not in ('acquire', 'release'): sys.exit(3)\n"
+                          "    print(json.dumps({'ok': req['op'] == 'release' or req.get('n') is None}), flush=True)\n");
+    r = run({"adapter-check", "--name", "dies", "--command", "/usr/bin/python3 " + (dir() / "dies.py").string()});
+    EXPECT_EQ(r.exit_code(), 2) << r.describe();
+    EXPECT_NE(r.out.find("an unknown op: adapter dies"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("exited with status 3"), std::string::npos) << r.out;
+    r = run({"adapter-check", "redis-py"});
+    EXPECT_EQ(r.exit_code(), 0) << r.describe();
+    EXPECT_NE(r.out.find("adapter-check: redis-py: speaks the protocol"), std::string::npos) << r.out;
+}
+
+}  // namespace

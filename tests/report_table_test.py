@@ -1,88 +1,81 @@
 """The report's cross-library verdict table (analysis/report/libraries.py) on a small synthetic
-results tree written here: two libraries, three failure classes, one mixed cell, one missing;
-lockbench's own algorithms below them; a run of no class and a named variant left out.
+results tree (version 6) written here: two libraries, lockbench's own locks below them, a mixed
+cell, the unavailable word, a case's variant in its lock's row, every "—" explained from the
+tree's not_applicable entries; a run of no class left out. Also: a version 5 tree refused in
+one line, a repetition without its verdict refused, and scripts/readme-table.
 
     /usr/bin/python3 tests/report_table_test.py   (ctest: report_table_test)
 """
 
-import json
 import os
+import re
+import subprocess
 import sys
 import tempfile
 import unittest
 
 sys.dont_write_bytecode = True
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "analysis"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "analysis"))
+sys.path.insert(0, HERE)
 
-from report.libraries import md_table, html_table, table_rows  # noqa: E402
+from report.common import Fail, slug  # noqa: E402
+from report.libraries import html_table, md_table, table_rows, write_library_table  # noqa: E402
 from report.page import Page  # noqa: E402
-from report.libraries import write_library_table  # noqa: E402
 from report.tree import find_trees  # noqa: E402
+from report_synthetic import FIGURES, Builder  # noqa: E402
 
-SAFE = {"mutual_exclusion_violations": 0, "lost_updates": 0, "stale_writes_accepted": 0,
-        "stale_writes_rejected": 0, "foreign_releases": 0, "sections_completed": 30}
-HOLDERS = dict(SAFE, mutual_exclusion_violations=1, stale_writes_accepted=1)
-REFUSED = dict(SAFE, stale_writes_rejected=2)
+PY = "/usr/bin/python3"
+REPORT = os.path.join(ROOT, "analysis", "report")
+README_TABLE = os.path.join(ROOT, "scripts", "readme-table")
 ADAPTER_A = {"library": "lib-a 1.2.3", "algorithm": "SET NX PX, Lua release", "fencing": False}
-
-
-def write_json(path, obj):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(obj, f)
-
-
-class Builder:
-    """A matrix tree as `lockbench matrix` lays it out, with only what the table reads."""
-
-    def __init__(self, root):
-        self.root, self.cells = root, []
-
-    def cell(self, scenario, run, reps, failure_class=None, external=True, adapter=None, params=None,
-             expectations_held=True, table_row=None):
-        cid = f"{scenario}/{run}"
-        entry = {"scenario": scenario, "run": run, "index": len(self.cells), "repeat": len(reps),
-                 "reps_done": len(reps), "reps": []}
-        for k, figures in enumerate(reps):
-            d = f"cells/{scenario}/{run}/rep-{k}"
-            entry["reps"].append(dict(figures, rep=k, dir=d, expectations_held=expectations_held))
-            run_entry = {"name": run, "algorithm": "external" if external else run.split("+")[0],
-                         "params": params or {}}
-            if failure_class:
-                run_entry["failure_class"] = failure_class
-            if adapter:
-                run_entry["adapter"] = adapter
-            if table_row:
-                run_entry["table_row"] = table_row
-            write_json(os.path.join(self.root, d, "summary.json"), {"runs": [run_entry]})
-        self.cells.append(entry)
-        return cid
-
-    def finish(self):
-        head = {"format": "lockbench-results", "version": 4, "kind": "matrix"}
-        write_json(os.path.join(self.root, "lockbench-results.json"), head)
-        write_json(os.path.join(self.root, "summary.json"), dict(head, cells=self.cells))
-        return find_trees(self.root)
+H, S, R, U = "2 holders", "safe", "stale write refused", "unavailable"
 
 
 def synthetic_tree(root):
     b = Builder(root)
-    b.cell("baseline", "lib-a", [SAFE] * 3, "baseline", adapter=ADAPTER_A)
-    b.cell("baseline", "lib-b", [SAFE] * 3, "baseline")   # an adapter that does not say what it is
-    # The mixed cell: two scenarios of one class, one rep with two holders among four.
-    b.cell("gc-pause", "lib-a", [HOLDERS, SAFE], "gc-pause", adapter=ADAPTER_A, expectations_held=False)
-    b.cell("gc-pause-seconds", "lib-a", [SAFE, SAFE], "gc-pause", adapter=ADAPTER_A)
-    b.cell("gc-pause", "lib-b", [REFUSED] * 2, "gc-pause", params={"ttl_ms": 300, "fence": True})
-    b.cell("acquire-pause", "lib-a", [HOLDERS] * 2, "held-replies", adapter=ADAPTER_A)
+    b.cell("baseline", "lib-a", [S] * 3, "baseline", adapter=ADAPTER_A)
+    b.cell("baseline", "lib-b", [S] * 3, "baseline")   # an adapter that does not say what it is
+    # The mixed cell: two cases of one class, one rep with two holders among four.
+    b.cell("gc-pause", "lib-a", [H, S], "gc-pause", adapter=ADAPTER_A)
+    b.cell("gc-pause-seconds", "lib-a", [S, S], "gc-pause", adapter=ADAPTER_A)
+    b.cell("gc-pause", "lib-b", [R] * 2, "gc-pause", params={"ttl_ms": 300, "fence": True})
+    b.cell("acquire-pause", "lib-a", [H] * 2, "held-replies", adapter=ADAPTER_A)
     # A case's variant of lib-b's run goes in lib-b's row, not a row of its own.
-    b.cell("client-clock-skew", "lib-b", [SAFE] * 2, "client-clock-skew")
-    b.cell("client-clock-skew", "lib-b+clock-back", [HOLDERS] * 2, "client-clock-skew", table_row="lib-b")
-    b.cell("renewal", "lib-a", [HOLDERS] * 2)                            # no failure class: not in the table
-    b.cell("gc-pause", "token-lua+ttl_ms=300", [HOLDERS] * 2, "gc-pause", external=False)
-    b.cell("gc-pause", "token-lua+fence+ttl_ms=300", [REFUSED] * 2, "gc-pause", external=False,
-           params={"ttl_ms": 300, "fence": True})
-    b.cell("node-restart-empty", "token-lua+aof-always", [SAFE] * 2, "restart-empty", external=False)
+    b.cell("client-clock-skew", "lib-b", [S] * 2, "client-clock-skew")
+    b.cell("client-clock-skew", "lib-b@clock-back", [H] * 2, "client-clock-skew")
+    # The verdict is the one recorded: figures of two holders recorded "safe" count as safe.
+    b.cell("slow-holder", "lib-b", [S], "slow-holder", figures=FIGURES[H])
+    b.cell("failover", "lib-b", [U, U], "failover")
+    b.cell("renewal", "lib-a", [H] * 2)                            # no failure class: not in the table
+    b.cell("gc-pause", "token-lua", [H] * 2, "gc-pause", external=False)
+    b.cell("gc-pause", "token-lua+fence", [R] * 2, "gc-pause", external=False, params={"ttl_ms": 300, "fence": True})
+    b.cell("node-restart-empty", "token-lua@aof-always", [S] * 2, "restart-empty", external=False)
+    # Why the other cells are missing: two cases of one class, one of them with two variants.
+    b.not_applicable("acquire-pause", "lib-b", "arms a fault at during_acquire, which lib-b never passes", "held-replies")
+    b.not_applicable("redlock-restart-empty", "lib-a", "needs 5 lock nodes; lib-a runs on 1", "restart-empty")
+    b.not_applicable("redlock-restart-empty", "lib-a", "needs 5 lock nodes; lib-a runs on 1", "restart-empty", "aof-always")
+    b.not_applicable("node-restart-empty", "lib-a", "needs a lock on redis; lib-a locks on etcd", "restart-empty")
+    b.not_applicable("redlock-restart-empty", "lib-b", "needs 5 lock nodes; lib-b runs on 1", "restart-empty")
+    b.not_applicable("renewal", "lib-b", "about lib-a only")  # no class: in no cell
     return b.finish()
+
+
+def md_rows(md):
+    """{row name: {header: cell text}} from report.md's table."""
+    lines = [ln for ln in md.splitlines() if ln.startswith("|")]
+    head = [x.strip() for x in lines[0].strip("|").split("|")]
+    out = {}
+    for ln in lines[2:]:
+        cells = [x.strip() for x in ln.strip("|").split("|")]
+        out[cells[0]] = dict(zip(head, cells))
+    return out
+
+
+def md_notes(md):
+    """{n: text} of the numbered notes under the table."""
+    return {int(m.group(1)): m.group(2) for m in re.finditer(r"^- \[(\d+)\] (.*)$", md, re.M)}
 
 
 class LibraryTableTest(unittest.TestCase):
@@ -90,63 +83,171 @@ class LibraryTableTest(unittest.TestCase):
         self.tmp = tempfile.TemporaryDirectory(prefix="lockbench-report-table-")
         self.trees = synthetic_tree(self.tmp.name)
         self.libraries, self.reference = table_rows(self.trees)
+        self.md = md_table(self.libraries, self.reference)
+        self.html = html_table(self.libraries, self.reference)
 
     def tearDown(self):
         self.tmp.cleanup()
 
-    def rows(self):
-        """{row name: {header: cell text}} as report.md writes them."""
-        lines = md_table(self.libraries, self.reference).splitlines()
-        head = [x.strip() for x in lines[0].strip("|").split("|")]
-        out = {}
-        for ln in lines[2:]:
-            cells = [x.strip() for x in ln.strip("|").split("|")]
-            out[cells[0]] = dict(zip(head, cells))
-        return out
-
-    def test_rows_are_the_libraries_then_lockbenchs_own_plain_algorithms(self):
+    def test_rows_are_the_libraries_then_lockbenchs_own_each_by_lock(self):
         self.assertEqual([r.name for r in self.libraries], ["lib-a", "lib-b"])
         self.assertEqual([r.name for r in self.reference], ["token-lua", "token-lua+fence"])
 
-    def test_a_cell_counts_every_rep_of_its_class_by_the_checkers_figures(self):
-        rows = self.rows()
+    def test_a_cell_counts_every_rep_of_its_class_by_the_recorded_verdict(self):
+        rows = md_rows(self.md)
         self.assertEqual(rows["lib-a"]["no fault"], "safe 3/3")
-        # Mixed: 1 of the 4 reps in the two gc-pause scenarios had two holders (its failed
-        # expectation plays no part; the other scenario's safe reps count).
+        # Mixed: 1 of the 4 reps in the two gc-pause cases had two holders.
         self.assertEqual(rows["lib-a"]["GC pause"], "2 holders 1/4, safe 3/4")
         self.assertEqual(rows["lib-a"]["held replies"], "2 holders 2/2")
         self.assertEqual(rows["lib-b"]["GC pause"], "stale write refused 2/2")
-        self.assertEqual(rows["lib-b"]["held replies"], "—")  # not run
         self.assertEqual(rows["lib-b"]["client clock skew"], "2 holders 2/4, safe 2/4")  # its variant's too
-        self.assertNotIn("lib-b+clock-back", rows)
-        self.assertEqual(rows["lib-a"]["slow holder"], "—")
+        self.assertNotIn("lib-b@clock-back", rows)
+        self.assertEqual(rows["lib-b"]["slow holder"], "safe 1/1")  # as recorded, whatever the figures
+        self.assertEqual(rows["lib-b"]["failover"], "unavailable 2/2")
         self.assertEqual(rows["token-lua"]["GC pause"], "2 holders 2/2")
-        self.assertEqual(rows["token-lua"]["restart without data"], "—")  # its aof-always variant stays out
+        self.assertEqual(rows["token-lua"]["restart without data"], "safe 2/2")  # its @aof-always variant
+
+    def test_the_unavailable_word_has_its_own_colour(self):
+        self.assertIn('<td class="o-unavailable">', self.html)
+        self.assertIn(".o-unavailable{", __import__("report.page", fromlist=["CSS"]).CSS)
+        self.assertNotIn('class="o-notrun"><a', self.html)
+
+    def test_a_mixed_cell_is_coloured_by_its_worst_verdict(self):
+        row = re.search(r'<td class="rowhead"[^>]*>lib-a</td>(.*?)</tr>', self.html, re.S).group(1)
+        gc = re.findall(r'<td class="([^"]+)"', row)[1]  # no fault, GC pause (version and fencing have no class)
+        self.assertEqual(gc, "o-violation")
+
+    def test_every_dash_is_explained(self):
+        rows, notes = md_rows(self.md), md_notes(self.md)
+        dashes = 0
+        for name, row in rows.items():
+            for head, text in row.items():
+                if text.startswith("—"):
+                    dashes += 1
+                    m = re.fullmatch(r"— \[(\d+)\]", text)
+                    self.assertIsNotNone(m, f"{name} / {head}: {text!r} has no note")
+                    self.assertIn(int(m.group(1)), notes)
+        self.assertGreater(dashes, 5)
+        # the same count in HTML: each "—" with its reasons as a title and its note linked
+        self.assertEqual(self.html.count("—<sup"), dashes)
+        self.assertEqual(len(re.findall(r'<td class="o-none" title="[^"]+">—<sup class="note-ref"><a href="#libraries-note-\d+">',
+                                        self.html)), dashes)
+        self.assertEqual(len(re.findall(r'<li id="libraries-note-\d+">', self.html)), len(notes))
+
+    def test_a_dash_gives_every_case_of_its_class_that_does_not_apply(self):
+        rows, notes = md_rows(self.md), md_notes(self.md)
+        n = int(re.search(r"\d+", rows["lib-a"]["restart without data"]).group())
+        # both cases, the variant refused for the same reason not repeated, the lock said as "the lock"
+        self.assertEqual(notes[n], "redlock-restart-empty: needs 5 lock nodes; the lock runs on 1 · "
+                                   "node-restart-empty: needs a lock on redis; the lock locks on etcd")
+        # identical reasons share one note: lib-b's restart cell reads the same as lib-a's first line only
+        m = int(re.search(r"\d+", rows["lib-b"]["restart without data"]).group())
+        self.assertEqual(notes[m], "redlock-restart-empty: needs 5 lock nodes; the lock runs on 1")
+        self.assertIn("which the lock never passes", notes[int(re.search(r"\d+", rows["lib-b"]["held replies"]).group())])
+        # the exact reason, with the lock's name, is the cell's title
+        self.assertIn('title="redlock-restart-empty: needs 5 lock nodes; lib-a runs on 1\nnode-restart-empty: needs a '
+                      'lock on redis; lib-a locks on etcd"', self.html)
+
+    def test_a_dash_no_entry_explains_says_not_run_in_this_tree(self):
+        rows, notes = md_rows(self.md)["lib-a"], md_notes(self.md)
+        n = int(re.search(r"\d+", rows["slow holder"]).group())
+        self.assertTrue(notes[n].startswith("not run in this tree"), notes[n])
+        # one note for every cell of that reason, across rows
+        self.assertEqual(rows["slow holder"], md_rows(self.md)["token-lua"]["slow holder"])
 
     def test_each_row_says_its_version_and_whether_it_fences(self):
-        rows = self.rows()
+        rows = md_rows(self.md)
         self.assertEqual((rows["lib-a"]["version"], rows["lib-a"]["fencing"]), ("lib-a 1.2.3", "no"))
         self.assertEqual((rows["lib-b"]["version"], rows["lib-b"]["fencing"]), ("?", "yes"))  # its fence param
         self.assertEqual(rows["token-lua+fence"]["fencing"], "yes")
-        self.assertEqual(rows["token-lua"]["fencing"], "no")
+        self.assertEqual((rows["token-lua"]["version"], rows["token-lua"]["fencing"]), ("built-in", "no"))
 
-    def test_the_page_opens_with_the_table_and_links_each_cell_to_its_scenarios(self):
+    def test_the_page_opens_with_the_table_between_the_readme_markers(self):
         page = Page()
-        write_library_table(self.trees, page)
-        h = "".join(page.h)
+        self.assertTrue(write_library_table(self.trees, page))
+        h, m = "".join(page.h), "".join(page.m)
         self.assertIn('<td class="o-violation"><a href="#', h)
-        self.assertIn(f'href="#{os.path.basename(self.tmp.name)}-gc-pause-seconds"', h)  # the second scenario
-        self.assertIn('<td class="o-none">—</td>', h)
-        self.assertIn("lib-a: SET NX PX, Lua release", "".join(page.m))
-        self.assertIn("algorithms, for reference", html_table(self.libraries, self.reference))
+        self.assertIn(f'href="#{slug(os.path.basename(self.tmp.name))}-gc-pause-seconds"', h)  # the second case
+        self.assertIn("lib-a: SET NX PX, Lua release", m)
+        self.assertIn("algorithms, for reference", h)
+        self.assertIn("<!-- library-table -->", m)
 
     def test_a_tree_whose_runs_name_no_class_has_no_table(self):
         with tempfile.TemporaryDirectory(prefix="lockbench-report-table-") as d:
             b = Builder(d)
-            b.cell("gc-pause", "lib-a", [HOLDERS], adapter=ADAPTER_A)
+            b.cell("gc-pause", "lib-a", [H], adapter=ADAPTER_A)
             page = Page()
-            write_library_table(b.finish(), page)
+            self.assertFalse(write_library_table(b.finish(), page))
             self.assertEqual(page.h, [])
+
+
+def run_report(d):
+    return subprocess.run([PY, REPORT, d], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+
+
+class OlderTreeTest(unittest.TestCase):
+    def test_a_version_5_tree_is_refused_in_one_line_naming_check_write(self):
+        with tempfile.TemporaryDirectory(prefix="lockbench-report-v5-") as d:
+            b = Builder(d, version=5)
+            b.cell("gc-pause", "lib-a", [None], "gc-pause", adapter=ADAPTER_A)
+            b.finish(find=False)
+            before = sorted(os.listdir(d))
+            r = run_report(d)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+            self.assertIn(f"lockbench check {d} --write", r.stderr)
+            self.assertIn("version 5", r.stderr)
+            self.assertEqual(sorted(os.listdir(d)), before)  # nothing written
+
+    def test_a_rep_without_its_verdict_is_refused(self):
+        with tempfile.TemporaryDirectory(prefix="lockbench-report-noverdict-") as d:
+            b = Builder(d)
+            b.cell("gc-pause", "lib-a", [S, None], "gc-pause", adapter=ADAPTER_A)
+            b.finish(find=False)
+            with self.assertRaises(Fail) as e:
+                find_trees(d)
+            self.assertIn('has no "verdict"', e.exception.what)
+            self.assertIn("--write", e.exception.what)
+
+
+class ReadmeTableTest(unittest.TestCase):
+    """scripts/readme-table: the section between the markers copied from report.md into README.md."""
+
+    def files(self, d, report, readme):
+        rp, rd = os.path.join(d, "report.md"), os.path.join(d, "README.md")
+        for p, text in ((rp, report), (rd, readme)):
+            with open(p, "w", encoding="utf-8") as f:
+                f.write(text)
+        return rp, rd
+
+    def run_script(self, *args):
+        return subprocess.run([README_TABLE] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              timeout=30)
+
+    def test_copies_the_section_and_check_then_agrees(self):
+        with tempfile.TemporaryDirectory() as d:
+            rp, rd = self.files(d, "# r\n<!-- library-table -->\n| new |\n<!-- /library-table -->\nrest\n",
+                                "top\n<!-- library-table -->\n| old |\n<!-- /library-table -->\nbottom\n")
+            r = self.run_script("--check", "--report", rp, "--readme", rd)
+            self.assertEqual(r.returncode, 1)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+            r = self.run_script("--report", rp, "--readme", rd)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(rd, encoding="utf-8") as f:
+                self.assertEqual(f.read(), "top\n<!-- library-table -->\n| new |\n<!-- /library-table -->\nbottom\n")
+            self.assertEqual(self.run_script("--check", "--report", rp, "--readme", rd).returncode, 0)
+
+    def test_a_file_without_the_markers_is_one_line_and_nothing_written(self):
+        with tempfile.TemporaryDirectory() as d:
+            for report, readme in (("no markers\n", "<!-- library-table -->\nx\n<!-- /library-table -->\n"),
+                                   ("<!-- library-table -->\nx\n<!-- /library-table -->\n", "no markers\n")):
+                rp, rd = self.files(d, report, readme)
+                r = self.run_script("--report", rp, "--readme", rd)
+                self.assertNotEqual(r.returncode, 0)
+                self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+                self.assertIn("<!-- library-table -->", r.stderr)
+                with open(rd, encoding="utf-8") as f:
+                    self.assertEqual(f.read(), readme)
 
 
 if __name__ == "__main__":

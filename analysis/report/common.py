@@ -92,14 +92,38 @@ def plt():
     return _plt
 
 
-OUTCOME = {
-    "violation": ("#d7301f", "white", "mutual exclusion violated"),
-    "unsafe": ("#fdae61", "black", "lost updates / stale writes accepted / foreign releases, no overlap"),
-    "fenced": ("#7fb3d5", "black", "fence rejected stale writes, nothing unsafe"),
-    "safe": ("#91cf60", "black", "no violation in any rep"),
-    "notrun": ("#d9d9d9", "#444444", "not run"),
-    "failed": ("#5a5a5a", "white", "clients failed (an adapter broke): not trusted"),
-}
+# The verdicts, worst first, as the checker words them (analysis/verdict.h) and writes them
+# into every run's summary and every repetition's figures: the report never derives one. Each
+# with its CSS class (o-KEY), its colours (background, text) and its legend line.
+VERDICTS = (
+    ("adapter broke", "failed", "#5a5a5a", "white", "adapter broke: a client's adapter broke the protocol (not trusted)"),
+    ("2 holders", "violation", "#d7301f", "white", "2 holders: two critical sections overlapped in the store"),
+    ("unsafe", "unsafe", "#fdae61", "black", "unsafe: no overlap, but a lost update, a stale write accepted or "
+                                             "another's lock released"),
+    ("stale write refused", "fenced", "#7fb3d5", "black", "stale write refused: the store's check refused it, "
+                                                          "nothing unsafe got in"),
+    ("unavailable", "unavailable", "#b7a4d9", "black", "unavailable: nothing unsafe, but no section completed"),
+    ("safe", "safe", "#91cf60", "black", "safe: none of these in any repetition"),
+)
+NOT_RUN = "not run"
+VERDICT_WORDS = tuple(v[0] for v in VERDICTS)
+RANK = {w: i for i, w in enumerate(VERDICT_WORDS + (NOT_RUN,))}
+# word -> (background, text colour, legend line, CSS class)
+OUTCOME = {w: (bg, fg, legend, "o-" + key) for w, key, bg, fg, legend in VERDICTS}
+OUTCOME[NOT_RUN] = ("#d9d9d9", "#444444", "not run: no repetition", "o-notrun")
+
+
+def worst(words):
+    """The worst of some verdict words (NOT_RUN when there are none)."""
+    words = [w for w in words if w in RANK]
+    return min(words, key=RANK.get) if words else NOT_RUN
+
+
+def css_of(word):
+    """The CSS class of a verdict word (or of "not run"); o-none for anything else."""
+    return OUTCOME[word][3] if word in OUTCOME else "o-none"
+
+
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
            "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173"]
 _variant_colors = {}

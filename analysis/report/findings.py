@@ -95,10 +95,14 @@ def safety_text(run):
             f"{c.run} ({plural(c.total('stale_writes_rejected'), 'write')} in {c.reps_with('stale_writes_rejected')}/{len(c.reps)} reps"
             + (f"; {fmt_n(c.total('fenced_overlaps'))} overlapping sections neutralised" if c.total("fenced_overlaps") > 0 else "")
             + ")" for c in fenced) + ".")
-    held = [c for c in run if c.outcome() in ("safe", "fenced")]
+    held = [c for c in run if c.outcome() in ("safe", "stale write refused", "unavailable")]
     if held:
         out.append("Held (no overlap, no lost update, no stale write accepted, no foreign release in any rep): "
                    + join_en(c.run for c in held) + ".")
+    dead = [c for c in run if c.reps_of("unavailable")]
+    if dead:
+        out.append("Unavailable (nothing unsafe, but no section completed): " + join_en(
+            f"{c.run} ({c.reps_of('unavailable')}/{len(c.reps)} reps)" for c in dead) + ".")
     return out
 
 
@@ -161,13 +165,13 @@ def finding_of_scenario(t, sc):
     if not cells:
         return "not run."
     groups = []
-    broken = [c for c in cells if c.outcome() == "failed"]
+    broken = [c for c in cells if c.outcome() == "adapter broke"]
     if broken:
-        groups.append("not trusted, an adapter broke, with " + join_en(cell_name(c, cells) for c in broken))
-    viol = [c for c in cells if c.outcome() == "violation"]
+        groups.append("adapter broke (not trusted) with " + join_en(cell_name(c, cells) for c in broken))
+    viol = [c for c in cells if c.outcome() == "2 holders"]
     if viol:
-        groups.append("two holders with " + join_en(
-            f"{cell_name(c, cells)} ({c.reps_with('mutual_exclusion_violations')}/{len(c.reps)} reps)" for c in viol))
+        groups.append("2 holders with " + join_en(
+            f"{cell_name(c, cells)} ({c.reps_of('2 holders')}/{len(c.reps)} reps)" for c in viol))
     unsafe = [c for c in cells if c.outcome() == "unsafe"]
     if unsafe:
         def damage(c):
@@ -175,14 +179,19 @@ def finding_of_scenario(t, sc):
                 ("lost_updates", "lost update", "lost updates"),
                 ("stale_writes_accepted", "stale write accepted", "stale writes accepted"),
                 ("foreign_releases", "foreign release", "foreign releases")) if c.total(m) > 0)
-        groups.append("no overlap but damage in the store with " + join_en(
+        groups.append("unsafe (no overlap but damage in the store) with " + join_en(
             f"{cell_name(c, cells)} ({damage(c)})" for c in unsafe))
-    fenced = [c for c in cells if c.outcome() == "fenced"]
+    fenced = [c for c in cells if c.outcome() == "stale write refused"]
     if fenced:
-        groups.append("the store's check rejected the stale writes of " + join_en(cell_name(c, cells) for c in fenced))
+        groups.append("stale write refused: the store's check refused the stale writes of "
+                      + join_en(cell_name(c, cells) for c in fenced))
+    dead = [c for c in cells if c.outcome() == "unavailable"]
+    if dead:
+        groups.append("unavailable (nothing unsafe, no section completed) with "
+                      + join_en(f"{cell_name(c, cells)} ({c.reps_of('unavailable')}/{len(c.reps)} reps)" for c in dead))
     safe = [c for c in cells if c.outcome() == "safe"]
     if safe:
-        groups.append("held: " + join_en(
+        groups.append("safe: " + join_en(
             cell_name(c, cells) + (f" (unavailable {fmt_ms(c.unavailable_mean())} a rep)" if c.unavailable_mean() >= 100 else "")
             for c in safe))
     exp = [c for c in cells if c.has_expectations()]
@@ -200,7 +209,7 @@ def finding_of_sweep(t):
     parts = []
     for label, key, cs in sweep_lines(t):
         done = [c for c in cs if c.reps]
-        bad = [c for c in done if c.outcome() == "violation"]
+        bad = [c for c in done if c.outcome() == "2 holders"]
         notrun = [c for c in cs if not c.reps]
         if not done:
             parts.append(f"{label} not run")
@@ -226,13 +235,11 @@ FAMILIES = (("single Redis (token-lua)", ("token-lua",)),
             ("Redlock (5 nodes)", ("redlock", "node-redlock")),
             ("ZooKeeper (kazoo Lock)", ("zookeeper",)),
             ("etcd (v3 Lock RPC)", ("etcd",)))
-WORDS = {"violation": "two holders", "unsafe": "store damage", "fenced": "fence rejected", "safe": "held",
-         "failed": "not trusted"}
 
 
 def family_of(run):
     for name, prefixes in FAMILIES:
-        if any(run == p or run.startswith(p + "+") or run.startswith(p + "-") for p in prefixes):
+        if any(run == p or run.startswith(p + "+") or run.startswith(p + "-") or run.startswith(p + "@") for p in prefixes):
             return name
     return None
 
@@ -248,8 +255,9 @@ def families_table(trees):
         for name, _ in FAMILIES:
             cells = [c for c in tree.cells_of(sc) if c.reps and family_of(c.run) == name]
             seen = seen or bool(cells)
-            row.append("; ".join(sorted({("fenced: " if "fence" in c.run else "") + WORDS.get(c.outcome(), c.outcome())
-                                         + (f", unavailable {fmt_ms(c.unavailable_mean())}" if c.unavailable_mean() >= 100 else "")
+            row.append("; ".join(sorted({("fenced: " if "fence" in c.run else "") + c.outcome()
+                                         + ((" " if c.outcome() == "unavailable" else ", unavailable ")
+                                            + fmt_ms(c.unavailable_mean()) if c.unavailable_mean() >= 100 else "")
                                          for c in cells})) or "—")
         if seen:
             rows.append(row)
@@ -344,7 +352,7 @@ def validity_table(trees):
 def write_findings(trees, page):
     page.heading(2, "Findings", "findings")
     page.para("Per scenario, from the checker's figures over every rep (details, timelines and plots below). "
-              "\"Two holders\": two critical sections overlapped in the protected store's own order.", cls="note")
+              "\"2 holders\": two critical sections overlapped in the protected store's own order.", cls="note")
     families = families_table(trees)
     if families:
         page.para("Side by side: a single Redis, Redlock, ZooKeeper and etcd under the same faults (\"fenced:\" the "

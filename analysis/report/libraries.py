@@ -1,28 +1,36 @@
-"""0. The cross-library verdict table that opens the report: one row per lock library (an external
-run, by the name its scenarios give it, or its `table_row` when a case's variant of the run
-names the library's row), then lockbench's own algorithms for reference; one
-column per failure class (the scenario's `failure_class`, as each run's summary entry records
-it). A cell counts every repetition of the row's runs in the scenarios of its class by the
-verdict the checker's figures give that repetition; expectations play no part.
+"""0. The cross-library verdict table that opens the report: one row per lock (the run's
+"lock", locks/NAME.json), libraries first (runs of an external adapter), then lockbench's own
+algorithms for reference, each group in the order its locks first appear; one column per
+failure class (the case's `failure_class`, as each run's summary entry records it). A cell
+counts every repetition of the lock's runs in the cases of its class by the verdict the checker
+recorded for it (never derived here); expectations play no part.
 
-A tree whose runs record no failure_class (results version 4 and older) adds no row: the table
-is built from what the runs say they are, never guessed from scenario names."""
+A cell with no run is "—", and says why: the tree summary's `not_applicable` entries for that
+lock and class (every case of the class that does not apply, each with its reason), or that
+the tree has no run of it. In HTML the reasons are the cell's title and a numbered note under
+the table; in Markdown a "— [n]" marker and the numbered notes under the table (one number for
+every cell with the same reasons).
+
+A tree whose runs record no failure_class adds no row: the table is built from what the runs
+say they are, never guessed from scenario names."""
 
 import html
+import json
+import os
+import re
 
-from .common import num, slug
+from .common import RANK, css_of, slug, worst
 
 # The columns, in the order of scenario.cpp's failure_classes(), with the table's header words.
 CLASSES = (("baseline", "no fault"), ("gc-pause", "GC pause"), ("delayed-write", "delayed write"),
            ("held-replies", "held replies"), ("client-clock-skew", "client clock skew"),
            ("node-clock-jump", "node clock jump"), ("restart-empty", "restart without data"),
            ("failover", "failover"), ("slow-holder", "slow holder"))
+CLASS_WORD = dict(CLASSES)
 
-# lockbench's own algorithms in their plain configuration, the reference group below the
-# libraries: a built-in run whose name without its durations is one of these. A run given a
-# name of its own ("token-lua+aof-always", "redlock+restart-empty") is a variant the
-# scenario sets apart, and stays out of the group.
-REFERENCE = {  # each as lockimpl/registry.cpp's table sums it up
+# What lockbench's own algorithms are, as lockimpl/registry.cpp's table sums them up: the
+# algorithm line of a built-in lock whose lock file cannot be read from where the tree says.
+REFERENCE = {
     "setnx": "SETNX with a random value, then a separate PEXPIRE; release by plain DEL (the naive lock)",
     "getset": "the expiry instant as the value, GETSET to take over an expired lock (redis-objects)",
     "token-lua": "SET NX PX with a random token; release by Lua compare-and-delete",
@@ -31,60 +39,55 @@ REFERENCE = {  # each as lockimpl/registry.cpp's table sums it up
     "reentrant": "Redisson's reentrant lock: a hash field per client and thread, a watchdog renews every lease/3",
 }
 
-# Per-rep verdicts, worst first: (key, the cell's word, CSS outcome class).
-VERDICTS = (("broke", "adapter broke", "o-failed"), ("holders", "2 holders", "o-violation"),
-            ("unsafe", "unsafe", "o-unsafe"), ("refused", "stale write refused", "o-fenced"),
-            ("unavailable", "unavailable", "o-notrun"), ("safe", "safe", "o-safe"))
-WORD = {k: w for k, w, _ in VERDICTS}
-CSS_CLASS = {k: c for k, _, c in VERDICTS}
-RANK = {k: i for i, (k, _, _) in enumerate(VERDICTS)}
-
-LEGEND = ("Each cell counts the repetitions of the row's runs in that class's scenarios by the checker's verdict "
-          "(its colour: the worst of them). "
+LEGEND = ("Each cell counts the repetitions of the lock's runs in that class's cases by the verdict the checker "
+          "recorded (its colour: the worst of them). "
           "2 holders: two critical sections overlapped in the store; unsafe: no overlap, but a lost update, an "
           "accepted stale write or another's lock released; stale write refused: the store's check (fence or "
-          "token) refused it and nothing unsafe got in; unavailable: no section completed; adapter broke: not "
-          "trusted; —: not run. Fencing: the library hands out a fencing token.")
-
-
-def rep_verdict(rep):
-    """One repetition's verdict from the checker's figures (the cell's rep entry)."""
-    n = lambda m: num(rep.get(m), 0)  # noqa: E731
-    if rep.get("clients_failed"):
-        return "broke"
-    if n("mutual_exclusion_violations") > 0:
-        return "holders"
-    if n("lost_updates") > 0 or n("stale_writes_accepted") > 0 or n("foreign_releases") > 0:
-        return "unsafe"
-    if n("stale_writes_rejected") > 0:
-        return "refused"
-    if "sections_completed" in rep and n("sections_completed") == 0:
-        return "unavailable"
-    return "safe"
+          "token) refused it and nothing unsafe got in; unavailable: nothing unsafe, but no section completed; "
+          "adapter broke: not trusted; —: no case of the class ran for the lock, and the numbered note says why. "
+          "Fencing: the library hands out a fencing token.")
 
 
 def reference_name(cell):
-    """The cell's name in the reference group, or None: its run's name without durations and
-    without reentrant's depth (how deep a client re-enters does not make it another lock)."""
+    """A built-in run's row when its run names no lock (a tree made before lock files): its
+    run's name without durations and reentrant's depth, if that is a plain algorithm."""
     kept = [p for p in cell.run.split("+") if not ("=" in p and (p.split("=")[0].endswith("_ms") or p.startswith("depth=")))]
     name = "+".join(kept)
     return name if name in REFERENCE else None
+
+
+def case_label(n):
+    v = n.get("variant")
+    return f"{n.get('case', '?')}@{v}" if v else str(n.get("case", "?"))
+
+
+def generic(why, lock):
+    """The reason as it reads for any lock: the lock's own name (not a service of that name:
+    "on etcd") said as "the lock", so that locks refused for the same reason share a note."""
+    pat = r"(?<![\w+.@-])(?<!on )(?<!or )" + re.escape(lock) + r"(?![\w+.@-])"
+    return re.sub(pat, "the lock", why)
 
 
 class Row:
     def __init__(self, name, external):
         self.name, self.external = name, external
         self.version = self.algorithm = self.fencing = None
-        self.cells = {}   # failure class -> [Cell]
+        self.cells = {}     # failure class -> [Cell] with repetitions
+        self.pending = {}   # failure class -> [Cell] without any
+        self.why = {}       # failure class -> [(exact reason, generic reason)] for a "—"
 
-    def describe(self, cell, run):
+    def describe(self, cell, run, lock_files):
         """Version, algorithm and fencing from the first run that tells them."""
         adapter = run.get("adapter") if isinstance(run.get("adapter"), dict) else {}
         fence = (run.get("params") or {}).get("fence") is True
         if self.version is None:
             self.version = adapter.get("library") if self.external else "built-in"
         if self.algorithm is None:
-            self.algorithm = adapter.get("algorithm") if self.external else REFERENCE[self.name]
+            if self.external:
+                self.algorithm = adapter.get("algorithm")
+            else:
+                self.algorithm = (lock_description(lock_files.get(self.name)) or REFERENCE.get(self.name)
+                                  or REFERENCE.get(run.get("algorithm")) or f"lockbench's {run.get('algorithm', '?')}")
         if self.fencing is None:
             if isinstance(adapter.get("fencing"), bool):
                 self.fencing = adapter["fencing"]
@@ -92,40 +95,122 @@ class Row:
                 self.fencing = fence
 
     def counts(self, klass):
-        """{verdict: reps} over every rep of the row's runs in that class."""
+        """{verdict word: reps} over every rep of the row's runs in that class, as recorded."""
         out = {}
         for c in self.cells.get(klass, []):
-            for rep in c.reps:
-                v = rep_verdict(rep)
-                out[v] = out.get(v, 0) + 1
+            for w, n in c.verdict_counts().items():
+                out[w] = out.get(w, 0) + n
         return out
 
 
+def lock_description(path):
+    """The description its lock file gives, when the tree's spec names a file still there."""
+    if not path or not os.path.isfile(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            d = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return d.get("description") if isinstance(d, dict) and isinstance(d.get("description"), str) else None
+
+
+def spec_sources(tree):
+    """The scenarios as the tree's spec (lockbench-results.json) records them."""
+    spec = tree.meta.get("spec") if isinstance(tree.meta.get("spec"), dict) else {}
+    for sc in spec.get("scenarios") or []:
+        src = sc.get("source") if isinstance(sc, dict) else None
+        if isinstance(src, dict):
+            yield src
+
+
+def spec_lock_files(tree):
+    """{lock: its lock file} as the tree's spec records the runs."""
+    out = {}
+    for src in spec_sources(tree):
+        for r in src.get("runs") or []:
+            if isinstance(r, dict) and isinstance(r.get("lock"), str) and isinstance(r.get("lock_file"), str):
+                out.setdefault(r["lock"], r["lock_file"])
+    return out
+
+
+def spec_classes(tree):
+    """{scenario: its failure class} as the tree's spec records the cases (for cells not run yet)."""
+    return {src["name"]: src.get("failure_class") for src in spec_sources(tree) if isinstance(src.get("name"), str)}
+
+
+def row_key(cell, run):
+    """(external, row name) of a cell's run, or None when it stays out of the table."""
+    external = run.get("algorithm") == "external"
+    if isinstance(run.get("lock"), str):
+        return external, run["lock"]
+    # A tree made before lock files: a case's variant of a library's run names its row.
+    name = (run.get("table_row") or cell.run) if external else reference_name(cell)
+    return (external, name) if name else None
+
+
 def table_rows(trees):
-    """(libraries, reference): the rows, each group in the order its runs first appear."""
+    """(libraries, reference): the rows, each group in the order its locks first appear."""
     rows = {}
-    for t in trees:
-        if t.kind != "matrix":
-            continue  # a sweep runs its scenario at values no verdict was written for
+    matrices = [t for t in trees if t.kind == "matrix"]  # a sweep runs its scenario at values no verdict was written for
+    for t in matrices:
+        lock_files = spec_lock_files(t)
+        classes = spec_classes(t)   # scenario -> its failure class: as its runs record it, else as the spec
+        for c in t.cells:
+            if c.reps:
+                classes[c.scenario] = c.run_of(c.reps[0]).get("failure_class")
+        pending = []
         for c in sorted(t.cells, key=lambda c: c.index):
             if not c.reps:
+                pending.append(c)
                 continue
             run = c.run_of(c.reps[0])
             klass = run.get("failure_class")
-            if klass not in dict(CLASSES):
+            if klass not in CLASS_WORD:
                 continue
-            external = run.get("algorithm") == "external"
-            # A case's variant of a library's run names the library's row (the run's table_row).
-            name = (run.get("table_row") or c.run) if external else reference_name(c)
-            if name is None:
+            key = row_key(c, run)
+            if key is None:
                 continue
-            row = rows.setdefault((not external, name), Row(name, external))
-            row.describe(c, run)
+            row = rows.setdefault(key, Row(key[1], key[0]))
+            row.describe(c, run, lock_files)
             row.cells.setdefault(klass, []).append(c)
-    libraries = [r for (builtin, _), r in rows.items() if not builtin]
-    reference = [r for (builtin, _), r in rows.items() if builtin]
-    reference.sort(key=lambda r: list(REFERENCE).index(r.name))
+        for c in pending:  # a cell not run yet (an incomplete tree) is named in its row's "—"
+            klass = classes.get(c.scenario)
+            name = c.run.split("@", 1)[0]
+            for (external, n), row in rows.items():
+                if n == name and klass in CLASS_WORD:
+                    row.pending.setdefault(klass, []).append(c)
+    for row in rows.values():
+        for klass in CLASS_WORD:
+            if not row.counts(klass):
+                row.why[klass] = reasons(row, klass, matrices)
+    libraries = [r for (external, _), r in rows.items() if external]
+    reference = [r for (external, _), r in rows.items() if not external]
     return libraries, reference
+
+
+def reasons(row, klass, trees):
+    """[(exact, generic)]: why the row has no run in this class."""
+    out = []
+    for c in row.pending.get(klass, []):
+        line = f"{c.scenario}: not run yet (no repetition in this tree)"
+        out.append((line, line))
+    seen = set()
+    first = {}   # case -> its first reason: a variant refused for another reason is named
+    for t in trees:
+        for n in t.not_applicable:
+            if n.get("lock") != row.name or n.get("failure_class") != klass:
+                continue
+            why, case = str(n.get("why", "?")), str(n.get("case", "?"))
+            if (case, why) in seen:
+                continue  # the case's variants, refused for the same reason as the case
+            seen.add((case, why))
+            label = case if first.setdefault(case, why) == why else case_label(n)
+            out.append((f"{label}: {why}", f"{label}: {generic(why, row.name)}"))
+    if not out:
+        line = "not run in this tree (no case of this class ran for this lock, and the tree records no reason)"
+        out.append((line, line))
+    return out
 
 
 def cell_text(counts):
@@ -133,20 +218,56 @@ def cell_text(counts):
     total = sum(counts.values())
     if not total:
         return "—"
-    return ", ".join(f"{WORD[v]} {counts[v]}/{total}" for v in sorted(counts, key=RANK.get))
+    return ", ".join(f"{v} {counts[v]}/{total}" for v in sorted(counts, key=lambda w: RANK.get(w, len(RANK))))
 
 
 def cell_class(counts):
-    return CSS_CLASS[min(counts, key=RANK.get)] if counts else "o-none"
+    return css_of(worst(counts)) if counts else "o-none"
 
 
 def fencing_text(row):
     return {True: "yes", False: "no", None: "?"}[row.fencing]
 
 
-def row_texts(row):
-    """The row's cells as text: library, version, fencing, then one per class."""
-    return [row.name, row.version or "?", fencing_text(row)] + [cell_text(row.counts(k)) for k, _ in CLASSES]
+def compact(lines):
+    """"case: why" lines, each once, the cases that share a reason on one line ("a, b: why")."""
+    order, cases = [], {}
+    for ln in lines:
+        case, sep, why = ln.partition(": ")
+        if not sep or " " in case:
+            case, why = None, ln
+        if why not in cases:
+            order.append(why)
+            cases[why] = []
+        if case is not None and case not in cases[why]:
+            cases[why].append(case)
+    return [(", ".join(cases[w]) + ": " if cases[w] else "") + w for w in order]
+
+
+class Notes:
+    """Numbered notes for the "—" cells: one number for each distinct set of reasons."""
+
+    def __init__(self):
+        self.texts = []   # [[generic lines]]
+        self.index = {}
+
+    def number(self, lines):
+        lines = compact(lines)
+        key = tuple(lines)
+        if key not in self.index:
+            self.texts.append(list(lines))
+            self.index[key] = len(self.texts)
+        return self.index[key]
+
+
+def number_notes(libraries, reference):
+    notes = Notes()
+    numbers = {}
+    for r in libraries + reference:
+        for k, _ in CLASSES:
+            if k in r.why:
+                numbers[(r.name, r.external, k)] = notes.number(g for _, g in r.why[k])
+    return notes, numbers
 
 
 def section_links(cells):
@@ -159,18 +280,57 @@ def section_links(cells):
     return seen
 
 
-def html_cell(row, klass):
+def note_anchor(prefix, n):
+    return f"{prefix}-note-{n}"
+
+
+def dash_html(exact_lines, n, prefix):
+    """The "—" of a cell with no run: its reasons as the title, its note's number linked."""
+    title = html.escape("\n".join(exact_lines))
+    return (f'<td class="o-none" title="{title}">—<sup class="note-ref"><a href="#{note_anchor(prefix, n)}">{n}</a>'
+            "</sup></td>")
+
+
+def html_cell(row, klass, numbers, prefix):
     counts = row.counts(klass)
+    if not counts:
+        return dash_html([e for e, _ in row.why[klass]], numbers[(row.name, row.external, klass)], prefix)
     text = html.escape(cell_text(counts))
     links = section_links(row.cells.get(klass, []))
-    if counts and links:
+    if links:
         title = html.escape(", ".join(f"{c.scenario}/{c.run}" for c in row.cells[klass]))
         text = f'<a href="#{links[0][0]}" title="{title}">{text}</a>' + "".join(
             f' <a href="#{a}" title="{html.escape(sc)}">[{i + 2}]</a>' for i, (a, sc) in enumerate(links[1:]))
     return f'<td class="{cell_class(counts)}">{text}</td>'
 
 
-def html_table(libraries, reference):
+def notes_html(notes, prefix, intro):
+    if not notes.texts:
+        return ""
+    return (f'<p class="note">{html.escape(intro)}</p><ol class="notes">'
+            + "".join(f'<li id="{note_anchor(prefix, i + 1)}">{"<br>".join(html.escape(x) for x in lines)}</li>'
+                      for i, lines in enumerate(notes.texts)) + "</ol>")
+
+
+def notes_md(notes, intro):
+    if not notes.texts:
+        return ""
+    return f"\n{intro}\n\n" + "".join(f"- [{i + 1}] " + NOTE_SEP.join(lines) + "\n" for i, lines in enumerate(notes.texts))
+
+
+NOTE_SEP = " · "   # between a note's reasons in Markdown (a reason may hold a ";")
+NOTES_INTRO = "Why a cell is \"—\" (the cases of the class that do not apply to the lock, as the matrix recorded them):"
+
+
+def notes_parts(notes, prefix, intro):
+    """(html, markdown) of the numbered notes."""
+    return notes_html(notes, prefix, intro), notes_md(notes, intro)
+
+
+def html_table(libraries, reference, notes=None, numbers=None):
+    if notes is None:
+        notes, numbers = number_notes(libraries, reference)
+    prefix = "libraries"
     head = ["library", "version", "fencing"] + [w for _, w in CLASSES]
     h = ['<table class="libraries"><colgroup><col style="width:13%"><col style="width:10%"><col style="width:6%">'
          + "<col>" * len(CLASSES) + "</colgroup><tr>" + "".join(f"<th>{html.escape(x)}</th>" for x in head) + "</tr>"]
@@ -181,32 +341,54 @@ def html_table(libraries, reference):
         for r in rows:
             h.append(f'<tr><td class="rowhead" title="{html.escape(r.algorithm or "")}">{html.escape(r.name)}</td>'
                      f"<td>{html.escape(r.version or '?')}</td><td>{fencing_text(r)}</td>"
-                     + "".join(html_cell(r, k) for k, _ in CLASSES) + "</tr>")
+                     + "".join(html_cell(r, k, numbers, prefix) for k, _ in CLASSES) + "</tr>")
     h.append("</table>")
-    return "".join(h)
+    return "".join(h) + notes_html(notes, prefix, NOTES_INTRO)
 
 
-def md_table(libraries, reference):
+def row_texts(row, numbers=None):
+    """The row's cells as Markdown text: library, version, fencing, then one per class."""
+    out = [row.name, row.version or "?", fencing_text(row)]
+    for k, _ in CLASSES:
+        t = cell_text(row.counts(k))
+        if t == "—" and numbers is not None:
+            t = f"— [{numbers[(row.name, row.external, k)]}]"
+        out.append(t)
+    return out
+
+
+def md_table(libraries, reference, notes=None, numbers=None):
+    if notes is None:
+        notes, numbers = number_notes(libraries, reference)
     head = ["library", "version", "fencing"] + [w for _, w in CLASSES]
     esc = lambda s: s.replace("|", "\\|")  # noqa: E731
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for group, rows in (("libraries", libraries), ("lockbench's own, for reference", reference)):
         if rows and libraries and reference:
             out.append(f"| **{group}** |" + " |" * (len(head) - 1))
-        out += ["| " + " | ".join(esc(x) for x in row_texts(r)) + " |" for r in rows]
-    return "\n".join(out) + "\n"
+        out += ["| " + " | ".join(esc(x) for x in row_texts(r, numbers)) + " |" for r in rows]
+    return "\n".join(out) + "\n" + notes_md(notes, NOTES_INTRO)
 
 
 def algorithm_lines(rows):
     return [f"{r.name}: {r.algorithm or '(its adapter does not say)'}" for r in rows]
 
 
+README_OPEN = "<!-- library-table -->"
+README_CLOSE = "<!-- /library-table -->"
+
+
 def write_library_table(trees, page):
-    """The table, its legend and what each row's algorithm is; nothing when no run names a class."""
+    """The table, its notes, its legend and what each row's algorithm is; nothing when no run
+    names a class. Returns whether it wrote the table (report.md then marks the section that
+    scripts/readme-table copies into README.md, which the caller closes)."""
     libraries, reference = table_rows(trees)
     if not libraries and not reference:
-        return
+        return False
+    notes, numbers = number_notes(libraries, reference)
     page.heading(2, "Libraries × failure classes", "libraries")
-    page.raw_html(html_table(libraries, reference), md_table(libraries, reference))
+    page.raw_html("", README_OPEN + "\n")
+    page.raw_html(html_table(libraries, reference, notes, numbers), md_table(libraries, reference, notes, numbers))
     page.para(LEGEND, cls="note")
     page.bullets(algorithm_lines(libraries + reference))
+    return True

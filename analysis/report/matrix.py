@@ -1,14 +1,11 @@
-"""1. The verdict matrix: one row per lock variant, one column per scenario (per swept value
-for a sweep), each cell coloured by its worst outcome over its reps; as a figure and as a
-table."""
+"""1. The verdict matrix: one row per lock (a case's variants of it in stripes), one column per
+scenario (per swept value for a sweep), each cell coloured by the worst verdict the checker
+recorded over its reps; as a figure and as a table."""
 
 import html
 
-from .common import NBSP, OUTCOME, fmt_ms, fmt_n, num, plt, save_fig
+from .common import NBSP, NOT_RUN, OUTCOME, VERDICT_WORDS, css_of, fmt_ms, fmt_n, num, plt, save_fig
 from .phase import sweep_lines
-
-OUTCOME_WORD = {"failed": "CLIENTS FAILED", "violation": "VIOLATED", "unsafe": "unsafe", "fenced": "fenced", "safe": "safe",
-                "notrun": "not run"}
 
 
 def matrix_layout(tree):
@@ -97,33 +94,34 @@ def wrap_lines(lines, width_in, size):
 
 
 def cell_lines(c, multi):
+    """(verdict word, the lines a cell shows): the recorded verdict, what it counts, in how many reps."""
     o = c.outcome()
     n = len(c.reps)
     lines = []
     if multi:
         lines.append(c.label_suffix())
-    if o == "notrun":
+    if o == NOT_RUN:
         lines += ["not run", f"0/{c.repeat or '?'} reps"]
         return o, lines
-    if o == "failed":
-        lines.append("clients failed")
-        lines.append(f"{sum(1 for r in c.reps if r.get('clients_failed'))}/{n} reps")
-    elif o == "violation":
-        lines.append(f"{fmt_n(c.total('mutual_exclusion_violations'))} viol")
-        lines.append(f"{c.reps_with('mutual_exclusion_violations')}/{n} reps")
+    k = f"{c.reps_of(o)}/{n} reps"
+    if o == "adapter broke":
+        lines.append("adapter broke")
+    elif o == "2 holders":
+        lines.append(f"2 holders: {fmt_n(c.total('mutual_exclusion_violations'))} viol")
     elif o == "unsafe":
         parts = []
         for m, short in (("lost_updates", "lost"), ("stale_writes_accepted", "stale"), ("foreign_releases", "foreign")):
             if c.total(m) > 0:
                 parts.append(f"{fmt_n(c.total(m))} {short}")
-        lines.append(" · ".join(parts[:2]))
-        lines.append(f"{c.reps_with('lost_updates', 'stale_writes_accepted', 'foreign_releases')}/{n} reps")
-    elif o == "fenced":
-        lines.append(f"{fmt_n(c.total('stale_writes_rejected'))} rejected")
-        lines.append(f"0 viol · {n} reps")
+        lines.append(" · ".join(["unsafe"] + parts[:2]))
+    elif o == "stale write refused":
+        lines.append(f"refused {fmt_n(c.total('stale_writes_rejected'))}")
+    elif o == "unavailable":
+        lines.append("unavailable")
     else:
-        lines.append("0 viol")
-        lines.append(f"{n} reps")
+        lines.append("safe")
+        k = f"{n} reps"
+    lines.append(k)
     if c.partial:
         lines[-1] += f" of {c.repeat}"
     um = c.unavailable_mean()
@@ -150,7 +148,7 @@ class MatrixFigure:
         self.cw = max(0.74, min(1.3, (11.8 - self.label_w - 0.2) / max(self.ncols, 1)))
         self.rh = 0.5
         top_h = 1.15 if tree.kind == "matrix" else 0.75
-        self.bottom_h = 0.85
+        self.bottom_h = 0.5 + 0.17 * legend_rows(tree)
         self.W = max(self.label_w + self.ncols * self.cw + 0.25, 10.4)  # never narrower than the legend below it
         self.H = top_h + self.nrows * self.rh + self.bottom_h
         self.fs = 7.2 if self.cw < 0.9 else 8
@@ -192,9 +190,9 @@ def draw_matrix_cell(ax, m, j, y, k, cells):
     for i, c in enumerate(cells):
         y0 = y + i * h
         o, lines = cell_lines(c, len(cells) > 1)
-        bg, fg, _ = OUTCOME[o]
+        bg, fg = OUTCOME[o][:2]
         ax.add_patch(Rectangle((j, y0), 1, h, facecolor=bg, edgecolor="white", lw=1.5))
-        if c.partial and o != "notrun":
+        if c.partial and o != NOT_RUN:
             ax.add_patch(Rectangle((j + 0.04, y0 + 0.06), 0.92, h - 0.12, facecolor="none",
                                    edgecolor="#333333", lw=1.4, ls=(0, (3, 2))))
         lines = wrap_lines(lines, m.cw * 0.92, fs)
@@ -223,15 +221,22 @@ def draw_matrix_labels(ax, tree, m):
 
 def draw_matrix_legend(fig, tree, m):
     from matplotlib.patches import Patch
-    shown = ("violation", "unsafe", "fenced", "safe", "notrun")
-    if any(c.outcome() == "failed" for c in tree.cells):
-        shown += ("failed",)
-    handles = [Patch(facecolor=OUTCOME[o][0], edgecolor="none", label=OUTCOME[o][2]) for o in shown]
+    handles = [Patch(facecolor=OUTCOME[o][0], edgecolor="none", label=OUTCOME[o][2]) for o in legend_words(tree)]
     handles.append(Patch(facecolor="white", edgecolor="#333333", ls="--", lw=1.4, label="dashed frame: partial, fewer reps than planned"))
     fig.legend(handles=handles, loc="lower left", bbox_to_anchor=(0.01, 0.22 / m.H), ncol=3, frameon=False, fontsize=8)
     fig.text(0.015, 0.06 / m.H, "✓ the run's expectations held in every rep   ✗ failed in some rep   … held in the reps "
-             "done, some not run   (no mark: no expectation)   – : the variant is not in this column",
+             "done, some not run   (no mark: no expectation)   – : the lock is not in this column (the case does not apply to it)",
              ha="left", va="bottom", fontsize=8)
+
+
+def legend_words(tree):
+    """The verdicts a legend names: every word but "adapter broke" (only where an adapter broke), then not run."""
+    seen = {c.outcome() for c in tree.cells}
+    return [w for w in VERDICT_WORDS if w != "adapter broke" or w in seen] + [NOT_RUN]
+
+
+def legend_rows(tree):
+    return (len(legend_words(tree)) + 1 + 2) // 3
 
 
 def matrix_text(tree, c):
@@ -269,11 +274,11 @@ def matrix_table(t):
                 o, txt = matrix_text(t, c)
                 if len(cells) > 1:
                     txt = f"[{c.label_suffix()}] {txt}"
-                divs.append(f'<div class="o-{o}">{html.escape(txt)}</div>')
-                parts.append((OUTCOME_WORD[o] + ": " if o != "notrun" else "") + txt)
+                divs.append(f'<div class="{css_of(o)}">{html.escape(txt)}</div>')
+                parts.append(txt)
             if len(cells) == 1:
                 o = cells[0].outcome()
-                tds.append(f'<td class="o-{o}">{html.escape(matrix_text(t, cells[0])[1])}</td>')
+                tds.append(f'<td class="{css_of(o)}">{html.escape(matrix_text(t, cells[0])[1])}</td>')
             else:
                 tds.append('<td class="stack">' + "".join(divs) + "</td>")
             mds.append("<br>".join(p.replace("|", "\\|") for p in parts))

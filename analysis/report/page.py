@@ -8,11 +8,11 @@ import os
 import re
 import shutil
 
-from .common import BUCKET_MS, Fail, fmt_ms, fmt_n, join_en, num, plural, progress, slug
+from .common import BUCKET_MS, NOT_RUN, Fail, css_of, fmt_ms, fmt_n, join_en, num, plural, progress, slug
 from .discovered import load as load_explore, write_discovered
 from .findings import budget_note, scenario_text, write_findings
-from .libraries import write_library_table
-from .matrix import OUTCOME_WORD, draw_matrix, matrix_table
+from .libraries import README_CLOSE, write_library_table
+from .matrix import draw_matrix, matrix_table
 from .perf import draw_latency, draw_throughput
 from .phase import draw_phase, sweep_lines
 from .rundata import RepData
@@ -38,8 +38,15 @@ table.matrix td.stack div + div{border-top:2px solid #fff}
 table.matrix th{font-size:11px}
 table.cells td.num{text-align:right}
 .o-violation{background:#d7301f;color:#fff}.o-unsafe{background:#fdae61}.o-fenced{background:#7fb3d5}
-.o-safe{background:#91cf60}.o-notrun{background:#d9d9d9;color:#444}.o-none{background:#fff;color:#aaa}
-.o-failed{background:#5a5a5a;color:#fff}
+.o-safe{background:#91cf60}.o-notrun{background:#d9d9d9;color:#444}.o-none{background:#fff;color:#888}
+.o-failed{background:#5a5a5a;color:#fff}.o-unavailable{background:#b7a4d9}
+.o-violation a,.o-failed a{color:#fff}
+sup.note-ref{font-size:9px;margin-left:2px} sup.note-ref a{color:#555;text-decoration:none}
+ol.notes{font-size:12px;color:#444;margin:2px 0 12px;padding-left:26px} ol.notes li{margin:1px 0}
+.warn{border-left:4px solid #d7301f;background:#fff4f2;padding:4px 10px;margin:8px 0}
+.badge{display:inline-block;padding:1px 8px;border-radius:3px;font-weight:bold;font-size:13px}
+span.small{font-size:10px;opacity:.85}
+pre.cmd{font-size:12px;background:#f5f5f5;padding:4px 8px;white-space:pre-wrap;overflow-wrap:anywhere;margin:4px 0}
 table.libraries td{font-size:11px} table.libraries td.rowhead{font-weight:bold}
 table.libraries th.group{background:#fff;border-left:none;border-right:none;padding-top:8px;font-style:italic}
 table.libraries a{color:inherit}
@@ -205,9 +212,10 @@ def write_page(trees, results, page):
     for t in trees:
         page.heading(2, f"{t.name}: {t.kind}" + (f" of {t.sweep.get('scenario')}" if t.kind == "sweep" else ""), slug(t.name))
         page.heading(3, "Verdict matrix")
-        page.image(results[results[("matrix", t.name)]], "Rows: variants; columns: " + (
-                   "scenarios" if t.kind == "matrix" else f"values of {t.sweep.get('path')}") +
-                   ". A cell split in stripes holds several runs of one variant in one scenario (named in the stripe).")
+        page.image(results[results[("matrix", t.name)]], ("Rows: locks; columns: cases" if t.kind == "matrix" else
+                   f"Rows: variants; columns: values of {t.sweep.get('path')}") +
+                   ". A cell split in stripes holds several runs of one row in one column (a case's variants of the "
+                   "lock, named in the stripe); its colour is the worst verdict the checker recorded over its reps.")
         page.raw_html(*matrix_table(t))
         if t.kind == "sweep":
             write_sweep(t, results, page)
@@ -223,9 +231,7 @@ def write_cover(trees, page):
     seeds = sorted({r.get("seed") for t in trees for c in t.cells for r in c.reps if isinstance(r.get("seed"), int)})
     dates = tree_dates(trees)
     page.heading(1, "lockbench report")
-    write_library_table(trees, page)  # the page opens with the libraries side by side
-    if page.explore:  # an explore folder opens with what its search discovered
-        write_discovered(page.explore, page)
+    table = write_library_table(trees, page)  # the page opens with the libraries side by side
     cover = [f"{t.name}: {t.kind}" + (f" of {t.sweep.get('scenario')} over {t.sweep.get('path')}" if t.kind == "sweep" else
                                       f" of {plural(len(t.scenario_order), 'scenario')}")
              + f", {plural(len(t.cells), 'cell')}, spec {t.spec_id}" + budget_note(t) for t in trees]
@@ -245,6 +251,10 @@ def write_cover(trees, page):
                       + (f" and {len(t.incomplete) - 8} more" if len(t.incomplete) > 8 else "")
                       + ". Those cells are shown as not run (grey) or partial (dashed), and no finding speaks for "
                       "what did not run.")
+    if table:  # the end of what scripts/readme-table copies into README.md
+        page.raw_html("", README_CLOSE + "\n")
+    if page.explore:  # an explore folder shows what its search discovered
+        write_discovered(page.explore, page)
 
 
 def write_howto(page):
@@ -252,13 +262,14 @@ def write_howto(page):
     page.para(
         "Every figure is drawn from recorded data: the checker's figures in the summaries, the clients' histories "
         "(CLOCK_MONOTONIC), the protected store's log (its own order and clock) and the nemesis's fault log. "
-        "The verdict matrix has one row per lock variant (algorithm and its non-duration parameters) and one column per "
-        "scenario (per swept value for a sweep); a cell's colour is its worst outcome over all reps: red, two "
-        "critical sections overlapped in the store; orange, no overlap but lost updates, stale writes accepted or "
-        "releases of someone else's lock; blue, a fencing token made the store reject stale writes and nothing unsafe "
-        "got in; green, nothing of the kind; grey, not run; dark grey, a client failed because its external adapter "
-        "broke the protocol (not trusted). The text gives totals over reps and how many reps showed "
-        "it; ✓/✗ says whether the scenario's expectations held in every rep. Each timeline replays one concrete case "
+        "The verdict matrix has one row per lock (a case's variants of it in stripes, named in the stripe) and one column per "
+        "scenario (per swept value for a sweep); a cell's colour is the worst verdict the checker recorded over its "
+        "reps: red, 2 holders (two critical sections overlapped in the store); orange, unsafe (no overlap but lost "
+        "updates, stale writes accepted or releases of someone else's lock); blue, stale write refused (the store's "
+        "check refused stale writes and nothing unsafe got in); lavender, unavailable (nothing unsafe, but no section "
+        "completed); green, safe; grey, not run; dark grey, adapter broke (a client failed because its external adapter "
+        "broke the protocol: not trusted). The text gives totals over reps and how many reps had that verdict; ✓/✗ says "
+        "whether the scenario's expectations held in every rep. Each timeline replays one concrete case "
         "the checker found (its first witness): one lane per client, the lease as the client believed it, the critical "
         "section as the store saw it, fault windows shaded, the overlap hatched. Performance plots show acquire latency "
         "(CDF, log scale) and sections completed per 100 ms with the checker's unavailability windows in red.")
@@ -305,7 +316,7 @@ def write_scenario(t, sc, results, page):
     header = ["run", "variant", "outcome", "viol", "viol reps", "lost", "stale acc.", "rejected", "foreign",
               "unavail (mean)", "acq p50/p99", "expect"]
     rows = [cell_row(c) for c in cells]
-    classes = [[None, None, "o-" + c.outcome()] + [None] * 9 for c in cells]
+    classes = [[None, None, css_of(c.outcome())] + [None] * 9 for c in cells]
     page.table(header, rows, cls="cells", classes=classes,
                widths=["19%", "13%", "8%", "5%", "6%", "5%", "6%", "6%", "6%", "8%", "10%", "8%"])
     for c, idx in results.get(("tl", t.name, sc), []):
@@ -325,7 +336,7 @@ def cell_row(c):
     o = c.outcome()
     acq = c.agg.get("acquire_ms") if isinstance(c.agg.get("acquire_ms"), dict) else {}
     held = c.expectations_held_reps()
-    return [c.run, c.variant, OUTCOME_WORD[o] + (" (partial)" if c.partial and o != "notrun" else ""),
+    return [c.run, c.variant, o + (" (partial)" if c.partial and o != NOT_RUN else ""),
             fmt_n(c.total("mutual_exclusion_violations")) if c.reps else "–",
             f"{c.reps_with('mutual_exclusion_violations')}/{len(c.reps)}" + (f" of {c.repeat}" if c.partial else ""),
             fmt_n(c.total("lost_updates")), fmt_n(c.total("stale_writes_accepted")),
@@ -347,9 +358,21 @@ def emit_timeline(page, c, res, show_value=None):
 
 
 def render(d):
+    """The report of the trees in d."""
     trees = find_trees(d)
     if not any(t.cells for t in trees):
         raise Fail(os.path.join(trees[0].path, "summary.json"), "has no cells; nothing to report")
+
+    def fill(outdir, page):
+        page.explore = load_explore(d)
+        build(trees, outdir, page)
+        return "lockbench report: " + ", ".join(t.name for t in trees)
+    return publish(d, fill)
+
+
+def publish(d, fill):
+    """fill(images folder, page) -> title, in d/.report.tmp.PID; then the images and both pages
+    moved in place, only when all of it succeeded."""
     pid = os.getpid()
     cleanup_stale(d)
     tmp = os.path.join(d, f".report.tmp.{pid}")
@@ -359,11 +382,10 @@ def render(d):
         raise Fail(d, f"cannot create {os.path.basename(tmp)}: {e.strerror}")
     try:
         page = Page()
-        page.explore = load_explore(d)
-        build(trees, os.path.join(tmp, "report-images"), page)
+        title = fill(os.path.join(tmp, "report-images"), page)
         doc = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
                "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-               f"<title>lockbench report: {html.escape(', '.join(t.name for t in trees))}</title>"
+               f"<title>{html.escape(title)}</title>"
                f"<style>{CSS}</style></head><body><main>\n" + "\n".join(page.h) + "\n</main></body></html>\n")
         with open(os.path.join(tmp, "report.html"), "w", encoding="utf-8") as f:
             f.write(doc)

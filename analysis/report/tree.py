@@ -5,14 +5,19 @@ here recomputes one."""
 import json
 import os
 
-from .common import Fail, load_json, num, slug
+from .common import NOT_RUN, VERDICT_WORDS, Fail, load_json, num, slug, worst
 
-# The results format this report reads. Version 3 added each run's sections.json, which the
-# checker writes for the report; `lockbench check DIR --write` adds it to an older tree.
-RESULTS_VERSION = 5
-# Versions 4 and 5 only added figures and fields (sim/harness/matrix.h): a version 3 or 4 tree
-# reads as it is (without the library table's versions, for instance).
-READABLE_VERSIONS = (3, 4, 5)
+# The results format this report reads (sim/harness/matrix.h: kResultsVersion). Version 6 put
+# the checker's verdict in every run's summary and every repetition's figures, which the report
+# shows as it is written; `lockbench check DIR --write` brings an older tree to 6.
+RESULTS_VERSION = 6
+READABLE_VERSIONS = (6,)
+
+
+def refuse_older(path, version, tree):
+    """The one line that refuses a tree from before the verdicts were recorded."""
+    return Fail(path, f"version {version}, from before the checker recorded each run's verdict: run "
+                      f"`lockbench check {tree} --write`, then the report again")
 
 
 class Tree:
@@ -23,6 +28,9 @@ class Tree:
         self.kind = meta["kind"]
         spath = os.path.join(path, "summary.json")
         s = load_json(spath)
+        if isinstance(s, dict) and s.get("format") == "lockbench-results" and isinstance(s.get("version"), int) \
+                and s["version"] < RESULTS_VERSION:
+            raise refuse_older(spath, s["version"], path)
         if not isinstance(s, dict) or s.get("format") != "lockbench-results" or s.get("version") not in READABLE_VERSIONS:
             raise Fail(spath, f'expected {{"format": "lockbench-results", "version": {RESULTS_VERSION}, ...}}, the '
                               "summary `lockbench matrix`/`sweep`/`merge` writes")
@@ -35,6 +43,8 @@ class Tree:
             raise Fail(spath, 'kind is "sweep" but there is no "sweep" object (scenario, path, values)')
         self.scenarios = {}
         for sc in s.get("scenarios", []) or []:
+            if isinstance(sc, dict) and isinstance(sc.get("source"), dict):
+                sc = sc["source"]  # {"file", "source"}: the scenario as its file wrote it
             if isinstance(sc, dict) and "name" in sc:
                 self.scenarios[sc["name"]] = sc
         self.cells = []
@@ -44,7 +54,17 @@ class Tree:
             for key in ("scenario", "run"):
                 if not isinstance(c.get(key), str):
                     raise Fail(spath, f'cells[{i}] has no "{key}" string')
-            self.cells.append(Cell(self, c, i))
+            cell = Cell(self, c, i)
+            for k, r in enumerate(cell.reps):
+                if r.get("verdict") not in VERDICT_WORDS:
+                    raise Fail(spath, f"cells[{i}] ({cell.id}) rep {r.get('rep', k)}: "
+                                      + (f"verdict {json.dumps(r['verdict'])} is not one of the checker's words ("
+                                         + ", ".join(VERDICT_WORDS) + ")" if "verdict" in r else
+                                         f'has no "verdict": run `lockbench check {path} --write`'))
+            self.cells.append(cell)
+        # The (case, lock) cells that do not exist, each with its reason (a matrix of the catalog).
+        na = s.get("not_applicable")
+        self.not_applicable = [n for n in na if isinstance(n, dict)] if isinstance(na, list) else []
         # What lacks repetitions: as the summary records it (`merge --allow-incomplete`, or a
         # shard's own tree), else from the cells.
         recorded = s.get("incomplete_cells")
@@ -75,6 +95,9 @@ class Cell:
         self.id = c.get("id") or f"{self.scenario}/{self.run}"
         self.algorithm = c.get("algorithm") or self.run.split("+")[0]
         self.variant = c.get("variant") or self.algorithm
+        if "@" in self.run and self.variant == self.run:
+            # LOCK@VARIANT: a case's variant of a lock's run stays in the lock's row
+            self.variant = self.run.split("@", 1)[0]
         self.step = c.get("step")
         self.value = c.get("value")
         self.repeat = int(num(c.get("repeat"), 0))
@@ -151,23 +174,28 @@ class Cell:
         return self.aggregate("violation_rate"), [num(ci[0]), num(ci[1], 1.0)]
 
     def outcome(self):
-        if self.reps_done == 0 or not self.reps:
-            return "notrun"
-        if any(r.get("clients_failed") for r in self.reps):
-            return "failed"
-        if self.total("mutual_exclusion_violations") > 0:
-            return "violation"
-        if any(self.total(m) > 0 for m in ("lost_updates", "stale_writes_accepted", "foreign_releases")):
-            return "unsafe"
-        if self.total("stale_writes_rejected") > 0:
-            return "fenced"
-        return "safe"
+        """The cell's verdict: the worst the checker recorded over its repetitions, or "not run"."""
+        if not self.reps:
+            return NOT_RUN
+        return worst(r["verdict"] for r in self.reps)
+
+    def verdict_counts(self):
+        """{verdict word: repetitions}, as the checker recorded them."""
+        out = {}
+        for r in self.reps:
+            out[r["verdict"]] = out.get(r["verdict"], 0) + 1
+        return out
+
+    def reps_of(self, word):
+        return sum(1 for r in self.reps if r.get("verdict") == word)
 
     def label_suffix(self):
         """What tells this cell apart from others of its variant in its scenario."""
         v = self.variant
         if self.run.startswith(v + "+"):
             return self.run[len(v) + 1:]
+        if self.run.startswith(v + "@"):
+            return self.run[len(v):]
         return self.run
 
 
@@ -208,9 +236,8 @@ def open_tree(p):
     if meta.get("format") != "lockbench-results":
         raise Fail(mpath, f'format is {json.dumps(meta.get("format"))}, expected "lockbench-results"')
     version = meta.get("version")
-    if version in (1, 2):  # before each run's sections.json: `check --write` adds them from the histories
-        raise Fail(mpath, f"version {version}, from before the checker wrote what the report draws: run "
-                          f"`lockbench check {p} --write`, then the report again")
+    if isinstance(version, int) and not isinstance(version, bool) and 1 <= version < RESULTS_VERSION:
+        raise refuse_older(mpath, version, p)  # `check --write` adds what is missing from the histories
     if version not in READABLE_VERSIONS:
         raise Fail(mpath, f'version {json.dumps(version)} is not supported, expected {RESULTS_VERSION} '
                           "(a newer lockbench wrote it: use the report of that version)")

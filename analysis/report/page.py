@@ -18,6 +18,7 @@ from .phase import draw_phase, sweep_lines
 from .rundata import RepData
 from .timeline import draw_timeline, find_focus
 from .tree import find_trees
+from .verdict_page import build_verdict, check_tree, load_verdict
 
 CSS = """
 body{font-family:-apple-system,'Segoe UI',Helvetica,Arial,sans-serif;font-size:14px;line-height:1.45;color:#222;
@@ -358,10 +359,14 @@ def emit_timeline(page, c, res, show_value=None):
 
 
 def render(d):
-    """The report of the trees in d."""
+    """The catalog report of the trees in d, or, where d holds verdict.json, its verdict page."""
+    verdict = load_verdict(d) if os.path.isdir(d) else None
     trees = find_trees(d)
     if not any(t.cells for t in trees):
         raise Fail(os.path.join(trees[0].path, "summary.json"), "has no cells; nothing to report")
+    if verdict is not None:
+        tree = check_tree(trees, d)
+        return publish(d, lambda outdir, page: build_verdict(verdict, tree, outdir, page))
 
     def fill(outdir, page):
         page.explore = load_explore(d)

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Open a lockbench report in headless Chromium and check that it renders.
 
-    /usr/bin/python3 tests/report_browser_check.py REPORT_HTML [--screenshot PATH] [--height PX]
+    /usr/bin/python3 tests/report_browser_check.py REPORT_HTML [--screenshot PATH] [--height PX] [--images-optional]
 
 Copies the report to a temporary file with a small script appended that, once the page has
 loaded, checks that every <img> loaded (complete, naturalWidth > 0; at least one image) and that
@@ -11,6 +11,8 @@ and table inside the page width), then writes its verdict as JSON into the DOM. 
 exits 0 when the page opened, every image loaded and nothing overflows, 1 when a check failed,
 2 when the check could not run (no chromium, no such file, no verdict).
 
+--images-optional accepts a page with no image at all (a verdict page of a lock with no unsafe
+case has no witness to draw); an image that is there must still load.
 --screenshot PATH also saves a PNG of the page at 1280 px wide and --height px tall (default:
 the page's own height as measured by the check, at most 16000), for looking at it.
 """
@@ -83,8 +85,10 @@ def run_chromium(chrome, args, timeout=120):
 
 
 def parse_args(args):
-    """(report, screenshot, height), or an exit code: 0 after --help, 2 on a bad command line."""
+    """(report, screenshot, height, images optional), or an exit code: 0 after --help, 2 on a bad
+    command line."""
     shot = height = None
+    optional = False
     pos = []
     i = 0
     while i < len(args):
@@ -92,6 +96,10 @@ def parse_args(args):
         if a in ("-h", "--help"):
             print(__doc__.strip())
             return 0
+        if a == "--images-optional":
+            optional = True
+            i += 1
+            continue
         if a in ("--screenshot", "--height") and i + 1 < len(args):
             if a == "--screenshot":
                 shot = args[i + 1]
@@ -102,10 +110,10 @@ def parse_args(args):
         pos.append(a)
         i += 1
     if len(pos) != 1:
-        print("report_browser_check: usage: report_browser_check.py REPORT_HTML [--screenshot PATH] [--height PX]",
-              file=sys.stderr)
+        print("report_browser_check: usage: report_browser_check.py REPORT_HTML [--screenshot PATH] [--height PX] "
+              "[--images-optional]", file=sys.stderr)
         return 2
-    return os.path.abspath(pos[0]), shot, height
+    return os.path.abspath(pos[0]), shot, height, optional
 
 
 def with_check(report):
@@ -125,12 +133,12 @@ def with_check(report):
     return tmp
 
 
-def problems_of(v):
+def problems_of(v, images_optional=False):
     """What the page's verdict says is wrong, one phrase each."""
     problems = []
     if not v.get("opened"):
         problems.append("did not open")
-    if v.get("images", 0) == 0:
+    if v.get("images", 0) == 0 and not images_optional:
         problems.append("no images")
     if v.get("images_bad"):
         problems.append(f"{len(v['images_bad'])} image(s) did not load: {', '.join(v['images_bad'][:5])}")
@@ -154,7 +162,7 @@ def screenshot(chrome, url, shot, height, v):
     return None
 
 
-def check_page(chrome, report, url, shot, height):
+def check_page(chrome, report, url, shot, height, images_optional=False):
     """Opens the page in chromium and prints OK or FAIL; returns the exit code."""
     try:
         r = run_chromium(chrome, [f"--window-size={WIDTH},2000", "--virtual-time-budget=10000", "--dump-dom", url])
@@ -168,7 +176,7 @@ def check_page(chrome, report, url, shot, height):
               + (f": {err[-1]}" if err else "") + ")")
         return 2
     v = json.loads(m.group(1).replace("&quot;", '"').replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">"))
-    problems = problems_of(v)
+    problems = problems_of(v, images_optional)
     if shot:
         problems += [p for p in [screenshot(chrome, url, shot, height, v)] if p]
     if problems:
@@ -184,7 +192,7 @@ def main(argv):
     parsed = parse_args(argv[1:])
     if isinstance(parsed, int):
         return parsed
-    report, shot, height = parsed
+    report, shot, height, optional = parsed
     if not os.path.isfile(report):
         print(f"report_browser_check: {report}: no such file", file=sys.stderr)
         return 2
@@ -194,7 +202,7 @@ def main(argv):
         return 2
     tmp = with_check(report)
     try:
-        return check_page(chrome, report, "file://" + tmp, shot, height)
+        return check_page(chrome, report, "file://" + tmp, shot, height, optional)
     finally:
         try:
             os.unlink(tmp)

@@ -61,7 +61,7 @@ void add_failover(Nodes& n, ProxyHub& hub, const fs::path& dir, const fs::path& 
     n.replica.emplace(RedisNodeConfig{"lock0-replica", std::nullopt, run.persistence,
                                       {"--replicaof", "127.0.0.1", std::to_string(n.repl_port)}},
                       dir);
-    wait_for_replica_in_sync(n.replica->port(), std::chrono::seconds(5));
+    wait_for_replica_in_sync(n.replica->port(), n.lock[0].port(), std::chrono::seconds(5));
     n.sentinels.emplace(kMasterName, Endpoint{"127.0.0.1", n.repl_port}, dir / "sentinel", SentinelSettings{});
     n.failover_log = std::make_unique<SentinelWatch>(n.sentinels->endpoints().front(), run_dir / "sentinel.jsonl");
 }

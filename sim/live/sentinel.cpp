@@ -138,15 +138,27 @@ void SentinelWatch::loop(void* context) {
     redisFree(c);
 }
 
-void wait_for_replica_in_sync(int port, std::chrono::milliseconds limit) {
+void wait_for_replica_in_sync(int port, int master_port, std::chrono::milliseconds limit) {
     const auto deadline = std::chrono::steady_clock::now() + limit;
-    LiveEnv env({{{"127.0.0.1", port}}, 100ms});
+    LiveEnv replica({{{"127.0.0.1", port}}, 100ms});
     while (std::chrono::steady_clock::now() < deadline) {
-        const Reply r = env.command(NodeId{0}, {"INFO", "replication"}, 200ms, std::nullopt);
-        if (r.ok() && r.value.str.find("master_link_status:up") != std::string::npos) return;
+        const Reply r = replica.command(NodeId{0}, {"INFO", "replication"}, 200ms, std::nullopt);
+        if (r.ok() && r.value.str.find("master_link_status:up") != std::string::npos) break;
         std::this_thread::sleep_for(10ms);
     }
-    throw std::runtime_error("the replica on port " + std::to_string(port) + " did not reach its master within " +
+    // A link that says up may not acknowledge yet: a WAIT right after the sync timed out for
+    // most of a second in one run (every lock that WAITs refused meanwhile). The run starts
+    // once a write on the master is acknowledged.
+    LiveEnv master({{{"127.0.0.1", master_port}}, 100ms});
+    while (std::chrono::steady_clock::now() < deadline) {
+        const Reply set = master.command(NodeId{0}, {"SET", "lockbench:replica-ack", "1"}, 200ms, std::nullopt);
+        const Reply acks = master.command(NodeId{0}, {"WAIT", "1", "100"}, 300ms, std::nullopt);
+        if (set.ok() && acks.ok() && acks.value.integer >= 1) {
+            master.command(NodeId{0}, {"DEL", "lockbench:replica-ack"}, 200ms, std::nullopt);
+            return;
+        }
+    }
+    throw std::runtime_error("the replica on port " + std::to_string(port) + " did not reach and acknowledge its master within " +
                              std::to_string(limit.count()) + " ms");
 }
 

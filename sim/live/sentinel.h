@@ -75,7 +75,8 @@ private:
     std::thread thread_;
 };
 
-// Blocks (bounded) until the replica at `port` reports its link to the master up.
-void wait_for_replica_in_sync(int port, std::chrono::milliseconds limit);
+// Blocks (bounded) until the replica at `port` reports its link to the master up and a write
+// on the master (`master_port`) is acknowledged by it.
+void wait_for_replica_in_sync(int port, int master_port, std::chrono::milliseconds limit);
 
 }  // namespace lockbench

@@ -50,6 +50,7 @@ struct CaseNeeds {
     std::vector<Service> services;   // empty: any
     std::optional<int> nodes;        // exactly this many lock nodes
     bool sentinel = false;           // a master it finds through Sentinel (the run gets the topology)
+    bool lone_node = false;          // "topology": "plain": a lock on lone nodes, not on a master with a replica
     bool fence = false;              // a fencing token the store checks
 };
 

@@ -160,6 +160,8 @@ std::optional<std::string> why_not_by_needs(const CaseFile& c, const LockFile& l
         return "needs " + std::to_string(*n.nodes) + " lock nodes; " + lock.name + " runs on " + std::to_string(cell_nodes(c, lock));
     if (n.sentinel && !lock.sentinel)
         return "needs a lock that finds its master through Sentinel; " + lock.name + " cannot";
+    if (n.lone_node && lock.needs_replica)
+        return "needs a lock on lone nodes; " + lock.name + " runs on a master with a replica, followed through Sentinel";
     if (n.fence && !lock.fenced())
         return "needs a fencing token the store checks; " + lock.name + " has none checked";
     return std::nullopt;

@@ -237,7 +237,7 @@ def write_cover(trees, page):
                                       f" of {plural(len(t.scenario_order), 'scenario')}")
              + f", {plural(len(t.cells), 'cell')}, spec {t.spec_id}" + budget_note(t) for t in trees]
     page.para("Covers " + "; ".join(cover) + ".")
-    s = f"{plural(ncell, 'cell')} (a run of a scenario: one algorithm with its parameters), {nrep} of {nplanned} planned reps done"
+    s = f"{plural(ncell, 'cell')} (a case run against one lock, or a variant of the case), {nrep} of {nplanned} planned reps done"
     if seeds:
         s += f", seeds {seeds[0]}–{seeds[-1]}" if len(seeds) > 3 and seeds[-1] - seeds[0] == len(seeds) - 1 else \
             f", seeds {', '.join(map(str, seeds))}"

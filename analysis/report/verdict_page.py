@@ -12,6 +12,7 @@ verdicts are the checker's, never derived here."""
 
 import datetime
 import html
+import json
 import os
 
 from .common import OUTCOME, RANK, VERDICT_WORDS, Fail, css_of, load_json, plural, progress, slug, worst
@@ -73,7 +74,9 @@ def recorded_class(text):
 
 
 FACTS = (
-    ("service", lambda v, f: f"locks on {v}" + (f" ({plural(f['nodes'], 'node')})" if isinstance(f.get("nodes"), int) else "")),
+    # lock nodes: a Redis lock's (a consensus service runs its own ensemble, whatever "nodes" says)
+    ("service", lambda v, f: f"locks on {v}" + (f" ({plural(f['nodes'], 'node')})" if isinstance(f.get("nodes"), int)
+                                                 and v == "redis" else "")),
     ("sentinel", lambda v, f: "finds its master through Sentinel" if v else None),
     ("fencing", lambda v, f: "hands out a fencing token" if v else "hands out no fencing token"),
     ("fence", lambda v, f: "the store checks its token" if v else None),
@@ -90,7 +93,8 @@ FACTS = (
     ("validity", lambda v, f: "says how long a lock it hands out is valid" if v else None),
     ("replicated", lambda v, f: "waits for a replica to acknowledge a grant (WAIT)" if v else None),
     ("check_lease_before_write", lambda v, f: "its holder checks its lease just before it writes" if v else None),
-    ("params", lambda v, f: ("parameters: " + ", ".join(f"{k}={v[k]}" for k in sorted(v))) if isinstance(v, dict) and v else None),
+    ("params", lambda v, f: ("parameters: " + ", ".join(f"{k}={json.dumps(v[k])}" for k in sorted(v)))
+     if isinstance(v, dict) and v else None),
 )
 NOT_FACTS = ("lock", "algorithm", "nodes")
 

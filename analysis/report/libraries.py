@@ -103,8 +103,12 @@ class Row:
         return out
 
 
-def lock_description(path):
-    """The description its lock file gives, when the tree's spec names a file still there."""
+def lock_description(lock):
+    """The description its lock file gives: as the tree's summary recorded it ("locks"), or read
+    from the file the spec names, when it is still there (a tree of an older lockbench)."""
+    if isinstance(lock, dict):
+        return lock.get("description") if isinstance(lock.get("description"), str) else None
+    path = lock
     if not path or not os.path.isfile(path):
         return None
     try:
@@ -125,8 +129,9 @@ def spec_sources(tree):
 
 
 def spec_lock_files(tree):
-    """{lock: its lock file} as the tree's spec records the runs."""
-    out = {}
+    """{lock: what the tree's summary records of it, or else its lock file's path} (the spec's runs)."""
+    recorded = tree.summary.get("locks") if isinstance(tree.summary.get("locks"), dict) else {}
+    out = {name: lock for name, lock in recorded.items() if isinstance(lock, dict)}
     for src in spec_sources(tree):
         for r in src.get("runs") or []:
             if isinstance(r, dict) and isinstance(r.get("lock"), str) and isinstance(r.get("lock_file"), str):

@@ -157,7 +157,8 @@ std::optional<std::string> why_not_by_needs(const CaseFile& c, const LockFile& l
     if (!n.services.empty() && std::ranges::find(n.services, lock.service) == n.services.end())
         return "needs a lock on " + services_text(n.services) + "; " + lock.name + " locks on " + service_name(lock.service);
     if (n.nodes && cell_nodes(c, lock) != *n.nodes)
-        return "needs " + std::to_string(*n.nodes) + " lock nodes; " + lock.name + " runs on " + std::to_string(cell_nodes(c, lock));
+        return "needs " + std::to_string(*n.nodes) + (*n.nodes == 1 ? " lock node" : " lock nodes") + "; " + lock.name +
+               " runs on " + std::to_string(cell_nodes(c, lock));
     if (n.sentinel && !lock.sentinel)
         return "needs a lock that finds its master through Sentinel; " + lock.name + " cannot";
     if (n.lone_node && lock.needs_replica)

@@ -34,7 +34,10 @@ void add_verdicts(const fs::path& tree) {
     for (const fs::path& rep : rep_dirs(tree)) {
         Json summary = read_json_file(rep / "summary.json");
         for (Json& run : summary.at("runs")) run = to_json(run_summary_from_json(run));
+        // Its time stays the repetition's: the report says when the repetitions were recorded.
+        const fs::file_time_type recorded = fs::last_write_time(rep / "summary.json");
         write_atomically(rep / "summary.json", summary.dump(2) + "\n");
+        fs::last_write_time(rep / "summary.json", recorded);
     }
     const Json header = read_json_file(header_path(tree));
     const MatrixSpec spec = matrix_spec_from_json(header.at("spec"), header.at("spec_id").get<std::string>());

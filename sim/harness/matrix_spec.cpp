@@ -68,6 +68,10 @@ Json source_of(const Json& read, const fs::path& file, const LockSelection* lock
     std::vector<NotApplicable> missing;
     Json source = scenario_source_for(read, file.string(), locks->locks, locks->choice, &missing);
     for (const Json& m : to_json(missing)) spec.not_applicable.push_back(m);
+    for (const Json& run : source.at("runs"))
+        for (const LockFile& l : locks->locks)
+            if (run.value("lock", std::string()) == l.name)
+                spec.locks[l.name] = {{"description", l.description}, {"lock_file", l.path}, {"facts", lock_facts(l)}};
     return source;
 }
 
@@ -200,6 +204,7 @@ Json to_json(const MatrixSpec& spec) {
     if (spec.sweep) j["sweep"] = to_json(*spec.sweep);
     if (spec.simulated) j["backend"] = "sim";
     if (!spec.not_applicable.empty()) j["not_applicable"] = spec.not_applicable;
+    if (!spec.locks.empty()) j["locks"] = spec.locks;
     return j;
 }
 
@@ -213,6 +218,7 @@ MatrixSpec matrix_spec_from_json(const Json& j, const std::string& id) {
     if (j.contains("sweep")) spec.sweep = sweep_from_json(j.at("sweep"));
     spec.simulated = j.value("backend", "live") == "sim";
     spec.not_applicable = j.value("not_applicable", Json::array());
+    spec.locks = j.value("locks", Json::object());
     spec.id = id;
     return spec;
 }
@@ -227,6 +233,8 @@ std::string spec_id(const MatrixSpec& spec) {
                 for (const char* path : {"cwd", "lock_file"}) run.erase(path);
     }
     if (hashed.contains("sweep")) hashed.at("sweep").erase("file");
+    if (hashed.contains("locks"))
+        for (auto& [name, lock] : hashed.at("locks").items()) lock.erase("lock_file");
     return hash_hex(hashed.dump());
 }
 
@@ -281,10 +289,12 @@ MatrixSpec matrix_spec(const std::vector<fs::path>& files, const std::vector<std
     return finish(std::move(spec));
 }
 
-MatrixSpec matrix_spec_from_sources(const std::vector<SpecScenario>& scenarios, const Json& not_applicable, int repeat) {
+MatrixSpec matrix_spec_from_sources(const std::vector<SpecScenario>& scenarios, const Json& not_applicable,
+                                    const Json& locks, int repeat) {
     check_repeat(repeat);
     MatrixSpec spec{"matrix", repeat, {}, {}, {}, std::nullopt, false};
     spec.not_applicable = not_applicable;
+    spec.locks = locks;
     std::set<std::string> names;
     for (const SpecScenario& s : scenarios) add_scenario(spec, s, names);
     check_algorithms_match(spec.cells, {});

@@ -74,6 +74,9 @@ struct MatrixSpec {
     // The (case, lock) cells that do not exist, each with its one-line reason: what the report
     // says of a "—" (compose.h).
     nlohmann::json not_applicable = nlohmann::json::array();
+    // The lock files the cells run, by name: {"description", "lock_file", "facts"} (what the
+    // report shows of a row without reading the files again).
+    nlohmann::json locks = nlohmann::json::object();
     std::string id;                  // spec_id(): not part of the JSON
 
     std::size_t cell_count() const { return cells.size(); }
@@ -97,9 +100,9 @@ MatrixSpec sweep_spec(const std::filesystem::path& file, const SweepParam& param
                       const std::vector<std::string>& algorithms, int repeat, const LockSelection* locks = nullptr);
 
 // A matrix of scenarios already made (composed cases: `lockbench verdict`), `not_applicable`
-// as to_json gives it.
+// as to_json gives it, `locks` as MatrixSpec::locks.
 MatrixSpec matrix_spec_from_sources(const std::vector<SpecScenario>& scenarios, const nlohmann::json& not_applicable,
-                                    int repeat);
+                                    const nlohmann::json& locks, int repeat);
 
 // One line per missing cell, as the spec and the summary hold them.
 nlohmann::json to_json(const std::vector<NotApplicable>& cells);

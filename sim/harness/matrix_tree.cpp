@@ -152,6 +152,7 @@ Json write_summary(const fs::path& out, const MatrixSpec& spec, std::optional<Sh
     if (shard) summary["shard"] = {{"index", shard->index}, {"count", shard->count}};
     if (spec.sweep) summary["sweep"] = to_json(*spec.sweep);
     if (!spec.not_applicable.empty()) summary["not_applicable"] = spec.not_applicable;
+    if (!spec.locks.empty()) summary["locks"] = spec.locks;
     // Cells short of `repeat` because the time budget ran out, not because the work broke off.
     if (stop) summary["budget"] = {{"seconds", stop->seconds}, {"repetitions_per_cell", stop->repetitions_per_cell}};
     write_atomically(out / "summary.json", summary.dump(2) + "\n");

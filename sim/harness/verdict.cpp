@@ -50,8 +50,20 @@ Json rep_run(const fs::path& tree, const Json& rep) {
     return summary.at("runs").at(0);
 }
 
-// The first repetition with the cell's worst verdict, as a concrete case: its first witness,
-// the folder it is in, and the one command that replays it live.
+// The witness that shows a verdict: the first overlap for "2 holders", else the first stale
+// write accepted or foreign release ("unsafe"), else the first of any kind.
+Json showing(const Json& witnesses, const std::string& verdict) {
+    const std::vector<std::string> kinds = verdict == verdict_word(Verdict::two_holders)
+                                               ? std::vector<std::string>{"mutual_exclusion"}
+                                               : std::vector<std::string>{"stale_write", "foreign_release"};
+    for (const std::string& kind : kinds)
+        for (const Json& w : witnesses)
+            if (w.value("kind", "") == kind) return w;
+    return witnesses.empty() ? Json() : witnesses.at(0);
+}
+
+// The first repetition with the cell's worst verdict, as a concrete case: the witness that
+// shows it, the folder it is in, and the one command that replays it live.
 void add_witness(Json& entry, const fs::path& tree, const Json& cell) {
     for (const Json& rep : cell.at("reps")) {
         if (rep.value("verdict", "") != entry.at("verdict")) continue;
@@ -59,7 +71,7 @@ void add_witness(Json& entry, const fs::path& tree, const Json& cell) {
         const fs::path dir = tree / rep.at("dir").get<std::string>();
         Json w = {{"rep", rep.at("rep")}, {"seed", rep.at("seed")}, {"dir", rep.at("dir")},
                   {"run_dir", (fs::path(rep.at("dir").get<std::string>()) / run.at("run_dir").get<std::string>()).string()}};
-        if (!run.at("witnesses").empty()) w["first"] = run.at("witnesses").at(0);
+        if (const Json first = showing(run.at("witnesses"), entry.at("verdict")); !first.is_null()) w["first"] = first;
         entry["witness"] = w;
         entry["replay"] = "lockbench run " + (dir / "scenario.json").string() + " --algorithm " + cell.at("run").get<std::string>() +
                           " --seed " + rep.at("seed").dump() + " --out results/replay-" + cell.at("run").get<std::string>();
@@ -225,7 +237,8 @@ Json run_verdict(const LockFile& lock, const std::vector<CaseFile>& cases, const
         if (!k.empty()) scenarios.push_back({c.path, std::move(k.scenario)});
     }
     if (scenarios.empty()) throw std::runtime_error(lock.label() + ": no case of the catalog applies to it (`lockbench list --lock` says why)");
-    const MatrixSpec spec = matrix_spec_from_sources(scenarios, to_json(missing), opts.repeat);
+    const Json locks = {{lock.name, {{"description", lock.description}, {"lock_file", lock.path}, {"facts", lock_facts(lock)}}}};
+    const MatrixSpec spec = matrix_spec_from_sources(scenarios, to_json(missing), locks, opts.repeat);
     run_matrix(spec, {opts.out, Shard{0, 1}, opts.self_exe, opts.progress, opts.project_dir, std::nullopt});
     Json verdict = verdict_of_tree(opts.out, lock, cases, reference);
     write_atomically(opts.out / kVerdictFile, verdict.dump(2) + "\n");

@@ -15,7 +15,9 @@
 //   cases:   [{case, variant, class, cell, verdict, repetitions, counts, expectations_held,
 //              recorded?, predicted?, predicted_why?, remedy?, witness?, replay?}, ...]
 //   not_applicable: [{case, variant, class, why}, ...]
-//   reference: [{lock, description, classes: {class: word or "—"}}]  from their records
+//   reference: [{lock, description, classes: {class: {"verdict": word(s), "why"?: [...]}}}]
+//              from their records; "—" with why (each case's reason) where no case of the
+//              class applies, "not recorded" where the lock records nothing for it
 //   differences: one line per case whose verdict differs from the lock's record, or that
 //                did not happen as written
 #pragma once

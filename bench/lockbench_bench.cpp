@@ -72,6 +72,7 @@
 #include "lockimpl/registry.h"
 #include "sim/live/external.h"
 #include "sim/live/live_env.h"
+#include "sim/harness/compose.h"
 #include "sim/harness/explore.h"
 #include "sim/virtual/sim_env.h"
 #include "sim/engine/recorder.h"
@@ -325,13 +326,18 @@ void bm_sim_cycle(benchmark::State& state, const std::string& algorithm, const n
 }
 
 // explore/<case>: the search, as `lockbench explore --first`, timed until the violation.
+// A case of the catalog is searched against the one lock named `run` (locks/RUN.json).
 void bm_explore(benchmark::State& state, const fs::path& scenario, const std::string& run, long long schedules,
                 bool first) {
     const fs::path out = make_run_temp_dir();
     long long found = 0, schedules_run = 0;
     double to_violation = 0, wall = 0;
+    const nlohmann::json file = read_input_json(scenario);
+    std::vector<LockFile> locks;
+    if (is_case_file(file)) locks.push_back(load_lock_file(fs::path(LOCKBENCH_SOURCE_DIR) / "locks" / (run + ".json")));
+    const nlohmann::json source = scenario_source_for(file, scenario.string(), locks, LockChoice::asked);
     for (auto _ : state) {
-        sim::ExploreOptions o{scenario, {run}, schedules, 1, out, false, first};
+        sim::ExploreOptions o{scenario, source, {run}, schedules, 1, out, false, first};
         const nlohmann::json r = sim::explore(o);
         found += r.at("violations_found").get<long long>();
         schedules_run += r.at("schedules_run").get<long long>();
@@ -497,11 +503,11 @@ void register_benchmarks() {
         const char* scenario;
         const char* run;
     };
-    for (const Case& c : std::vector<Case>{{"gc-pause/token-lua", "gc-pause", "token-lua+ttl_ms=300"},
-                                           {"gc-pause/redlock", "gc-pause", "redlock+ttl_ms=300"},
-                                           {"redlock-clock-jump", "redlock-clock-jump", "redlock+ttl_ms=1000"},
-                                           {"failover-lost-lock", "failover-lost-lock", "token-lua+ttl_ms=10000"},
-                                           {"acquire-pause/no-check", "acquire-pause", "redlock+ttl_ms=300+no-check_validity"}})
+    for (const Case& c : std::vector<Case>{{"gc-pause/token-lua", "gc-pause", "token-lua"},
+                                           {"gc-pause/redlock", "gc-pause", "redlock"},
+                                           {"redlock-clock-jump", "redlock-clock-jump", "redlock"},
+                                           {"failover-lost-lock", "failover-lost-lock", "token-lua"},
+                                           {"acquire-pause/no-check", "acquire-pause", "redlock+no-validity-check"}})
         benchmark::RegisterBenchmark((std::string("explore/") + c.name).c_str(),
                                      [c, scenarios](benchmark::State& s) {
                                          bm_explore(s, scenarios / (std::string(c.scenario) + ".json"), c.run, 1000, true);

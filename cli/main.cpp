@@ -62,6 +62,13 @@ void say_not_applicable(const std::vector<NotApplicable>& missing, const LockSel
     std::cerr << "lockbench: " << missing.size() << " (case, lock) cell(s) do not apply (`lockbench list --lock NAME` says why)\n";
 }
 
+// --lock composes a case; a scenario that names its runs has none to compose.
+void refuse_locks_for_runs(const nlohmann::json& file, const std::string& path, const std::vector<std::string>& locks) {
+    if (!locks.empty() && !is_case_file(file))
+        throw std::runtime_error(path + ": --lock: this file names its runs itself (a scenario with \"runs\"); "
+                                 "pick them with --algorithm");
+}
+
 struct RunArgs {
     std::string scenario;
     std::optional<std::string> out;
@@ -72,9 +79,7 @@ struct RunArgs {
 };
 
 int cmd_run(const RunArgs& a) {
-    if (!a.locks.empty() && !is_case_file(read_input_json(a.scenario)))
-        throw std::runtime_error(a.scenario + ": --lock: this file names its runs itself (a scenario with \"runs\"); "
-                                 "pick them with --algorithm");
+    refuse_locks_for_runs(read_input_json(a.scenario), a.scenario, a.locks);
     const LockSelection locks = chosen_locks(a.locks);
     std::vector<NotApplicable> missing;
     Scenario s = scenario_for_file(a.scenario, locks.locks, locks.choice, &missing);
@@ -210,11 +215,14 @@ struct ExploreArgs {
     int jobs = 0;
     std::optional<std::string> shard;
     bool schedules_given = false;
+    std::vector<std::string> locks;
 };
 
-int cmd_replay(const sim::ExploreOptions& o, const std::vector<std::string>& only, std::uint64_t seed) {
-    if (only.size() != 1) throw std::runtime_error("--replay needs one --algorithm: the run's name");
-    const nlohmann::json summary = sim::replay(o, only.front(), seed);
+int cmd_replay(const sim::ExploreOptions& o, const Scenario& s, const std::vector<std::string>& only, std::uint64_t seed) {
+    // The run to replay: the one named, or the scenario's only run.
+    const std::string run = only.size() == 1 ? only.front() : s.runs.size() == 1 && only.empty() ? s.runs.front().name : "";
+    if (run.empty()) throw std::runtime_error("--replay needs one --algorithm: the run's name");
+    const nlohmann::json summary = sim::replay(o, run, seed);
     std::cout << format_table(summary);
     std::cout << "replayed into " << (o.out / "run").string() << " (scenario: " << (o.out / "scenario.json").string()
               << ")\n";
@@ -222,8 +230,14 @@ int cmd_replay(const sim::ExploreOptions& o, const std::vector<std::string>& onl
 }
 
 int cmd_explore(const ExploreArgs& a) {
-    const Scenario s = load_scenario(a.scenario);
-    sim::ExploreOptions o{a.scenario, a.only, a.schedules, a.seed,
+    // A case is searched against the locks asked for, or the catalog's (the simulator takes
+    // lockbench's own).
+    const nlohmann::json file = read_input_json(a.scenario);
+    refuse_locks_for_runs(file, a.scenario, a.locks);
+    const LockSelection locks = is_case_file(file) ? chosen_locks(a.locks) : LockSelection{};
+    const nlohmann::json source = scenario_source_for(file, a.scenario, locks.locks, locks.choice);
+    const Scenario s = parse_scenario(source, a.scenario);
+    sim::ExploreOptions o{a.scenario, source, a.only, a.schedules, a.seed,
                           a.out ? fs::path(*a.out) : fs::path("results") / ("explore-" + s.name), true, a.first_only};
     o.budget = a.budget;
     o.seconds = a.seconds;
@@ -235,8 +249,8 @@ int cmd_explore(const ExploreArgs& a) {
         o.shard_index = sh.index;
         o.shard_count = sh.count;
     }
-    const auto locks = lock_folders(o.out, {});
-    if (a.replay_seed) return cmd_replay(o, a.only, *a.replay_seed);
+    const auto held = lock_folders(o.out, {});
+    if (a.replay_seed) return cmd_replay(o, s, a.only, *a.replay_seed);
     const nlohmann::json r = sim::explore(o);
     std::cout << "explore: " << r.at("schedules_run") << " schedules in " << r.at("wall_s").get<double>() << " s, "
               << r.at("violations_found") << " run(s) with a violation, " << r.at("classes").size() << " failure class(es)\n";
@@ -584,6 +598,7 @@ Subcommand add_explore(CLI::App& app) {
     CLI::App* explore =
         app.add_subcommand("explore", "search fault schedules of a scenario in the simulator, shrink what violates");
     explore->add_option("scenario", a->scenario, "scenario file (JSON)")->required();
+    explore->add_option("--lock", a->locks, "a case against this lock (its name in locks/, or a lock file's path; repeatable)");
     explore->add_option("--algorithm", a->only, "only runs of this algorithm or run name (repeatable)");
     explore->add_option("--schedules", a->schedules, "schedules to draw per run (default 1000; unbounded with --seconds)")
         ->check(CLI::PositiveNumber)

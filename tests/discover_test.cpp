@@ -16,6 +16,7 @@
 #include "sim/engine/scenario.h"
 #include "sim/harness/discover.h"
 #include "sim/harness/results_folder.h"
+#include "tests/catalog_util.h"
 
 namespace lockbench::sim {
 namespace {
@@ -25,7 +26,7 @@ using Json = nlohmann::json;
 
 const fs::path kScenarios = fs::path(LOCKBENCH_SOURCE_DIR) / "scenarios";
 
-Json baseline() { return read_json_file(kScenarios / "baseline.json"); }
+Json baseline() { return test::catalog_scenario("baseline"); }
 
 std::vector<Json> draws(const Json& source, const std::string& run, int budget, int n) {
     std::vector<Json> out;
@@ -41,7 +42,7 @@ bool any_fault(const std::vector<Json>& schedules, const std::function<bool(cons
 }
 
 TEST(BudgetDraw, EverySchedulePassesTheScenarioRulesWithinTheBudget) {
-    for (const char* run : {"setnx", "getset", "token-lua", "redlock", "reentrant+lease_ms=600+depth=2"})
+    for (const char* run : {"setnx", "getset", "token-lua", "redlock", "reentrant"})
         for (int budget : {1, 2, 3}) {
             for (const Json& s : draws(baseline(), run, budget, 150)) {
                 const auto& faults = s.at("runs").at(0).at("faults");
@@ -56,9 +57,9 @@ TEST(BudgetDraw, DrawsOnlyTheKindsThatApplyToTheRun) {
     const auto background = [](const Json& f) { return f.value("task", "") == "background"; };
     const auto replication = [](const Json& f) { return f.value("replication", false); };
     EXPECT_FALSE(any_fault(draws(baseline(), "token-lua", 2, 300), background));
-    EXPECT_TRUE(any_fault(draws(baseline(), "reentrant+lease_ms=600+depth=2", 2, 300), background));
+    EXPECT_TRUE(any_fault(draws(baseline(), "reentrant", 2, 300), background));
     EXPECT_FALSE(any_fault(draws(baseline(), "redlock", 2, 300), replication));
-    const Json sentinel = read_json_file(kScenarios / "failover-lost-lock.json");
+    const Json sentinel = test::catalog_scenario("failover-lost-lock");
     const std::string run = parse_scenario(sentinel, "<f>").runs.at(0).name;
     EXPECT_TRUE(any_fault(draws(sentinel, run, 2, 300), replication));
     // The points a run never reaches are not drawn: setnx has no during_acquire.

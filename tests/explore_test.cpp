@@ -67,7 +67,7 @@ TEST_F(CliTest, BudgetSearchRediscoversTheLiteratureFromBaseline) {
     ASSERT_EQ(r.exit_code(), 0) << r.describe();
     const Json e = read_json(out / "explore.json");
     const auto gc_pause = [](const std::string& c) { return c.starts_with("pause at") && contains(c, "longer than"); };
-    for (const char* run : {"setnx", "token-lua", "redlock", "reentrant+lease_ms=600+depth=2"})
+    for (const char* run : {"setnx", "token-lua", "redlock", "reentrant"})
         EXPECT_TRUE(has_class(classes_of(e, run), gc_pause)) << run << "\n" << e.at("classes").dump(1);
     EXPECT_TRUE(has_class(classes_of(e, "getset"), [](const std::string& c) { return c.starts_with("client clock step"); }))
         << e.at("classes").dump(1);

@@ -26,6 +26,7 @@
 #include "sim/harness/explore.h"
 #include "faults/process.h"
 #include "sim/virtual/sim_run.h"
+#include "tests/catalog_util.h"
 
 namespace lockbench::sim {
 namespace {
@@ -34,11 +35,6 @@ namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
 const fs::path kScenarios = fs::path(LOCKBENCH_SOURCE_DIR) / "scenarios";
-
-Json read_json(const fs::path& p) {
-    std::ifstream in(p);
-    return Json::parse(in);
-}
 
 // Which of the three counts are > 0, each on its own: whatever order a caller ranks them in
 // (explore ignores overlaps for a fenced run), its verdict is then the same.
@@ -72,7 +68,7 @@ std::vector<std::string> simulated_runs(const Json& source) {
 
 // About `total` schedules of a file, spread over its simulated runs.
 std::vector<Schedule> schedules_of(const std::string& file, int total) {
-    const Json source = read_json(kScenarios / (file + ".json"));
+    const Json source = test::catalog_scenario(file);
     const auto runs = simulated_runs(source);
     std::vector<Schedule> out;
     const int per_run = std::max(1, total / static_cast<int>(runs.size()));
@@ -126,9 +122,13 @@ TEST(SimVerdict, EarlyStopKeepsEveryScheduleVerdictKind) {
 // The schedules `explore --budget` composes: every fault kind of the vocabulary, node clock
 // steps (spent once they struck) among them, over every algorithm the simulator runs.
 TEST(SimVerdict, EarlyStopKeepsTheVerdictOfBudgetSchedules) {
-    Json source = read_json(kScenarios / "baseline.json");
-    source["workload"]["clients"] = 4;
-    source["workload"]["duration_ms"] = 1200;
+    // The baseline as it was written before it took a TTL of 2 s: a budget's faults are drawn
+    // around the TTL, and these runs are short.
+    const Json source = test::catalog_scenario("baseline", [](Json& c) {
+        c["ttl_ms"] = 500;
+        c["workload"]["clients"] = 4;
+        c["workload"]["duration_ms"] = 1200;
+    });
     int stopped = 0, violating = 0, total = 0;
     for (const std::string& run : simulated_runs(source))
         for (std::uint64_t i = 0; i < 40; ++i) {

@@ -147,7 +147,7 @@ void draw_link(Draw& d, Json& f, Aim& aim, Kind kind) {
     f["fault"] = "link";
     const std::vector<std::string> modes{"blackhole", "hold", "reset", "delay"};
     f["mode"] = kind == Kind::replication_link ? std::string("hold") : d.pick(modes);
-    if (f["mode"] == "delay") f["latency_ms"] = d.scaled(-3, 1);
+    if (f["mode"] == "delay") f["latency_ms"] = std::min(d.scaled(-3, 1), d.run().duration_ms);  // a delay the run can hold
     if (kind != Kind::replication_link && d.chance(0.5)) f["direction"] = d.chance(0.5) ? "upstream" : "downstream";
     if (kind == Kind::lock_link) {
         // In a story the cut leaves the client a bare majority to lock (a minority cut).
@@ -189,7 +189,7 @@ Json draw_fault(Draw& d, Kind kind, Aim& aim) {
             f["fault"] = "gate";
             f.erase("client");
             f["count"] = d.uniform(2, std::min(3, d.run().clients));
-            if (d.chance(0.5)) f["stagger_ms"] = d.scaled(-4, 0);
+            if (d.chance(0.5)) f["stagger_ms"] = std::min(d.scaled(-4, 0), d.run().duration_ms);
             break;
         case Kind::lock_link:
         case Kind::store_link:

@@ -448,11 +448,15 @@ RunSearch search_run(const Json& source, const std::string& run, const fs::path&
 
 }  // namespace
 
+Json explore_source(const ExploreOptions& opts) {
+    return opts.source ? *opts.source : read_json_file(opts.scenario_file);
+}
+
 Json explore(const ExploreOptions& given) {
     ExploreOptions opts = given;
     if (opts.jobs <= 0) opts.jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    const Json source = read_json_file(opts.scenario_file);
-    const Scenario parsed = load_scenario(opts.scenario_file);
+    const Json source = explore_source(opts);
+    const Scenario parsed = parse_scenario(source, opts.scenario_file.string());
     const auto runs = runs_to_explore(parsed, opts.algorithms);
     // The folder is built beside OUT and switched in whole at the end: a search stopped
     // half-way leaves the previous one as it was, and a finished one leaves none of its witnesses.
@@ -497,7 +501,7 @@ Json explore(const ExploreOptions& given) {
 }
 
 Json replay(const ExploreOptions& opts, const std::string& run, std::uint64_t schedule_seed) {
-    const Json schedule = draw_for(opts, read_json_file(opts.scenario_file), run, schedule_seed);
+    const Json schedule = draw_for(opts, explore_source(opts), run, schedule_seed);
     fs::create_directories(opts.out);
     write_atomically(opts.out / "scenario.json", schedule.dump(2) + "\n");
     RunOptions o{opts.out / "run", std::nullopt, "", opts.progress, {}, true};

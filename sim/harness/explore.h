@@ -32,6 +32,9 @@ namespace lockbench::sim {
 
 struct ExploreOptions {
     std::filesystem::path scenario_file;
+    // The file as a scenario of the explicit format: a case composed with the catalog's locks
+    // (compose.h; the simulator runs lockbench's own). Unset: the file as it is.
+    std::optional<nlohmann::json> source;
     std::vector<std::string> algorithms;  // runs by algorithm or name; all when empty
     long long schedules = 1000;           // per run
     std::uint64_t seed = 1;
@@ -51,6 +54,9 @@ nlohmann::json one_run_scenario(const nlohmann::json& source, const Scenario& pa
 
 // The scenario (one run: the variant) that schedule `seed` draws from run `run` of `source`.
 nlohmann::json draw_schedule(const nlohmann::json& source, const std::string& run, std::uint64_t seed);
+
+// The scenario explore searches: opts.source, or the file.
+nlohmann::json explore_source(const ExploreOptions& opts);
 
 // Runs explore; writes OUT/explore.json and the witnesses; returns explore.json.
 nlohmann::json explore(const ExploreOptions& opts);

@@ -507,6 +507,17 @@ TEST_F(ExternalTest, TheProbeReadsTheKeysRealTtlAndTheSummaryHoldsTheLibrarysVal
     EXPECT_EQ(v.at("validity_overstated_ms").get<double>(), 0);
     EXPECT_EQ(v.at("validity_gone"), 0);
 
+    // The token as a hash's field (Redisson) or a sorted set's member scored with its expiry
+    // (Symfony's RedisStore) is read as well as a string's value.
+    for (const char* layout : {"hash", "zset"}) {
+        const auto [held, held_run] = run_with(layout, std::string(R"({"ttl_ms": 500, "said_validity_ms": -50, "probe_key_ttl": true, "layout": ")") + layout + "\"}");
+        for (const Json& a : held) {
+            EXPECT_GT(a.at("key_ttl_ms").at(0).get<long long>(), 0) << layout << " " << a.dump();
+            EXPECT_LE(a.at("key_ttl_ms").at(0).get<long long>(), 500) << layout << " " << a.dump();
+        }
+        EXPECT_EQ(held_run.at("validity").at("validity_gone"), 0) << layout;
+    }
+
     // A token the key does not hold is not this lock's key: read as gone.
     const auto [wrong, wrong_run] = run_with("wrong", R"({"ttl_ms": 500, "said_validity_ms": -50, "probe_key_ttl": true, "wrong_token": true})");
     for (const Json& a : wrong) EXPECT_EQ(a.at("key_ttl_ms"), Json::array({-2})) << a.dump();

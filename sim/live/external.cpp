@@ -40,10 +40,26 @@ std::string describe_status(int status) {
     return "stopped";
 }
 
-// The probe's command on a node: the key's PTTL if it still holds this lease's token, else
-// -2 as for a missing key (another client's key is not this lock's TTL).
-const char* const kOurKeyTtl =
-    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pttl', KEYS[1]) end return -2";
+// The probe's command on a node: what remains of this lease there if the key still holds its
+// token, else -2 as for a missing key (another client's key is not this lock's TTL). The token
+// is a string key's value, a hash's field (Redisson's layout), or a sorted set's member scored
+// with its own expiry in the server's milliseconds (Symfony's RedisStore): the key's PTTL, or
+// the member's own remainder where it is sooner.
+const char* const kOurKeyTtl = R"lua(
+local kind = redis.call('type', KEYS[1]).ok
+local pttl = redis.call('pttl', KEYS[1])
+if kind == 'string' and redis.call('get', KEYS[1]) == ARGV[1] then return pttl end
+if kind == 'hash' and redis.call('hexists', KEYS[1], ARGV[1]) == 1 then return pttl end
+if kind == 'zset' then
+  local expiry = redis.call('zscore', KEYS[1], ARGV[1])
+  if not expiry then return -2 end
+  local now = redis.call('time')
+  local left = math.floor(tonumber(expiry) - (tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)))
+  if left <= 0 then return -2 end
+  if pttl < 0 then return left end
+  return math.min(pttl, left)
+end
+return -2)lua";
 
 // What the servers say remains of the lock, read right after the library's answer through
 // this client's own paths, node by node: the truth the library's validity_ms is held against

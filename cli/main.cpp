@@ -120,6 +120,7 @@ struct CellArgs {
     std::string shard = "0/1";
     std::string backend = "live";
     std::optional<double> budget_s;
+    int jobs = 1;
 };
 
 MatrixSpec on_backend(MatrixSpec spec, const std::string& backend) {
@@ -130,7 +131,7 @@ MatrixSpec on_backend(MatrixSpec spec, const std::string& backend) {
 // Runs the shard's cells of `spec` into the tree `out`, which stays locked until they end.
 int run_cells(const MatrixSpec& spec, const fs::path& out, const CellArgs& a) {
     const auto locks = lock_folders(out, {});
-    return finish_matrix(run_matrix(spec, {out, parse_shard(a.shard), self_exe(), true, source_dir(), a.budget_s}), out);
+    return finish_matrix(run_matrix(spec, {out, parse_shard(a.shard), self_exe(), true, source_dir(), a.budget_s, a.jobs}), out);
 }
 
 struct MatrixArgs : CellArgs {
@@ -559,6 +560,11 @@ Subcommand add_check(CLI::App& app) {
     return {check, [dir, write] { return cmd_check(*dir, *write); }};
 }
 
+void add_jobs_option(CLI::App* sub, int& jobs) {
+    sub->add_option("--jobs", jobs, "repetitions run at once, each with its own servers (default 1; a case marked "
+                    "\"alone\" runs with none beside it)")->check(CLI::Range(1, 16));
+}
+
 Subcommand add_matrix(CLI::App& app) {
     auto a = std::make_shared<MatrixArgs>();
     CLI::App* matrix = app.add_subcommand("matrix", "run every (scenario, algorithm) cell N times into one results tree");
@@ -573,6 +579,7 @@ Subcommand add_matrix(CLI::App& app) {
         ->check(CLI::IsMember({"live", "sim"}));
     matrix->add_option("--time-budget-s", a->budget_s, "start another round of repetitions only if it ends within this "
                        "many seconds of the start (every cell runs at least once)")->check(CLI::PositiveNumber);
+    add_jobs_option(matrix, a->jobs);
     return {matrix, [a] { return cmd_matrix(*a); }};
 }
 
@@ -590,6 +597,7 @@ Subcommand add_sweep(CLI::App& app) {
     sweep->add_option("--backend", a->backend, "live (default) or sim: the deterministic simulator")
         ->check(CLI::IsMember({"live", "sim"}));
     sweep->add_option("--time-budget-s", a->budget_s, "as for matrix")->check(CLI::PositiveNumber);
+    add_jobs_option(sweep, a->jobs);
     return {sweep, [a] { return cmd_sweep(*a); }};
 }
 
@@ -680,6 +688,25 @@ Subcommand add_list(CLI::App& app) {
 
 // Internal and hidden from --help: one worker process of a live run, started by `run` with
 // the spec file it wrote.
+// `lockbench repetition TREE CELL REP`: one repetition of a tree's cell, in a process of its
+// own, as `matrix --jobs N` starts them.
+Subcommand add_repetition(CLI::App& app) {
+    struct Args {
+        std::string tree;
+        std::size_t cell = 0;
+        int rep = 0;
+    };
+    auto a = std::make_shared<Args>();
+    CLI::App* sub = app.add_subcommand("repetition", "")->group("");
+    sub->add_option("tree", a->tree)->required();
+    sub->add_option("cell", a->cell)->required();
+    sub->add_option("rep", a->rep)->required();
+    return {sub, [a] {
+                run_repetition_of_tree(a->tree, a->cell, a->rep, self_exe(), source_dir());
+                return 0;
+            }};
+}
+
 Subcommand add_client(CLI::App& app) {
     auto spec = std::make_shared<std::string>();
     CLI::App* client = app.add_subcommand("client", "")->group("");
@@ -695,7 +722,7 @@ int main(int argc, char** argv) {
     // In this order in --help.
     const std::vector<Subcommand> commands{add_run(app),     add_check(app), add_matrix(app),  add_sweep(app),
                                            add_verdict(app), add_explore(app), add_merge(app), add_report(app),
-                                           add_list(app),    add_adapter_check(app)};
+                                           add_list(app),    add_adapter_check(app), add_repetition(app)};
     const Subcommand client = add_client(app);
     // A bad command line is bad input like a bad scenario: one line naming the option, exit 2
     // (CLI11's own codes are 104 to 109, and its message takes two lines).

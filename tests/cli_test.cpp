@@ -545,6 +545,41 @@ TEST_F(LifetimeTest, SigkillLeavesNoRedisServerOrClient) {
     EXPECT_FALSE(fs::exists(dir() / "out" / "summary.json"));
 }
 
+// `matrix --jobs 2`: two repetitions side by side, each a lockbench of its own with its
+// servers and clients. A SIGKILL of the matrix takes them all: the repetitions die with it,
+// and what they started with them.
+TEST_F(LifetimeTest, SigkillOfAMatrixRunningRepetitionsSideBySideLeavesNothing) {
+    const fs::path file = write_file("busy.json", scenario(2, 5000, R"([{"algorithm": "redlock", "name": "busy-redlock"},
+        {"algorithm": "token-lua", "name": "busy-token"}])"));
+    auto tool = start({"matrix", file.string(), "--jobs", "2", "--out", (dir() / "out").string()});
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    std::vector<ProcInfo> all;
+    for (;;) {
+        all.clear();
+        size_t redis = 0, clients = 0;
+        const std::vector<ProcInfo> reps = children_of(tool->pid());
+        for (const auto& rep : reps) {
+            all.push_back(rep);
+            for (const auto& p : children_of(rep.pid)) {
+                all.push_back(p);
+                redis += p.comm.starts_with("redis-server") ? 1 : 0;
+                clients += p.comm == "lockbench" ? 1 : 0;
+            }
+        }
+        // redlock: 5 nodes and the store; token-lua: a node and the store; two clients each.
+        if (reps.size() == 2 && redis >= 8 && clients >= 4) break;
+        if (!tool->running() || std::chrono::steady_clock::now() >= deadline) {
+            ADD_FAILURE() << "the matrix never ran both repetitions at once; it had:\n" << describe(all) << tool->finish(1s).describe();
+            return;
+        }
+        std::this_thread::sleep_for(20ms);
+    }
+    seen_ = all;
+    ASSERT_EQ(::kill(tool->pid(), SIGKILL), 0);
+    tool->finish(10s);
+    expect_all_gone();
+}
+
 TEST_F(LifetimeTest, SigintInTheMiddleOfFaultsLeavesNothingStoppedOrRunning) {
     // Client 0 is stopped (SIGSTOP) from the start; client 1's links to two nodes are held.
     auto tool = start_busy_run(R"([{"algorithm": "redlock", "name": "busy-redlock", "faults": [

@@ -106,6 +106,69 @@ TEST_F(MatrixTest, TimeBudgetEndsTheWorkBetweenRounds) {
     for (const auto& c : whole.at("cells")) EXPECT_EQ(c.at("reps_done"), 3) << c.at("id");
 }
 
+// When a repetition ran, on the system clock: [start, end] from its timing.json.
+std::pair<long long, long long> ran_between(const fs::path& rep_dir, const std::string& run) {
+    const Json t = read_json(rep_dir / "runs" / run / "timing.json");
+    return {t.at("between_unix_ms").at(0).get<long long>(), t.at("between_unix_ms").at(1).get<long long>()};
+}
+
+// Every repetition of the tree: its cell's run and when it ran.
+std::vector<std::tuple<std::string, std::pair<long long, long long>>> repetitions(const fs::path& out) {
+    std::vector<std::tuple<std::string, std::pair<long long, long long>>> reps;
+    const Json summary = read_json(out / "summary.json");
+    for (const auto& c : summary.at("cells"))
+        for (const auto& rep : c.at("reps"))
+            reps.emplace_back(c.at("id").get<std::string>(),
+                              ran_between(out / rep.at("dir").get<std::string>(), c.at("run").get<std::string>()));
+    return reps;
+}
+
+bool overlap(std::pair<long long, long long> a, std::pair<long long, long long> b) {
+    return a.first < b.second && b.first < a.second;
+}
+
+// --jobs 3: repetitions side by side, each in a process of its own with its own servers and
+// clients, make the tree one at a time makes: every repetition, its seed, its forced outcome
+// (the unfenced lock's two holders, the fenced one's refusal: the expectations, so exit 0).
+TEST_F(MatrixTest, RepetitionsSideBySideMakeTheSameTree) {
+    const fs::path out = dir() / "m";
+    const Result r = run({"matrix", kTiny.string(), "--repeat", "3", "--jobs", "3", "--out", out.string()});
+    ASSERT_EQ(r.exit_code(), 0) << r.describe();
+    const Json summary = read_json(out / "summary.json");
+    ASSERT_EQ(summary.at("cells").size(), 2u);
+    for (const auto& c : summary.at("cells")) {
+        ASSERT_EQ(c.at("reps_done"), 3) << c.dump(2);
+        for (int k = 0; k < 3; ++k) EXPECT_EQ(c.at("reps").at(k).at("seed"), 5 + k) << c.at("id");
+        EXPECT_EQ(c.at("aggregate").at("violating_reps"), c.at("id") == kUnfenced ? 3 : 0) << c.at("id");
+    }
+    const auto reps = repetitions(out);
+    ASSERT_EQ(reps.size(), 6u);
+    bool side_by_side = false;
+    for (size_t i = 0; i < reps.size(); ++i)
+        for (size_t j = i + 1; j < reps.size(); ++j) side_by_side = side_by_side || overlap(std::get<1>(reps[i]), std::get<1>(reps[j]));
+    EXPECT_TRUE(side_by_side) << "no two repetitions ran at the same time";
+    EXPECT_NE(r.err.find(kFenced + " rep 3/3"), std::string::npos) << r.err;
+}
+
+// A case marked "alone" (its outcome is timed, not forced) runs with no repetition beside it,
+// while the others run side by side.
+TEST_F(MatrixTest, ACaseMarkedAloneRunsWithNothingBesideIt) {
+    Json alone = read_json(kTiny);
+    alone["name"] = "tiny-alone";
+    alone["alone"] = true;
+    const fs::path alone_file = write_file("tiny-alone.json", alone.dump());
+    const fs::path out = dir() / "m";
+    const Result r = run({"matrix", kTiny.string(), alone_file.string(), "--repeat", "2", "--jobs", "3", "--out", out.string()});
+    ASSERT_EQ(r.exit_code(), 0) << r.describe();
+    const auto reps = repetitions(out);
+    ASSERT_EQ(reps.size(), 8u);
+    for (const auto& [id, when] : reps) {
+        if (!id.starts_with("tiny-alone/")) continue;
+        for (const auto& [other, other_when] : reps)
+            if (other != id || other_when != when) EXPECT_FALSE(overlap(when, other_when)) << id << " ran beside " << other;
+    }
+}
+
 TEST_F(MatrixTest, KilledMatrixResumesKeepingDoneRepetitions) {
     const fs::path out = dir() / "m";
     const std::vector<std::string> args{"matrix", kTiny.string(), "--repeat", "3", "--out", out.string()};

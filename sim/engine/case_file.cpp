@@ -224,6 +224,7 @@ CaseFile parse_case_file(const Json& j, const std::string& file) {
     c.about = parse_about(f);
     c.params = parse_duration_params(f);
     c.probe_key_ttl = f.value<bool>("probe_key_ttl", false, [](const Json& x) { return x.is_boolean(); }, "true or false");
+    c.alone = f.value<bool>("alone", false, [](const Json& x) { return x.is_boolean(); }, "true or false");
     // What an explicit scenario has too: read the same way (the composed scenario holds them).
     f.integer("seed", 1, 0, kMaxLong);
     f.string("lock_key", "");

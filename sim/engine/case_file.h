@@ -82,6 +82,7 @@ struct CaseFile {
     std::vector<std::string> about;           // the locks a known-bug case is about
     nlohmann::json params = nlohmann::json::object();  // *_ms parameters, for each lock that declares them
     bool probe_key_ttl = false;               // external locks: read the key's TTL after each acquire
+    bool alone = false;                       // runs with no other repetition beside it (Scenario::alone)
     nlohmann::json expect = nlohmann::json::object();  // every lock's: the checks that the case happened
     std::vector<PredictRule> predict;
     // The case itself (named "", with the case's expect and predict), then its variants (each

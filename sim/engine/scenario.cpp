@@ -422,6 +422,7 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& file) {
     if (const nlohmann::json* client = f.get("client")) s.timeouts = parse_client(*client, "client", file, s.timeouts);
     if (const nlohmann::json* w = f.get("workload")) s.workload = parse_workload(*w, file);
     if (const nlohmann::json* e = f.get("explore")) s.explore_fixed = parse_explore_fixed(*e, file);
+    s.alone = f.value<bool>("alone", false, [](const nlohmann::json& x) { return x.is_boolean(); }, "true or false");
     const nlohmann::json* faults = f.get("faults");
     const nlohmann::json scenario_faults = faults ? *faults : nlohmann::json::array();
     const nlohmann::json* runs = f.get("runs");

@@ -95,6 +95,9 @@ struct Scenario {
     // What `lockbench explore` leaves as written ("faults.0.at_ms", "faults.*.client",
     // "workload.start_stagger_ms", "seed"); everything else it draws around the file's values.
     std::vector<std::string> explore_fixed;
+    // Its outcome depends on timing the machine's load could shift (a timer's lateness, not a
+    // forced order): `matrix --jobs N` runs it with no other repetition beside it.
+    bool alone = false;
 };
 
 // The "algorithm" "external": a third-party lock library in an adapter process

@@ -270,7 +270,7 @@ Json cell_run(const CaseFile& c, const CaseVariant& v, const LockFile& lock, Exp
 // The explicit scenario's own fields: the case's, without what only a case has.
 Json scenario_head(const CaseFile& c) {
     Json s = Json::object();
-    for (const char* key : {"name", "description", "failure_class", "seed", "lock_key", "base_port", "client", "workload", "explore"})
+    for (const char* key : {"name", "description", "failure_class", "seed", "lock_key", "base_port", "client", "workload", "explore", "alone"})
         if (c.source.contains(key)) s[key] = c.source.at(key);
     s["runs"] = Json::array();
     return s;

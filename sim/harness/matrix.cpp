@@ -1,14 +1,20 @@
 // Running a matrix or sweep: every repetition not yet done, in rounds, into its tree.
 #include "sim/harness/matrix.h"
 
+#include <sys/wait.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <thread>
 
 #include "analysis/run_summary.h"
+#include "faults/process.h"
 #include "sim/engine/scenario.h"
 #include "sim/harness/matrix_tree.h"
+#include "sim/harness/results_folder.h"
 #include "sim/harness/runner.h"
 #include "sim/live/redis_node.h"  // redis_server_binary
 
@@ -38,20 +44,31 @@ struct Todo {
     const MatrixCell* cell;
     int rep;
     double weight;
+    bool alone;  // its case runs with no other repetition beside it (`"alone": true`)
 };
+
+bool runs_alone(const MatrixSpec& spec, const MatrixCell& cell) {
+    const Json& source = spec.scenario_of(cell).source;
+    return source.is_object() && source.value("alone", false);
+}
 
 // Every repetition not yet done, in rounds: every cell's first repetition, then every
 // cell's second, and so on, so that a time budget that ends the work early leaves every
 // cell with the same number of repetitions.
+// Within a round, the repetitions of cases that run alone come last.
 std::vector<Todo> todo_in_rounds(const MatrixSpec& spec, const MatrixOptions& opts, size_t& kept, size_t& shard_cells) {
     std::vector<Todo> todo;
-    for (int k = 0; k < spec.repeat; ++k)
+    for (int k = 0; k < spec.repeat; ++k) {
+        const size_t round_start = todo.size();
         for (const MatrixCell& cell : spec.cells) {
             if (static_cast<int>(cell.index) % opts.shard.count != opts.shard.index) continue;
             if (k == 0) ++shard_cells;
             if (rep_done(rep_dir(opts.out, cell, k))) ++kept;
-            else todo.push_back({&cell, k, rep_weight(spec.scenario_of(cell).source)});
+            else todo.push_back({&cell, k, rep_weight(spec.scenario_of(cell).source), runs_alone(spec, cell)});
         }
+        std::stable_partition(todo.begin() + static_cast<std::ptrdiff_t>(round_start), todo.end(),
+                              [](const Todo& t) { return !t.alone; });
+    }
     return todo;
 }
 
@@ -69,45 +86,35 @@ std::uint64_t rep_seed(const MatrixSpec& spec, const MatrixCell& cell, int rep) 
     return spec.scenario_of(cell).source.value("seed", std::uint64_t{1}) + static_cast<std::uint64_t>(rep);
 }
 
-// One repetition of one cell: the cell's scenario cut to its run, with the repetition's seed.
-Json run_repetition(const MatrixSpec& spec, const MatrixOptions& opts, const Todo& t) {
-    const MatrixCell& cell = *t.cell;
-    const SpecScenario& entry = spec.scenario_of(cell);
-    Scenario s = parse_scenario(entry.source, entry.file);
-    std::erase_if(s.runs, [&](const RunSpec& r) { return r.name != cell.run; });
-    const std::uint64_t seed = s.seed + static_cast<std::uint64_t>(t.rep);
-    try {
-        return run_scenario(s, {rep_dir(opts.out, cell, t.rep), seed, opts.self_exe, false, opts.project_dir, spec.simulated});
-    } catch (const std::exception& e) {
-        if (opts.progress) std::cerr << " failed\n";
-        throw std::runtime_error(cell.id + " rep " + std::to_string(t.rep + 1) + ": " + e.what() +
-                                 " (done repetitions are kept: run the same command to resume)");
-    }
-}
-
-void report_repetition(const MatrixSpec& spec, const Json& summary) {
+// What a finished repetition found, on the progress line: its violations and whether its
+// expectations held (a sweep's steps run values the scenario's `expect` was not written for).
+std::string repetition_outcome(const MatrixSpec& spec, const Json& summary) {
     const RunSummary r = run_summary_from_json(summary.at("runs").at(0));
     const auto v = static_cast<long long>(r.metric("mutual_exclusion_violations"));
-    std::cerr << " " << v << (v == 1 ? " violation" : " violations");
-    // A sweep's steps run values the scenario's `expect` was not written for.
-    if (spec.kind == "matrix") std::cerr << ", expectations " << (r.expectations_held ? "held" : "NOT held");
-    std::cerr << "\n";
+    std::string text = std::to_string(v) + (v == 1 ? " violation" : " violations");
+    if (spec.kind == "matrix") text += std::string(", expectations ") + (r.expectations_held ? "held" : "NOT held");
+    return text;
 }
 
 // The work's clock and its estimate of the time left, by the repetitions' weights.
 struct Progress {
     std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
     double weight_done = 0, weight_left = 0;
+    double tree_s = 0;  // spent on the tree's own files (cell.json, summary.json) between repetitions
     double elapsed_s() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); }
 };
 
-void announce_repetition(const MatrixSpec& spec, const Progress& p, size_t done, size_t all, const Todo& t) {
+std::string progress_head(const Progress& p, size_t done, size_t all) {
     const double elapsed = p.elapsed_s();
     const std::string eta = p.weight_done > 0 ? "~" + clock_text(elapsed / p.weight_done * p.weight_left) + " left"
                                               : "estimating time left";
-    std::cerr << "lockbench: [" << done << "/" << all << " repetitions done, " << clock_text(elapsed) << " elapsed, "
-              << eta << "] " << t.cell->id << " rep " << t.rep + 1 << "/" << spec.repeat << " (seed "
-              << rep_seed(spec, *t.cell, t.rep) << ") ..." << std::flush;
+    return "lockbench: [" + std::to_string(done) + "/" + std::to_string(all) + " repetitions done, " +
+           clock_text(elapsed) + " elapsed, " + eta + "] ";
+}
+
+std::string repetition_name(const MatrixSpec& spec, const Todo& t) {
+    return t.cell->id + " rep " + std::to_string(t.rep + 1) + "/" + std::to_string(spec.repeat) + " (seed " +
+           std::to_string(rep_seed(spec, *t.cell, t.rep)) + ")";
 }
 
 // A round is started only if one more, as long as the rounds so far took on average, still
@@ -116,7 +123,162 @@ bool over_budget(const MatrixOptions& opts, const Progress& p, int rounds_run) {
     return opts.budget_s && p.elapsed_s() + p.elapsed_s() / rounds_run > *opts.budget_s;
 }
 
+// A repetition running beside others, in a child process of its own (`lockbench repetition`):
+// its servers, clients and faults are its own, and it dies with this process.
+struct Running {
+    const Todo* todo;
+    ChildProcess child;
+    fs::path log;
+};
+
+std::string tail_of(const fs::path& file) {
+    std::ifstream in(file);
+    std::string line, last;
+    while (std::getline(in, line))
+        if (!line.empty()) last = line;
+    return last.empty() ? "it wrote nothing" : last;
+}
+
+// Runs the repetitions of `todo` in order, up to `jobs` at once (a case that runs alone with
+// none beside it), stopping between rounds when the time budget says so. `done` is called
+// in this process, one repetition at a time, as each ends.
+class Scheduler {
+public:
+    Scheduler(const MatrixSpec& spec, const MatrixOptions& opts, const std::vector<Todo>& todo, Progress& progress)
+        : spec_(spec), opts_(opts), todo_(todo), progress_(progress) {}
+
+    // The round the budget stopped at, if it did.
+    template <class Done>
+    std::optional<int> run(Done done) {
+        const bool children = opts_.jobs > 1 && !spec_.simulated;
+        const fs::path logs = children ? make_run_temp_dir() : fs::path();
+        struct RemoveLogs {
+            fs::path dir;
+            ~RemoveLogs() {
+                std::error_code ec;
+                if (!dir.empty()) fs::remove_all(dir, ec);
+            }
+        } remove_logs{logs};
+        std::vector<Running> running;
+        for (size_t next = 0; next < todo_.size() || !running.empty();) {
+            if (next < todo_.size() && !stopped_ && !at_round_start_checked(next)) continue;
+            if (next < todo_.size() && !stopped_ && may_start(todo_[next], running)) {
+                const Todo& t = todo_[next++];
+                if (!children) {
+                    done(t, run_here(t));
+                    continue;
+                }
+                running.push_back(spawn(t, logs));
+                continue;
+            }
+            if (running.empty()) break;  // stopped by the budget, nothing left running
+            const size_t i = wait_any(running);
+            Running r = std::move(running[i]);
+            running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
+            done(*r.todo, finished(r));
+        }
+        return stopped_ ? std::optional<int>(stop_round_) : std::nullopt;
+    }
+
+    int rounds_run() const { return rounds_run_; }
+
+private:
+    // Before the first repetition of a round: whether the budget lets it start. False only
+    // for the one pass that counts the round (the loop comes back to the same repetition).
+    bool at_round_start_checked(size_t next) {
+        if (next == 0 || todo_[next].rep == todo_[next - 1].rep || checked_ == next) return true;
+        checked_ = next;
+        ++rounds_run_;
+        if (over_budget(opts_, progress_, rounds_run_)) {
+            stopped_ = true;
+            stop_round_ = todo_[next].rep;
+        }
+        return false;
+    }
+
+    bool may_start(const Todo& t, const std::vector<Running>& running) const {
+        if (running.empty()) return true;
+        if (t.alone) return false;
+        return static_cast<int>(running.size()) < opts_.jobs &&
+               std::ranges::none_of(running, [](const Running& r) { return r.todo->alone; });
+    }
+
+    // One repetition in this process: the cell's scenario cut to its run, with its seed.
+    Json run_here(const Todo& t) {
+        if (opts_.progress) std::cerr << progress_head(progress_, done_, todo_.size()) << repetition_name(spec_, t) << " ..." << std::flush;
+        try {
+            Json summary = run_tree_repetition(spec_, opts_.out, *t.cell, t.rep, opts_.self_exe, opts_.project_dir);
+            if (opts_.progress) std::cerr << " " << repetition_outcome(spec_, summary) << "\n";
+            ++done_;
+            return summary;
+        } catch (const std::exception& e) {
+            if (opts_.progress) std::cerr << " failed\n";
+            throw failure(t, e.what());
+        }
+    }
+
+    Running spawn(const Todo& t, const fs::path& logs) {
+        const fs::path log = logs / (std::to_string(t.cell->index) + "." + std::to_string(t.rep) + ".log");
+        ChildProcess child = ChildProcess::spawn({{opts_.self_exe, "repetition", opts_.out.string(),
+                                                   std::to_string(t.cell->index), std::to_string(t.rep)},
+                                                  log.string(), log.string()});
+        return {&t, std::move(child), log};
+    }
+
+    static size_t wait_any(std::vector<Running>& running) {
+        for (;;) {
+            for (size_t i = 0; i < running.size(); ++i)
+                if (!running[i].child.running()) return i;
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+    }
+
+    Json finished(const Running& r) {
+        const std::optional<int> status = r.child.exit_status();
+        if (!status || !WIFEXITED(*status) || WEXITSTATUS(*status) != 0) throw failure(*r.todo, tail_of(r.log));
+        const fs::path summary = rep_dir(opts_.out, *r.todo->cell, r.todo->rep) / "summary.json";
+        Json s = read_json_file(summary);
+        if (opts_.progress)
+            std::cerr << progress_head(progress_, ++done_, todo_.size()) << repetition_name(spec_, *r.todo) << ": "
+                      << repetition_outcome(spec_, s) << "\n";
+        return s;
+    }
+
+    std::runtime_error failure(const Todo& t, const std::string& what) const {
+        return std::runtime_error(t.cell->id + " rep " + std::to_string(t.rep + 1) + ": " + what +
+                                  " (done repetitions are kept: run the same command to resume)");
+    }
+
+    const MatrixSpec& spec_;
+    const MatrixOptions& opts_;
+    const std::vector<Todo>& todo_;
+    Progress& progress_;
+    size_t done_ = 0;
+    size_t checked_ = 0;
+    int rounds_run_ = 0;  // rounds finished by this command
+    bool stopped_ = false;
+    int stop_round_ = 0;
+};
+
 }  // namespace
+
+Json run_tree_repetition(const MatrixSpec& spec, const fs::path& out, const MatrixCell& cell, int rep,
+                         const std::string& self_exe, const fs::path& project_dir) {
+    const SpecScenario& entry = spec.scenario_of(cell);
+    Scenario s = parse_scenario(entry.source, entry.file);
+    std::erase_if(s.runs, [&](const RunSpec& r) { return r.name != cell.run; });
+    const std::uint64_t seed = s.seed + static_cast<std::uint64_t>(rep);
+    return run_scenario(s, {rep_dir(out, cell, rep), seed, self_exe, false, project_dir, spec.simulated});
+}
+
+void run_repetition_of_tree(const fs::path& out, std::size_t cell_index, int rep, const std::string& self_exe,
+                            const fs::path& project_dir) {
+    const Json header = read_results_header(out);
+    const MatrixSpec spec = matrix_spec_from_json(header.at("spec"), header.at("spec_id").get<std::string>());
+    if (cell_index >= spec.cells.size() || rep < 0 || rep >= spec.repeat)
+        throw std::runtime_error(out.string() + ": no cell " + std::to_string(cell_index) + " repetition " + std::to_string(rep));
+    run_tree_repetition(spec, out, spec.cells.at(cell_index), rep, self_exe, project_dir);
+}
 
 Json run_matrix(const MatrixSpec& spec, const MatrixOptions& opts) {
     redis_server_binary();  // fails here, in one line, before anything is written
@@ -126,30 +288,32 @@ Json run_matrix(const MatrixSpec& spec, const MatrixOptions& opts) {
     if (opts.progress) announce_matrix(spec, opts, shard_cells, kept);
     Progress progress;
     for (const Todo& t : todo) progress.weight_left += t.weight;
-    int rounds_run = 0;  // rounds finished by this command
-    for (size_t i = 0; i < todo.size(); ++i) {
-        const bool new_round = i > 0 && todo[i].rep != todo[i - 1].rep;
-        if (new_round) ++rounds_run;
-        if (new_round && over_budget(opts, progress, rounds_run)) {
-            if (opts.progress)
-                std::cerr << "lockbench: time budget: stopping after " << todo[i].rep << " of " << spec.repeat
-                          << " repetitions per cell (" << clock_text(progress.elapsed_s()) << " spent of "
-                          << clock_text(*opts.budget_s) << ")\n";
-            return write_summary(opts.out, spec, opts.shard, BudgetStop{*opts.budget_s, todo[i].rep});
-        }
-        if (opts.progress) announce_repetition(spec, progress, kept + i, kept + todo.size(), todo[i]);
-        const Json summary = run_repetition(spec, opts, todo[i]);
-        refresh_cell(opts.out, *todo[i].cell, spec.repeat);
-        write_summary(opts.out, spec, opts.shard);
-        progress.weight_done += todo[i].weight;
-        progress.weight_left -= todo[i].weight;
-        if (opts.progress) report_repetition(spec, summary);
+    CellEntries entries;
+    Scheduler scheduler(spec, opts, todo, progress);
+    const std::optional<int> stopped = scheduler.run([&](const Todo& t, const Json&) {
+        const auto tree_start = std::chrono::steady_clock::now();
+        entries[t.cell->id] = refresh_cell(opts.out, *t.cell, spec.repeat);
+        write_summary(opts.out, spec, opts.shard, std::nullopt, &entries);
+        progress.tree_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - tree_start).count();
+        progress.weight_done += t.weight;
+        progress.weight_left -= t.weight;
+    });
+    if (stopped) {
+        if (opts.progress)
+            std::cerr << "lockbench: time budget: stopping after " << *stopped << " of " << spec.repeat
+                      << " repetitions per cell (" << clock_text(progress.elapsed_s()) << " spent of "
+                      << clock_text(*opts.budget_s) << ")\n";
+        return write_summary(opts.out, spec, opts.shard, BudgetStop{*opts.budget_s, *stopped}, &entries);
     }
-    if (opts.budget_s && opts.progress && rounds_run == 0 && progress.elapsed_s() > *opts.budget_s)
+    if (opts.progress && !todo.empty())
+        std::cerr << "lockbench: " << todo.size() << " repetitions in " << clock_text(progress.elapsed_s())
+                  << ", of which the tree's own files " << clock_text(progress.tree_s)
+                  << " (each run's phases: timing.json, scripts/profile)\n";
+    if (opts.budget_s && opts.progress && scheduler.rounds_run() == 0 && progress.elapsed_s() > *opts.budget_s)
         std::cerr << "lockbench: warning: one repetition of every cell took " << clock_text(progress.elapsed_s())
                   << ", more than the time budget of " << clock_text(*opts.budget_s)
                   << ": scale the cases' time down (see README, \"The main job's time\")\n";
-    return write_summary(opts.out, spec, opts.shard);
+    return write_summary(opts.out, spec, opts.shard, std::nullopt, &entries);
 }
 
 }  // namespace lockbench

@@ -65,7 +65,20 @@ struct MatrixOptions {
     // it is expected to end within this many seconds of the command's start; the summary
     // then says where the budget stopped it (`budget`). Unset: every repetition runs.
     std::optional<double> budget_s;
+    // Repetitions running at once, each in a child process (`lockbench repetition`) with its
+    // own servers; a case with `"alone": true` runs with none beside it. The simulator runs
+    // one at a time in this process.
+    int jobs = 1;
 };
+
+// One repetition of one cell into its folder of the tree OUT; returns its summary.
+nlohmann::json run_tree_repetition(const MatrixSpec& spec, const std::filesystem::path& out, const MatrixCell& cell,
+                                   int rep, const std::string& self_exe, const std::filesystem::path& project_dir);
+
+// `lockbench repetition OUT CELL REP`: the same, the spec read from OUT's header; what
+// run_matrix starts in a child process for each repetition when it runs several at once.
+void run_repetition_of_tree(const std::filesystem::path& out, std::size_t cell_index, int rep,
+                            const std::string& self_exe, const std::filesystem::path& project_dir);
 
 // Runs the shard's cells that are not done yet and returns the tree's summary (also written
 // to OUT/summary.json after every repetition). Throws std::runtime_error on bad input or a

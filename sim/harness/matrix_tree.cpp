@@ -109,9 +109,16 @@ Json refresh_cell(const fs::path& out, const MatrixCell& cell, int repeat) {
 
 namespace {
 
-Json cell_entry(const fs::path& out, const MatrixCell& cell, int repeat) {
-    const fs::path file = out / cell.dir / "cell.json";
+Json cell_entry(const fs::path& out, const MatrixCell& cell, int repeat, CellEntries* known) {
     const int done = reps_done(out, cell, repeat);
+    if (known) {
+        const auto it = known->find(cell.id);
+        if (it != known->end() && it->second.value("reps_done", -1) == done) return it->second;
+        Json entry = cell_entry(out, cell, repeat, nullptr);
+        (*known)[cell.id] = entry;
+        return entry;
+    }
+    const fs::path file = out / cell.dir / "cell.json";
     if (fs::is_regular_file(file)) {
         Json entry = read_json_file(file);
         if (entry.value("reps_done", -1) == done) return entry;
@@ -138,10 +145,11 @@ Json scenarios_overview(const MatrixSpec& spec) {
 
 }  // namespace
 
-Json write_summary(const fs::path& out, const MatrixSpec& spec, std::optional<Shard> shard, std::optional<BudgetStop> stop) {
+Json write_summary(const fs::path& out, const MatrixSpec& spec, std::optional<Shard> shard, std::optional<BudgetStop> stop,
+                   CellEntries* known) {
     Json cells = Json::array(), incomplete = Json::array();
     for (const MatrixCell& cell : spec.cells) {
-        cells.push_back(cell_entry(out, cell, spec.repeat));
+        cells.push_back(cell_entry(out, cell, spec.repeat, known));
         // A cell the time budget left at its rounds is as planned, not missing anything.
         const bool budgeted = stop && cells.back().at("reps_done").get<int>() >= stop->repetitions_per_cell;
         if (!cells.back().at("complete").get<bool>() && !budgeted) incomplete.push_back(cell.id);

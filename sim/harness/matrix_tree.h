@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <optional>
 
 #include <nlohmann/json.hpp>
@@ -30,10 +31,15 @@ struct BudgetStop {
     int repetitions_per_cell;
 };
 
+// The cells' entries as last read or written, by cell id: a matrix that writes its summary
+// after every repetition reads each cell.json once, not once per repetition.
+using CellEntries = std::map<std::string, nlohmann::json>;
+
 // Writes OUT/summary.json from the cells' entries and returns it. `shard` is the one this
 // tree was run as (a merged tree has none): `merge` reads its count to name the shards that
-// hold what is missing.
+// hold what is missing. `known` (kept by the caller) holds entries already read; an entry whose
+// count of done repetitions no longer matches the folder is read again.
 nlohmann::json write_summary(const std::filesystem::path& out, const MatrixSpec& spec, std::optional<Shard> shard,
-                             std::optional<BudgetStop> stop = std::nullopt);
+                             std::optional<BudgetStop> stop = std::nullopt, CellEntries* known = nullptr);
 
 }  // namespace lockbench

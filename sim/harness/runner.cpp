@@ -9,6 +9,7 @@
 #include "sim/harness/recheck.h"
 #include "sim/harness/results_folder.h"
 #include "sim/live/live_run.h"
+#include "sim/live/phase_clock.h"
 #include "sim/live/redis_node.h"
 #include "sim/virtual/sim_run.h"
 
@@ -85,9 +86,15 @@ RunsDone run_each(const Scenario& s, const RunOptions& opts, std::uint64_t seed,
                 const RunOutcome outcome = sim::run_simulated(s, run, seed, run_dir, started);
                 done.runs.push_back(check_new_run(run_dir, record_run(s, run, seed, run_dir, outcome)));
             } else {
-                const LiveRunOptions live{opts.self_exe, opts.project_dir};
+                // Where its time went (timing.json, scripts/profile): the run's own phases, then
+                // stopping its servers and clients, then the check with its files.
+                PhaseClock clock;
+                const LiveRunOptions live{opts.self_exe, opts.project_dir, &clock};
                 const RunOutcome outcome = run_live(s, run, seed, run_dir, tmp, live, started);
+                clock.mark("teardown");
                 done.runs.push_back(check_new_run(run_dir, record_run(s, run, seed, run_dir, outcome)));
+                clock.mark("check");
+                write_atomically(run_dir / kTimingFile, clock.to_json().dump(2) + "\n");
             }
             if (line_open) {
                 const RunSummary& r = done.runs.back();

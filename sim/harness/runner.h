@@ -17,6 +17,9 @@
 
 namespace lockbench {
 
+// A live run's wall time by phase, beside its histories (runner.cpp: write_timing).
+inline constexpr const char* kTimingFile = "timing.json";
+
 struct RunOptions {
     std::filesystem::path out;
     std::optional<std::uint64_t> seed;   // overrides the scenario's

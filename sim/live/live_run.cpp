@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -17,6 +18,7 @@
 #include "sim/live/client_spec.h"
 #include "sim/live/live_env.h"
 #include "sim/live/nemesis.h"
+#include "sim/live/phase_clock.h"
 #include "sim/live/redis_node.h"
 #include "sim/live/sentinel.h"
 #include "sim/live/start_barrier.h"
@@ -293,6 +295,9 @@ std::vector<std::string> check_adapter(const Scenario& s, const RunSpec& run, co
 
 RunOutcome run_live(const Scenario& s, const RunSpec& run, std::uint64_t seed, const fs::path& run_dir,
                     const fs::path& tmp, const LiveRunOptions& opts, const std::function<void()>& started) {
+    RunOutcome out;
+    PhaseClock unused;
+    PhaseClock& clock = opts.clock ? *opts.clock : unused;
     const fs::path node_dir = tmp / run.name;
     fs::create_directories(run_dir / "history");
     Nemesis nemesis(run.faults, tmp / "nemesis.sock", run_dir / "nemesis.jsonl");
@@ -305,6 +310,7 @@ RunOutcome run_live(const Scenario& s, const RunSpec& run, std::uint64_t seed, c
                               nemesis.needs_peer_proxies() ? &*proxies : nullptr);
     if (nemesis.needs_proxies()) add_proxies(*proxies, nodes, run.workload.clients);
     if (run.sentinel) add_failover(nodes, *proxies, node_dir, run_dir, run);
+    clock.mark("servers");
     nemesis.set_world(proxies ? &*proxies : nullptr, nodes.servers, nodes.service.get());
     nemesis.set_store_port(nodes.store->port());
     // Whatever happens next, the fault thread stops (and heals) before the proxies and the
@@ -317,6 +323,7 @@ RunOutcome run_live(const Scenario& s, const RunSpec& run, std::uint64_t seed, c
     if (!run.command.empty()) {
         fs::create_directories(run_dir / "adapter");  // each adapter's stderr: a library's warnings are evidence
         adapter = preflight_adapter(s, run, nodes, opts, tmp, run_dir);
+        clock.mark("adapter_check");
     }
     started();
     StartBarrier barrier(tmp / (run.name + ".start"));
@@ -333,12 +340,14 @@ RunOutcome run_live(const Scenario& s, const RunSpec& run, std::uint64_t seed, c
     } catch (const std::runtime_error& e) {
         throw std::runtime_error("run " + run.name + ": " + e.what());
     }
+    clock.mark("clients_ready");
     const long long start_at_ns = monotonic_ns() + (20 + 2LL * run.workload.clients) * 1000000LL;
     nemesis.start(pids, start_at_ns, seed);
     barrier.release(start_at_ns);
     std::vector<ClientFailure> failed_clients = wait_for_clients(clients, run, tmp, nemesis);
+    clock.mark("workload");
     nemesis.stop();
-    RunOutcome out;
+    clock.mark("heal");
     out.adapter = std::move(adapter);
     if (!run.command.empty()) drop_empty_files(run_dir / "adapter");
     out.clients_failed = std::move(failed_clients);
@@ -351,6 +360,7 @@ RunOutcome run_live(const Scenario& s, const RunSpec& run, std::uint64_t seed, c
         nodes.service->leader();
         keep_server_logs(nodes.servers, run_dir);
     }
+    clock.mark("collect");
     return out;
 }
 

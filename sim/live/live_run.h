@@ -20,9 +20,12 @@
 
 namespace lockbench {
 
+class PhaseClock;
+
 struct LiveRunOptions {
     std::string self_exe;                // this binary, to start clients (and the adapter check) with
     std::filesystem::path project_dir;   // where an external adapter's command runs
+    PhaseClock* clock = nullptr;         // if given, marks the run's phases (phase_clock.h)
 };
 
 // Runs `run` into RUN_DIR (history/, store.jsonl, nemesis.jsonl, sentinel.jsonl); TMP holds the

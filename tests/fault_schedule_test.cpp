@@ -38,10 +38,20 @@ public:
         calls.push_back("link " + to + " " + describe(f));
     }
     void crash(int n) override { calls.push_back("crash " + std::to_string(n)); }
-    bool restart(int n) override {
+    // A restart that takes a while: "not yet" from restart() and from each ask until the
+    // this-many-th, which says whether it worked (as does a wait, at once).
+    int restart_takes_asks = 0;
+    std::optional<bool> restart(int n) override {
         calls.push_back("restart " + std::to_string(n));
+        asks_left = restart_takes_asks;
+        return asks_left > 0 ? std::nullopt : std::optional<bool>(restart_works);
+    }
+    std::optional<bool> restarted(int n, bool wait) override {
+        calls.push_back(std::string(wait ? "wait " : "ask ") + std::to_string(n));
+        if (!wait && --asks_left > 0) return std::nullopt;
         return restart_works;
     }
+    int asks_left = 0;
     void pause_node(int n) override { calls.push_back("pause node " + std::to_string(n)); }
     void resume_node(int n) override { calls.push_back("resume node " + std::to_string(n)); }
     // The leader is whoever `leader` says at the moment the fault fires.
@@ -248,6 +258,36 @@ TEST(FaultSchedule, ACrashRestartsAfterItsDelayOrRecordsTheFailure) {
     r.schedule.run_due(1200 * kMs);
     EXPECT_EQ(r.world.calls, (Strings{"crash 1", "restart 1"}));
     EXPECT_EQ(r.log, (Strings{"start crash c0 @100", "failed crash c0 @1200"}));
+}
+
+// A node that takes a while to come back (a live server starting) is asked again every 5 ms,
+// the schedule answering clients meanwhile; its crash ends when it says it is back. One still
+// starting when the run heals is waited for.
+TEST(FaultSchedule, ANodeSlowToComeBackEndsItsCrashWhenItIsBackAndClientsGoOnMeanwhile) {
+    FaultSpec crash = at_point(FaultSpec::Kind::crash, Point::after_acquire);
+    crash.node = 1;
+    crash.restart_after_ms = 0;
+    FaultSpec pause = at_point(FaultSpec::Kind::pause, Point::before_write);
+    pause.duration_ms = 50;
+    {
+        ScheduleRun r({crash, pause});
+        r.world.restart_takes_asks = 3;
+        EXPECT_EQ(r.schedule.reach(0, Point::after_acquire, 100 * kMs), FaultSchedule::Answer::disarm);
+        r.schedule.run_due(100 * kMs);  // restart asked for: not back yet
+        EXPECT_EQ(r.schedule.reach(0, Point::before_write, 101 * kMs), FaultSchedule::Answer::disarm);  // paused meanwhile
+        r.advance(200);
+        EXPECT_EQ(r.world.calls, (Strings{"crash 1", "restart 1", "pause 0", "ask 1", "ask 1", "ask 1", "resume 0"}));
+        EXPECT_EQ(r.log, (Strings{"start crash c0 @100", "start pause c0 @101", "end crash c0 @115", "end pause c0 @151"}));
+    }
+    {
+        ScheduleRun r({crash});
+        r.world.restart_takes_asks = 100;
+        r.schedule.reach(0, Point::after_acquire, 100 * kMs);
+        r.schedule.run_due(100 * kMs);
+        r.schedule.heal(102 * kMs);
+        EXPECT_EQ(r.world.calls, (Strings{"crash 1", "restart 1", "wait 1"}));
+        EXPECT_EQ(r.log, (Strings{"start crash c0 @100", "end crash c0 @102"}));
+    }
 }
 
 TEST(FaultSchedule, ACrashOfTheLeaderRestartsTheServerThatLedWhenItFired) {

@@ -63,8 +63,14 @@ public:
     virtual void set_link(LinkPath path, std::optional<Direction> direction, const LinkFault& fault) = 0;
     // A lock node dies (its connections lost, its data too without persistence) and comes back.
     virtual void crash(int node) = 0;
-    // Returns false when the node could not be started again (it stays down).
-    virtual bool restart(int node) = 0;
+    // Starts the crashed node again. true: it is back; false: it could not be started (it
+    // stays down); nullopt: it is starting, and restarted() says when it is back. Meanwhile
+    // the schedule goes on: a live node can take a while, and the clients must not wait for
+    // it at their points.
+    virtual std::optional<bool> restart(int node) = 0;
+    // After a restart that said nullopt: nullopt while the node starts, then as restart()
+    // would have said. With `wait`, blocks until it says.
+    virtual std::optional<bool> restarted(int /*node*/, bool /*wait*/) { return true; }
     // A lock server stops where it is (SIGSTOP) until resumed; its connections stay open.
     virtual void pause_node(int node) = 0;
     virtual void resume_node(int node) = 0;

@@ -9,6 +9,7 @@ namespace lockbench {
 namespace {
 
 constexpr long long kNsPerMs = 1'000'000;
+constexpr long long kRestartPollNs = 5 * kNsPerMs;  // how often a starting node is asked whether it is back
 
 bool blocks_client(const FaultSpec& f) {
     return f.kind == FaultSpec::Kind::kill || f.kind == FaultSpec::Kind::gate;
@@ -204,10 +205,21 @@ void FaultSchedule::run(const Timer& t, long long now_ns) {
         case Timer::What::restart:
             // What the node's persistence kept (nothing, without AOF) comes back; a failed
             // restart is recorded, and the checker sees a node that stayed down.
-            ended(t.fault, t.client);
-            log(now_ns, world_.restart(state_[t.fault].node) ? "end" : "failed", t.fault, t.client, t.occurrence);
+            restart_outcome(t, world_.restart(state_[t.fault].node), now_ns);
             break;
+        case Timer::What::restart_check: restart_outcome(t, world_.restarted(state_[t.fault].node, false), now_ns); break;
     }
+}
+
+// A node that is back ends its crash; one still starting is asked again in a few milliseconds.
+void FaultSchedule::restart_outcome(const Timer& t, std::optional<bool> back, long long now_ns) {
+    if (!back) {
+        timers_.push_back({now_ns + kRestartPollNs, Timer::What::restart_check, t.fault, t.client, true, t.occurrence});
+        if (booked_) booked_(timers_.back().at_ns, timers_.size() - 1);
+        return;
+    }
+    ended(t.fault, t.client);
+    log(now_ns, *back ? "end" : "failed", t.fault, t.client, t.occurrence);
 }
 
 void FaultSchedule::end_pause(std::size_t fault, int client, long long now_ns, std::optional<int> occurrence) {
@@ -242,6 +254,7 @@ void FaultSchedule::heal(long long now_ns) {
         if (t.what == Timer::What::resume) end_pause(t.fault, t.client, now_ns, t.occurrence);
         if (t.what == Timer::What::release) release(t.fault, t.client, now_ns);
         if (t.what == Timer::What::heal_links) run(Timer(t), now_ns);
+        if (t.what == Timer::What::restart_check) restart_outcome(Timer(t), world_.restarted(state_[t.fault].node, true), now_ns);
     }
     for (std::size_t i = 0; i < specs_.size(); ++i) {
         State& s = state_[i];

@@ -102,7 +102,7 @@ private:
         Rng rng{0};                 // repeating: its draws
     };
     struct Timer {
-        enum class What { fire, resume, release, heal_links, restart };
+        enum class What { fire, resume, release, heal_links, restart, restart_check };
         long long at_ns = 0;
         What what = What::fire;
         std::size_t fault = 0;
@@ -121,6 +121,7 @@ private:
     long long capped_draw_ns(std::size_t fault, long long now_ns);
     long long length_ns(std::size_t fault) const;
     void ended(std::size_t fault, int client);
+    void restart_outcome(const Timer& t, std::optional<bool> back, long long now_ns);
     void log_skipped(long long t_ns, std::size_t fault, std::optional<int> client, const char* why);
     void book(long long at_ns, Timer::What what, std::size_t fault, int client);
     void run(const Timer& t, long long now_ns);

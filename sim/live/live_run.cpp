@@ -9,6 +9,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <thread>
 
 #include "faults/clock_control.h"
 #include "faults/link_proxy.h"
@@ -55,6 +56,11 @@ struct Nodes {
     int repl_port = 0;                         // the replication proxy to lock0
 };
 
+void start_sentinels(Nodes& n, const fs::path& dir, const fs::path& run_dir) {
+    n.sentinels.emplace(kMasterName, Endpoint{"127.0.0.1", n.repl_port}, dir / "sentinel", SentinelSettings{});
+    n.failover_log = std::make_unique<SentinelWatch>(n.sentinels->endpoints().front(), run_dir / "sentinel.jsonl");
+}
+
 // Topology "sentinel": lock0 becomes a master with a replica behind the replication proxy,
 // watched by Sentinel (one, see SentinelSettings), which knows the master by that proxy's
 // address. The first Sentinel's announcements go to RUN_DIR/sentinel.jsonl.
@@ -64,8 +70,25 @@ void add_failover(Nodes& n, ProxyHub& hub, const fs::path& dir, const fs::path& 
                                       {"--replicaof", "127.0.0.1", std::to_string(n.repl_port)}},
                       dir);
     wait_for_replica_in_sync(n.replica->port(), n.lock[0].port(), std::chrono::seconds(5));
-    n.sentinels.emplace(kMasterName, Endpoint{"127.0.0.1", n.repl_port}, dir / "sentinel", SentinelSettings{});
-    n.failover_log = std::make_unique<SentinelWatch>(n.sentinels->endpoints().front(), run_dir / "sentinel.jsonl");
+    start_sentinels(n, dir, run_dir);
+}
+
+// Sentinel begins the run with a clean record. One that saw the master down while the
+// machine was busy setting up (its pings answered late) has tried a failover already, and
+// tries none again for twice its failover timeout: past the run's crash. So right before the
+// clients start, a Sentinel that has announced anything is replaced by a fresh one, which
+// must then stay quiet for twice its down-after time (three tries, then the run fails).
+void settle_sentinels(Nodes& n, const fs::path& dir, const fs::path& run_dir) {
+    const SentinelSettings settings;
+    for (int attempt = 1; n.failover_log->heard() > 0; ++attempt) {
+        if (attempt > 3)
+            throw std::runtime_error("Sentinel saw the master down before the run began, three times (a machine too busy "
+                                     "to answer its pings within " + std::to_string(settings.down_after_ms) + " ms)");
+        n.failover_log.reset();
+        n.sentinels.reset();
+        start_sentinels(n, dir, run_dir);
+        std::this_thread::sleep_for(std::chrono::milliseconds(2 * settings.down_after_ms));
+    }
 }
 
 // One clock control per process when some fault skews that kind of process; none otherwise,
@@ -325,6 +348,7 @@ RunOutcome run_live(const Scenario& s, const RunSpec& run, std::uint64_t seed, c
         adapter = preflight_adapter(s, run, nodes, opts, tmp, run_dir);
         clock.mark("adapter_check");
     }
+    if (nodes.sentinels) settle_sentinels(nodes, node_dir, run_dir);
     started();
     StartBarrier barrier(tmp / (run.name + ".start"));
     const Launch launch{seed, barrier.prefix(), &nemesis, &client_clocks, proxies ? &*proxies : nullptr,

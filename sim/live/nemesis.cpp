@@ -111,6 +111,7 @@ void Nemesis::start(std::vector<pid_t> clients, long long start_at_ns, std::uint
         schedule_.start(static_cast<int>(pids_.size()), start_at_ns, monotonic_ns(), seed);
     }
     running_ = true;
+    restart_thread_ = std::thread([this] { restart_loop(); });
     thread_ = std::thread([this] { loop(); });
 }
 
@@ -121,8 +122,14 @@ void Nemesis::stop() {
     thread_.join();
     {
         std::lock_guard lock(mutex_);
-        schedule_.heal(monotonic_ns());
+        schedule_.heal(monotonic_ns());  // waits for a node still coming back
     }
+    {
+        std::lock_guard lock(restart_mutex_);
+        restart_stop_ = true;
+        restart_cv_.notify_all();
+    }
+    if (restart_thread_.joinable()) restart_thread_.join();
     if (proxies_) proxies_->heal_all();  // every path passes again, whatever set it
     for (auto& c : connections_)
         if (c.fd >= 0) ::close(c.fd);
@@ -277,7 +284,14 @@ void Nemesis::set_peer_link(int from, int to, std::optional<Direction> direction
     set("s" + std::to_string(to) + "-s" + std::to_string(from) + "-", true);
 }
 
-void Nemesis::crash(int node) { nodes_.at(static_cast<size_t>(node))->kill(); }
+void Nemesis::crash(int node) {
+    {
+        // A node still coming back from the last crash (a repeating one) comes back first.
+        std::unique_lock lock(restart_mutex_);
+        restart_cv_.wait(lock, [&] { return !restarts_in_flight_.contains(node); });
+    }
+    nodes_.at(static_cast<size_t>(node))->kill();
+}
 void Nemesis::pause_node(int node) { nodes_.at(static_cast<size_t>(node))->pause(); }
 void Nemesis::resume_node(int node) { nodes_.at(static_cast<size_t>(node))->resume(); }
 
@@ -307,14 +321,45 @@ std::optional<int> Nemesis::current_holder() {
     return r.ok() ? holder_from(r.value) : std::nullopt;
 }
 
+// Asks the restart thread to start the node again; the schedule asks restarted() until it is.
+std::optional<bool> Nemesis::restart(int node) {
+    std::lock_guard lock(restart_mutex_);
+    restarts_asked_.push_back(node);
+    restarts_in_flight_.insert(node);
+    restart_cv_.notify_all();
+    return std::nullopt;
+}
+
+std::optional<bool> Nemesis::restarted(int node, bool wait) {
+    std::unique_lock lock(restart_mutex_);
+    if (wait) restart_cv_.wait(lock, [&] { return restarts_done_.contains(node) || restart_stop_; });
+    const auto it = restarts_done_.find(node);
+    if (it == restarts_done_.end()) return wait ? std::optional<bool>(false) : std::nullopt;
+    const bool back = it->second;
+    restarts_done_.erase(it);
+    return back;
+}
+
 // keep_data: what the node's persistence kept (nothing, without AOF) comes back.
-bool Nemesis::restart(int node) {
-    try {
-        nodes_.at(static_cast<size_t>(node))->restart(true);
-        return true;
-    } catch (const std::exception& e) {
-        std::cerr << "lockbench: " << e.what() << "\n";  // the fault log says "failed"; this says why
-        return false;
+void Nemesis::restart_loop() {
+    std::unique_lock lock(restart_mutex_);
+    for (;;) {
+        restart_cv_.wait(lock, [&] { return !restarts_asked_.empty() || restart_stop_; });
+        if (restarts_asked_.empty()) return;
+        const int node = restarts_asked_.front();
+        restarts_asked_.pop_front();
+        lock.unlock();
+        bool back = true;
+        try {
+            nodes_.at(static_cast<size_t>(node))->restart(true);
+        } catch (const std::exception& e) {
+            std::cerr << "lockbench: " << e.what() << "\n";  // the fault log says "failed"; this says why
+            back = false;
+        }
+        lock.lock();
+        restarts_done_[node] = back;
+        restarts_in_flight_.erase(node);
+        restart_cv_.notify_all();
     }
 }
 

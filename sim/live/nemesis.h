@@ -31,10 +31,14 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -73,8 +77,9 @@ public:
     bool needs_peer_proxies() const;
     // The proxies ("c<client>-n<node>", "c<client>-store", "repl", "s<i>-s<j>-…"), the lock
     // servers, and the service that says who leads (none for Redis), before start(). A node
-    // restarted by a crash fault is started from the fault thread, so it dies with that
-    // thread at stop(): after the clients are done, which is when nodes are let go.
+    // restarted by a crash fault is started from the restart thread (a server takes a while
+    // to come back, and the fault thread answers the clients at their points meanwhile), so
+    // it dies with that thread at stop(): after the clients are done, when nodes are let go.
     void set_world(ProxyHub* proxies, std::vector<LockServer*> nodes, LockService* service = nullptr);
     // The protected store's port: a fault aimed at "holder" asks it who entered last.
     void set_store_port(int port) { store_port_ = port; }
@@ -114,7 +119,9 @@ private:
     void drift_clock(ClockOf clock, double rate) override;
     void set_link(LinkPath path, std::optional<Direction> direction, const LinkFault& fault) override;
     void crash(int node) override;
-    bool restart(int node) override;
+    std::optional<bool> restart(int node) override;
+    std::optional<bool> restarted(int node, bool wait) override;
+    void restart_loop();
     void pause_node(int node) override;
     void resume_node(int node) override;
     int resolve_node(int node) override;
@@ -138,6 +145,15 @@ private:
     FaultSchedule schedule_;
     std::thread thread_;
     std::atomic<bool> running_{false};
+    // Restarts, one at a time, on a thread of their own that lives until stop(): the nodes
+    // asked for, and what became of each (true: back, false: failed).
+    std::mutex restart_mutex_;
+    std::condition_variable restart_cv_;
+    std::deque<int> restarts_asked_;
+    std::map<int, bool> restarts_done_;
+    std::set<int> restarts_in_flight_;
+    bool restart_stop_ = false;
+    std::thread restart_thread_;
 };
 
 // The client's side: reports armed points and waits for the answer.

@@ -75,8 +75,8 @@ SentinelWatch::SentinelWatch(Endpoint sentinel, const std::filesystem::path& log
         redisFree(c);
         throw std::runtime_error("cannot watch the Sentinel on port " + std::to_string(sentinel.port) + ": " + why);
     }
-    // One SUBSCRIBE; its five confirmations arrive as replies the loop reads and skips.
-    if (redisAppendCommand(c, "SUBSCRIBE +sdown +odown -odown +failover-end +switch-master") != REDIS_OK) {
+    // One SUBSCRIBE; its seven confirmations arrive as replies the loop reads and skips.
+    if (redisAppendCommand(c, "SUBSCRIBE +sdown -sdown +odown -odown +try-failover +failover-end +switch-master") != REDIS_OK) {
         redisFree(c);
         throw std::runtime_error("cannot subscribe to the Sentinel on port " + std::to_string(sentinel.port));
     }
@@ -131,6 +131,7 @@ void SentinelWatch::loop(void* context) {
                                              {"detail", reply->element[2]->str}};
                 const std::string text = line.dump() + "\n";
                 [[maybe_unused]] const auto n = ::write(log_fd_, text.data(), text.size());
+                ++heard_;
             }
             freeReplyObject(reply);
         }

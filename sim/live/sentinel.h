@@ -68,8 +68,12 @@ public:
     SentinelWatch(const SentinelWatch&) = delete;
     SentinelWatch& operator=(const SentinelWatch&) = delete;
 
+    // Events announced since the watch began.
+    int heard() const { return heard_.load(); }
+
 private:
     void loop(void* context);
+    std::atomic<int> heard_{0};
     int log_fd_ = -1;
     int stop_fd_[2] = {-1, -1};
     std::thread thread_;

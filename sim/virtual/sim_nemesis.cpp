@@ -104,7 +104,7 @@ void SimNemesis::set_link(LinkPath path, std::optional<Direction> direction, con
 
 void SimNemesis::crash(int node) { net_.crash(static_cast<std::size_t>(node)); }
 
-bool SimNemesis::restart(int node) {
+std::optional<bool> SimNemesis::restart(int node) {
     net_.restart(static_cast<std::size_t>(node));
     return true;
 }

@@ -58,7 +58,7 @@ private:
     void drift_clock(ClockOf clock, double rate) override;
     void set_link(LinkPath path, std::optional<Direction> direction, const LinkFault& fault) override;
     void crash(int node) override;
-    bool restart(int node) override;
+    std::optional<bool> restart(int node) override;  // at once: a modelled node has nothing to start
     // The model has no server process to stop and no service with a leader: runs with such
     // faults are skipped (sim_run.h: unsupported), so these are never called.
     void pause_node(int node) override;

@@ -411,14 +411,22 @@ TEST_F(CliTest, ListShowsAlgorithmsAndParameters) {
         {"redlock", {"ttl_ms", "node_timeout_ms", "drift_factor", "drift_ms", "check_validity"}},
         {"reentrant", {"lease_ms", "watchdog", "depth"}},
     };
-    // Each algorithm starts an unindented line; its parameters follow, indented, until the next.
+    // Under "algorithms", each algorithm starts a line indented by two; its parameters follow,
+    // indented further, until the next. The section ends at the next unindented line ("locks").
     std::map<std::string, std::string> section;
     std::string current;
+    bool in_algorithms = false;
     for (const auto& line : lines_of(r.out)) {
         if (!line.empty() && line[0] != ' ') {
+            in_algorithms = line.rfind("algorithms", 0) == 0;
+            current.clear();
+            continue;
+        }
+        if (!in_algorithms) continue;
+        if (line.rfind("  ", 0) == 0 && line.size() > 2 && line[2] != ' ') {
             current.clear();
             for (const auto& [name, _] : expected)
-                if (line.rfind(name + " ", 0) == 0) current = name;
+                if (line.rfind("  " + name + " ", 0) == 0) current = name;
             continue;
         }
         if (!current.empty()) section[current] += line + "\n";
@@ -426,7 +434,7 @@ TEST_F(CliTest, ListShowsAlgorithmsAndParameters) {
     for (const auto& [name, params] : expected) {
         ASSERT_TRUE(section.contains(name)) << "no line for " << name << "\n" << r.describe();
         for (const auto& p : params)
-            EXPECT_NE(section[name].find("    " + p + " = "), std::string::npos)
+            EXPECT_NE(section[name].find("      " + p + " = "), std::string::npos)
                 << name << ": parameter " << p << " not listed\n" << r.describe();
     }
 }

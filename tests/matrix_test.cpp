@@ -164,8 +164,10 @@ TEST_F(MatrixTest, ACaseMarkedAloneRunsWithNothingBesideIt) {
     ASSERT_EQ(reps.size(), 8u);
     for (const auto& [id, when] : reps) {
         if (!id.starts_with("tiny-alone/")) continue;
-        for (const auto& [other, other_when] : reps)
-            if (other != id || other_when != when) EXPECT_FALSE(overlap(when, other_when)) << id << " ran beside " << other;
+        for (const auto& [other, other_when] : reps) {
+            if (other == id && other_when == when) continue;
+            EXPECT_FALSE(overlap(when, other_when)) << id << " ran beside " << other;
+        }
     }
 }
 
@@ -404,7 +406,7 @@ TEST_F(ReportTest, DrawsEveryFigureIntoOnePageThatOpensInChromium) {
     const std::vector<std::string> md_lines = lines_of(md);
     const auto row = std::ranges::find_if(md_lines, [](const std::string& l) { return l.starts_with("| tiny-pause |"); });
     ASSERT_NE(row, md_lines.end()) << md;
-    EXPECT_EQ(*row, "| tiny-pause | fenced: fence rejected; two holders | — | — | — |");
+    EXPECT_EQ(*row, "| tiny-pause | 2 holders; fenced: stale write refused | — | — | — |");
 
     // A real browser: it opens, every image loads, nothing sticks out of a 1280-px window.
     ToolOptions py;
@@ -424,21 +426,24 @@ TEST_F(ReportTest, DrawsEveryFigureIntoOnePageThatOpensInChromium) {
 // compares with nothing, and must not stand in for before-enter+token in that row.
 TEST_F(ReportTest, RunsThatDifferOnlyInTheStoresCheckAreComparedInOneTable) {
     const fs::path results = dir() / "results";
+    // The case with one more variant, alike but for the length of one pause: compared with nothing.
     Json resource_check = read_json(fs::path(LOCKBENCH_SOURCE_DIR) / "scenarios" / "resource-check.json");
-    Json careful = resource_check.at("runs").at(5);
-    ASSERT_EQ(careful.at("name"), "before-enter+token");
-    careful["name"] = "before-enter-careful+token";
-    careful["check_lease_before_write"] = true;
-    careful.erase("expect");
-    resource_check["runs"].push_back(careful);
+    Json longer = resource_check.at("variants").at(2);
+    ASSERT_EQ(longer.at("name"), "before-enter");
+    longer["name"] = "before-enter-longer";
+    longer["faults"][0]["duration_ms"] = 1400;
+    resource_check["variants"].push_back(longer);
     const fs::path scenario = write_file("resource-check.json", resource_check.dump());
-    ASSERT_EQ(run({"matrix", scenario.string(), "--backend", "sim", "--out", (results / "m").string()}).exit_code(), 0);
+    ASSERT_EQ(run({"matrix", scenario.string(), "--lock", "token-lua+fence", "--backend", "sim", "--out", (results / "m").string()})
+                  .exit_code(), 0);
     const Result r = report(results);
     ASSERT_EQ(r.exit_code(), 0) << r.describe();
     const std::vector<std::string> md = lines_of(read_text(results / "report.md"));
     EXPECT_NE(std::ranges::find(md, "| case | check none | check fence | check token |"), md.end());
     const auto row = [&](const std::string& name) {
-        const auto it = std::ranges::find_if(md, [&](const std::string& l) { return l.starts_with("| resource-check: " + name + " |"); });
+        const auto it = std::ranges::find_if(md, [&](const std::string& l) {
+            return l.starts_with("| resource-check: token-lua+fence@" + name + " |");
+        });
         return it == md.end() ? std::string() : *it;
     };
     const auto cells = [](const std::string& line) {  // the three checks' cells, in order
@@ -461,7 +466,7 @@ TEST_F(ReportTest, RunsThatDifferOnlyInTheStoresCheckAreComparedInOneTable) {
     };
     EXPECT_TRUE(refuses_some(enter[1], "0/1")) << enter[1];
     EXPECT_TRUE(refuses_some(enter[2], "1/1")) << enter[2];
-    EXPECT_EQ(row("before-enter-careful"), "") << "a run alone with its settings is compared with nothing";
+    EXPECT_EQ(row("before-enter-longer"), "") << "a run alone with its settings is compared with nothing";
 }
 
 // A matrix and a sweep merged from one shard of two (--allow-incomplete): the fenced variant
@@ -537,9 +542,10 @@ TEST_F(ReportTest, BadResultsAreOneLineAndLeaveThePreviousReport) {
     // A results tree from a newer version of lockbench.
     const std::string good_header = read_text(results / "lockbench-results.json");
     Json header = Json::parse(good_header);
-    header["version"] = 6;  // one past this lockbench's (sim/harness/matrix.h)
+    const int newer = header.at("version").get<int>() + 1;  // one past this lockbench's
+    header["version"] = newer;
     write_text(results / "lockbench-results.json", header.dump());
-    expect_refused(report(results), "version 6");
+    expect_refused(report(results), "version " + std::to_string(newer));
     unchanged();
     write_text(results / "lockbench-results.json", good_header);
     EXPECT_EQ(report(results).exit_code(), 0);
@@ -571,6 +577,7 @@ TEST_F(ReportTest, AnOlderTreeIsRefusedUntilCheckWritesWhatTheReportReads) {
     ASSERT_EQ(run({"matrix", kTiny.string(), "--backend", "sim", "--out", tree.string()}).exit_code(), 0);
     const auto written = sections_files(tree);
     ASSERT_EQ(written.size(), 2u);  // one run in each of the two cells' repetition
+    const int current = read_json(tree / "lockbench-results.json").at("version");
     make_older(tree, 2);
 
     const std::string command = "lockbench check " + tree.string() + " --write";
@@ -581,8 +588,8 @@ TEST_F(ReportTest, AnOlderTreeIsRefusedUntilCheckWritesWhatTheReportReads) {
     const Result fixed = run({"check", tree.string(), "--write"});
     ASSERT_EQ(fixed.exit_code(), 0) << fixed.describe();
     EXPECT_EQ(sections_files(tree), written);
-    EXPECT_EQ(read_json(tree / "lockbench-results.json").at("version"), 5);
-    EXPECT_EQ(read_json(tree / "summary.json").at("version"), 5);
+    EXPECT_EQ(read_json(tree / "lockbench-results.json").at("version"), current);
+    EXPECT_EQ(read_json(tree / "summary.json").at("version"), current);
     const Result drawn = report(tree);
     EXPECT_EQ(drawn.exit_code(), 0) << drawn.describe();
     const Result continued = run({"matrix", kTiny.string(), "--backend", "sim", "--out", tree.string()});

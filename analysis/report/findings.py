@@ -270,8 +270,9 @@ CHECKS = ("none", "fence", "token")
 
 # What a run's record (run.json) or its object in the scenario holds that is not a setting of
 # the run: its name and check (what the table compares), its expectations (which differ with
-# the check), the repetition's seed, and what came out (the faults as they fired, by label).
-NOT_SETTINGS = ("name", "resource_check", "expect", "seed", "faults_injected", "final_counter", "sim_events",
+# the check), the repetition's seed, and what came out (the faults as they fired, by label). A
+# composed case's variant names its check ("before-write+none"), so its name is no setting either.
+NOT_SETTINGS = ("name", "variant", "resource_check", "expect", "seed", "faults_injected", "final_counter", "sim_events",
                 "clients_failed", "faults")
 
 
@@ -318,9 +319,12 @@ def resource_check_table(trees):
             continue
         for sc in t.scenario_order:
             for g in check_groups(t, sc):
-                name = next(iter(g.values())).run
-                for check in CHECKS:
-                    name = name[:-len(check) - 1] if name.endswith("+" + check) else name
+                # Named by a variant that names its check ("token-lua+fence@before-write+none"),
+                # without it (a lock's own name may end in "+fence" too); else by the runs' names
+                # without their checks, most of them agreeing.
+                named = [c.run[:-len(k) - 1] for k, c in g.items() if "@" in c.run and c.run.endswith("+" + k)]
+                names = [c.run[:-len(k) - 1] if c.run.endswith("+" + k) else c.run for k, c in g.items()]
+                name = named[0] if named else max(names, key=names.count)
                 rows.append([f"{sc}: {name}"] + [check_cell(g[k]) if k in g else "—" for k in CHECKS])
     return (["case"] + [f"check {k}" for k in CHECKS], rows) if rows else None
 

@@ -102,6 +102,27 @@ TEST(Catalog, EveryLockAndCaseFileParsesAndEveryRecordNamesACaseOrClass) {
     for (const LockFile& l : locks) EXPECT_EQ(l.path, (kSource / "locks" / (l.name + ".json")).string());
 }
 
+// The one case every lock meets: each lock of locks/ that joins the catalog (joins "all") has
+// a run in the baseline, and every composed case parses as a scenario lockbench can run.
+TEST(Catalog, EveryLockThatJoinsTheCatalogRacesInTheBaseline) {
+    const std::vector<CaseFile> cases = catalog_cases();
+    const std::vector<LockFile> locks = load_lock_folder(kSource / "locks");
+    const Composed baseline = compose(case_named(cases, "baseline"), locks, LockChoice::catalog);
+    std::set<std::string> ran;
+    for (const Json& r : baseline.scenario.at("runs")) ran.insert(r.at("lock").get<std::string>());
+    std::size_t joining = 0;
+    for (const LockFile& l : locks) {
+        if (!l.joins_all) continue;
+        ++joining;
+        EXPECT_TRUE(ran.contains(l.name)) << l.name << " has no baseline run";
+    }
+    EXPECT_GE(joining, 20u);
+    for (const CaseFile& c : cases) {
+        const Composed k = compose(c, locks, LockChoice::catalog);
+        if (!k.empty()) EXPECT_NO_THROW(parse_scenario(k.scenario, c.path)) << c.name;
+    }
+}
+
 // The point of lock files: a team's lock is one file anywhere, and it meets every case its
 // twin in locks/ meets, its adapter run from its own folder.
 TEST(Catalog, ANewLockFileJoinsEveryCaseThatAppliesToIt) {

@@ -21,6 +21,9 @@ class Fail(Exception):
         self.where = where
         self.what = what
 
+    def __reduce__(self):  # raised in a drawing process, it reaches the parent whole
+        return Fail, (self.where, self.what)
+
 
 # --------------------------------------------------------------------------------------------
 # reading

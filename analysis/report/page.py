@@ -124,6 +124,52 @@ class Job:
         self.label, self.fn = label, fn
 
 
+# The jobs of the figures being drawn: set before the workers are forked, which read it.
+_JOBS = []
+
+
+def _run_job(i):
+    return _JOBS[i].fn()
+
+
+def workers():
+    """Processes to draw with: LOCKBENCH_REPORT_JOBS, else one per core."""
+    try:
+        n = int(os.environ.get("LOCKBENCH_REPORT_JOBS", "0"))
+    except ValueError:
+        n = 0
+    return n if n > 0 else (os.cpu_count() or 1)
+
+
+def run_jobs(jobs):
+    """Every job's result, by index. Each figure is drawn on its own (a timeline, a scenario's
+    two performance plots, a matrix), so they are drawn in forked processes, one per core;
+    progress counts them as they end."""
+    global _JOBS
+    _JOBS = jobs
+    n = workers()
+    if n == 1 or len(jobs) < 2:
+        out = {}
+        for i, j in enumerate(jobs):
+            progress(f"{j.label} ... ({i + 1}/{len(jobs)})")
+            out[i] = j.fn()
+        return out
+    import concurrent.futures
+    import multiprocessing
+    out = {}
+    with concurrent.futures.ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("fork")) as pool:
+        futures = {pool.submit(_run_job, i): i for i in range(len(jobs))}
+        try:
+            for done, f in enumerate(concurrent.futures.as_completed(futures)):
+                i = futures[f]
+                out[i] = f.result()
+                progress(f"{jobs[i].label} ... ({done + 1}/{len(jobs)})")
+        except BaseException:  # the first failure ends the report: draw nothing more
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+    return out
+
+
 def build(trees, outdir, page):
     # plan every figure first, so progress can count
     jobs = []
@@ -156,21 +202,18 @@ def build(trees, outdir, page):
                     jobs.append(Job(f"drawing timeline {c.id}", lambda c=c, f=f, nm=nm: timeline_job(c, f, outdir, nm)))
                     results.setdefault(("tl", t.name, sc), []).append((c, len(jobs) - 1))
             if t.kind == "matrix" and any(c.reps for c in cells):
-                jobs.append(Job(f"reading histories {t.name}/{sc}", lambda cells=cells: load_scenario(cells)))
-                li = len(jobs) - 1
-                jobs.append(Job(f"drawing latency CDF {sc}", lambda t=t, sc=sc, cells=cells, li=li: draw_latency(
-                    sc, sc, [c for c in cells if c.reps], results[li], outdir, f"{t.slug}-latency-{slug(sc)}.png")))
-                jobs.append(Job(f"drawing throughput {sc}", lambda t=t, sc=sc, cells=cells, li=li: draw_throughput(
-                    sc, [c for c in cells if c.reps], results[li], outdir, f"{t.slug}-throughput-{slug(sc)}.png")))
-                results[("perf", t.name, sc)] = (len(jobs) - 2, len(jobs) - 1)
-    for i, j in enumerate(jobs):
-        progress(f"{j.label} ... ({i + 1}/{len(jobs)})")
-        results[i] = j.fn()
-        # free history data of a scenario once both of its figures are drawn
-        for k in list(results):
-            if isinstance(k, int) and k < i and isinstance(results[k], dict) and k + 2 <= i:
-                results[k] = None
+                jobs.append(Job(f"drawing latency and throughput {sc}",
+                                lambda t=t, sc=sc, cells=cells: perf_job(t, sc, [c for c in cells if c.reps], outdir)))
+                results[("perf", t.name, sc)] = len(jobs) - 1
+    results.update(run_jobs(jobs))
     write_page(trees, results, page)
+
+
+def perf_job(t, sc, cells, outdir):
+    """A scenario's two performance plots, from every rep's history read once."""
+    datas = load_scenario(cells)
+    return (draw_latency(sc, sc, cells, datas, outdir, f"{t.slug}-latency-{slug(sc)}.png"),
+            draw_throughput(sc, cells, datas, outdir, f"{t.slug}-throughput-{slug(sc)}.png"))
 
 
 def timeline_job(cell, focus, outdir, name):
@@ -323,11 +366,12 @@ def write_scenario(t, sc, results, page):
     for c, idx in results.get(("tl", t.name, sc), []):
         emit_timeline(page, c, results[idx])
     perf = results.get(("perf", t.name, sc))
-    if perf:
-        page.image(results[perf[0]], "Acquire latency of every outermost acquire attempt in every rep of the run, "
+    if perf is not None:
+        latency, throughput = results[perf]
+        page.image(latency, "Acquire latency of every outermost acquire attempt in every rep of the run, "
                                      "from the client's invoke to its reply (client histories); left the "
                                      "attempts that got the lock, right those refused or timed out.")
-        page.image(results[perf[1]], f"Sections the store accepted (its write entries), per {BUCKET_MS:.0f} ms, "
+        page.image(throughput, f"Sections the store accepted (its write entries), per {BUCKET_MS:.0f} ms, "
                                      "coloured for the first rep of each run and grey for the others; faults "
                                      "(nemesis log) and unavailable windows (checker) of the coloured rep.")
 

@@ -478,6 +478,7 @@ int cmd_adapter_check(const LockArgs& a) {
 
 struct VerdictArgs : LockArgs {
     int repeat = 3;
+    int jobs = 4;
     std::optional<std::string> out;
     std::vector<std::string> cases;   // --case: only these (a quick look; the row is then partial)
 };
@@ -511,7 +512,7 @@ int cmd_verdict(const VerdictArgs& a) {
         std::erase_if(cases, [&](const CaseFile& c) { return std::ranges::find(a.cases, c.name) == a.cases.end(); });
     if (a.repeat < 1) throw std::runtime_error("--repeat " + std::to_string(a.repeat) + ": must be at least 1");
     const VerdictOptions opts{a.out ? fs::path(*a.out) : fs::path("results") / ("verdict-" + lock.name), a.repeat, self_exe(),
-                              source_dir(), true};
+                              source_dir(), true, a.jobs};
     std::cerr << "lockbench: verdict of " << lock.label() << ": checking its adapter against the protocol ...\n";
     if (const int status = report_adapter_check(lock, adapter_check(lock)); status != 0) return status;
     const auto held = lock_folders(opts.out, {});
@@ -667,6 +668,8 @@ Subcommand add_verdict(CLI::App& app) {
     sub->add_option("--repeat", a->repeat, "repetitions per case (default 3)");
     sub->add_option("--out", a->out, "where (default: results/verdict-<lock>); run again to resume");
     sub->add_option("--case", a->cases, "only this case (repeatable): a quick look, not the whole row");
+    sub->add_option("--jobs", a->jobs, "repetitions run at once, each with its own servers (default 4; a case marked "
+                    "\"alone\" runs with none beside it)")->check(CLI::Range(1, 16));
     return {sub, [a] { return cmd_verdict(*a); }};
 }
 
@@ -695,14 +698,16 @@ Subcommand add_repetition(CLI::App& app) {
         std::string tree;
         std::size_t cell = 0;
         int rep = 0;
+        bool no_preflight = false;
     };
     auto a = std::make_shared<Args>();
     CLI::App* sub = app.add_subcommand("repetition", "")->group("");
     sub->add_option("tree", a->tree)->required();
     sub->add_option("cell", a->cell)->required();
     sub->add_option("rep", a->rep)->required();
+    sub->add_flag("--no-preflight", a->no_preflight);
     return {sub, [a] {
-                run_repetition_of_tree(a->tree, a->cell, a->rep, self_exe(), source_dir());
+                run_repetition_of_tree(a->tree, a->cell, a->rep, self_exe(), source_dir(), !a->no_preflight);
                 return 0;
             }};
 }

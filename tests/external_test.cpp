@@ -243,6 +243,25 @@ TEST_F(ExternalTest, ScenarioErrorsNameTheField) {
                     {"runs[0].command", "only an \"external\""});
 }
 
+// A matrix starts a lock's adapter alone before the clients (the preflight) only until one
+// repetition with it has run; later repetitions learn what the adapter is from client 0's.
+TEST_F(ExternalTest, AMatrixChecksAnAdapterAloneOnlyInItsFirstRepetition) {
+    const fs::path out = dir() / "m";
+    const Result m = run({"matrix", scenario("{" + kRedisPy + "}", "", 2, 300).string(), "--repeat", "3", "--out", out.string()});
+    ASSERT_EQ(m.exit_code(), 0) << m.describe();
+    std::vector<Json> adapters;
+    for (int rep = 0; rep < 3; ++rep) {
+        const fs::path rep_dir = out / "cells" / "ext" / "redis-py" / ("rep-" + std::to_string(rep));
+        const Json summary = read_json(rep_dir / "summary.json");
+        adapters.push_back(summary.at("runs").at(0).at("adapter"));
+        const Json timing = read_json(rep_dir / "runs" / "redis-py" / "timing.json");
+        EXPECT_EQ(timing.at("phases_s").contains("adapter_check"), rep == 0) << rep << ": " << timing.dump();
+    }
+    EXPECT_TRUE(adapters[0].value("library", std::string()).starts_with("redis-py ")) << adapters[0].dump();
+    EXPECT_EQ(adapters[1], adapters[0]);
+    EXPECT_EQ(adapters[2], adapters[0]);
+}
+
 TEST_F(ExternalTest, MatrixAndReportShowEachLibraryByItsName) {
     const std::string bad = (kSource / "tests" / "data" / "bad_adapter.py").string();
     const std::string runs =

@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <set>
+#include <string>
 #include <thread>
 
 #include "analysis/run_summary.h"
@@ -131,6 +133,16 @@ struct Running {
     fs::path log;
 };
 
+// An external lock's adapter, as a run starts it (its command and parameters); "" for one of
+// lockbench's own algorithms.
+std::string adapter_of(const MatrixSpec& spec, const MatrixCell& cell) {
+    const Json& runs = spec.scenario_of(cell).source.at("runs");
+    for (const Json& r : runs)
+        if (r.value("name", std::string()) == cell.run && r.contains("command"))
+            return r.at("command").dump() + r.value("params", Json::object()).dump();
+    return "";
+}
+
 std::string tail_of(const fs::path& file) {
     std::ifstream in(file);
     std::string line, last;
@@ -165,7 +177,9 @@ public:
             if (next < todo_.size() && !stopped_ && may_start(todo_[next], running)) {
                 const Todo& t = todo_[next++];
                 if (!children) {
-                    done(t, run_here(t));
+                    Json summary = run_here(t);
+                    adapters_started_.insert(adapter_of(spec_, *t.cell));
+                    done(t, summary);
                     continue;
                 }
                 running.push_back(spawn(t, logs));
@@ -175,7 +189,9 @@ public:
             const size_t i = wait_any(running);
             Running r = std::move(running[i]);
             running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
-            done(*r.todo, finished(r));
+            Json summary = finished(r);
+            adapters_started_.insert(adapter_of(spec_, *r.todo->cell));
+            done(*r.todo, summary);
         }
         return stopped_ ? std::optional<int>(stop_round_) : std::nullopt;
     }
@@ -207,7 +223,8 @@ private:
     Json run_here(const Todo& t) {
         if (opts_.progress) std::cerr << progress_head(progress_, done_, todo_.size()) << repetition_name(spec_, t) << " ..." << std::flush;
         try {
-            Json summary = run_tree_repetition(spec_, opts_.out, *t.cell, t.rep, opts_.self_exe, opts_.project_dir);
+            Json summary = run_tree_repetition(spec_, opts_.out, *t.cell, t.rep, opts_.self_exe, opts_.project_dir,
+                                               preflight(t));
             if (opts_.progress) std::cerr << " " << repetition_outcome(spec_, summary) << "\n";
             ++done_;
             return summary;
@@ -219,11 +236,16 @@ private:
 
     Running spawn(const Todo& t, const fs::path& logs) {
         const fs::path log = logs / (std::to_string(t.cell->index) + "." + std::to_string(t.rep) + ".log");
-        ChildProcess child = ChildProcess::spawn({{opts_.self_exe, "repetition", opts_.out.string(),
-                                                   std::to_string(t.cell->index), std::to_string(t.rep)},
-                                                  log.string(), log.string()});
+        std::vector<std::string> argv{opts_.self_exe, "repetition", opts_.out.string(), std::to_string(t.cell->index),
+                                      std::to_string(t.rep)};
+        if (!preflight(t)) argv.push_back("--no-preflight");
+        ChildProcess child = ChildProcess::spawn({argv, log.string(), log.string()});
         return {&t, std::move(child), log};
     }
+
+    // An adapter is started alone before the clients (to fail in one line if it cannot start)
+    // until a repetition with it has run here; after that the clients' own start says it.
+    bool preflight(const Todo& t) const { return !adapters_started_.contains(adapter_of(spec_, *t.cell)); }
 
     static size_t wait_any(std::vector<Running>& running) {
         for (;;) {
@@ -258,26 +280,27 @@ private:
     int rounds_run_ = 0;  // rounds finished by this command
     bool stopped_ = false;
     int stop_round_ = 0;
+    std::set<std::string> adapters_started_;  // adapter_of() of every repetition that ran
 };
 
 }  // namespace
 
 Json run_tree_repetition(const MatrixSpec& spec, const fs::path& out, const MatrixCell& cell, int rep,
-                         const std::string& self_exe, const fs::path& project_dir) {
+                         const std::string& self_exe, const fs::path& project_dir, bool adapter_preflight) {
     const SpecScenario& entry = spec.scenario_of(cell);
     Scenario s = parse_scenario(entry.source, entry.file);
     std::erase_if(s.runs, [&](const RunSpec& r) { return r.name != cell.run; });
     const std::uint64_t seed = s.seed + static_cast<std::uint64_t>(rep);
-    return run_scenario(s, {rep_dir(out, cell, rep), seed, self_exe, false, project_dir, spec.simulated});
+    return run_scenario(s, {rep_dir(out, cell, rep), seed, self_exe, false, project_dir, spec.simulated, adapter_preflight});
 }
 
 void run_repetition_of_tree(const fs::path& out, std::size_t cell_index, int rep, const std::string& self_exe,
-                            const fs::path& project_dir) {
+                            const fs::path& project_dir, bool adapter_preflight) {
     const Json header = read_results_header(out);
     const MatrixSpec spec = matrix_spec_from_json(header.at("spec"), header.at("spec_id").get<std::string>());
     if (cell_index >= spec.cells.size() || rep < 0 || rep >= spec.repeat)
         throw std::runtime_error(out.string() + ": no cell " + std::to_string(cell_index) + " repetition " + std::to_string(rep));
-    run_tree_repetition(spec, out, spec.cells.at(cell_index), rep, self_exe, project_dir);
+    run_tree_repetition(spec, out, spec.cells.at(cell_index), rep, self_exe, project_dir, adapter_preflight);
 }
 
 Json run_matrix(const MatrixSpec& spec, const MatrixOptions& opts) {
@@ -290,10 +313,19 @@ Json run_matrix(const MatrixSpec& spec, const MatrixOptions& opts) {
     for (const Todo& t : todo) progress.weight_left += t.weight;
     CellEntries entries;
     Scheduler scheduler(spec, opts, todo, progress);
+    // The summary of every cell is rewritten at most every few seconds while repetitions end
+    // (one to watch; writing it after each of a thousand repetitions cost the tree's process
+    // more CPU than a dozen runs), and always at the end. A repetition is safe in its cell as
+    // soon as it ends: a resumed matrix rebuilds the summary from the cells.
+    constexpr auto kSummaryEvery = std::chrono::seconds(5);
+    std::chrono::steady_clock::time_point summary_written{};  // the first repetition writes it
     const std::optional<int> stopped = scheduler.run([&](const Todo& t, const Json&) {
         const auto tree_start = std::chrono::steady_clock::now();
         entries[t.cell->id] = refresh_cell(opts.out, *t.cell, spec.repeat);
-        write_summary(opts.out, spec, opts.shard, std::nullopt, &entries);
+        if (tree_start - summary_written >= kSummaryEvery) {
+            write_summary(opts.out, spec, opts.shard, std::nullopt, &entries);
+            summary_written = std::chrono::steady_clock::now();
+        }
         progress.tree_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - tree_start).count();
         progress.weight_done += t.weight;
         progress.weight_left -= t.weight;

@@ -72,13 +72,17 @@ struct MatrixOptions {
 };
 
 // One repetition of one cell into its folder of the tree OUT; returns its summary.
+// `adapter_preflight`: RunOptions::adapter_preflight (false once a repetition of the same
+// lock has run in this matrix: its adapter started then).
 nlohmann::json run_tree_repetition(const MatrixSpec& spec, const std::filesystem::path& out, const MatrixCell& cell,
-                                   int rep, const std::string& self_exe, const std::filesystem::path& project_dir);
+                                   int rep, const std::string& self_exe, const std::filesystem::path& project_dir,
+                                   bool adapter_preflight = true);
 
 // `lockbench repetition OUT CELL REP`: the same, the spec read from OUT's header; what
 // run_matrix starts in a child process for each repetition when it runs several at once.
 void run_repetition_of_tree(const std::filesystem::path& out, std::size_t cell_index, int rep,
-                            const std::string& self_exe, const std::filesystem::path& project_dir);
+                            const std::string& self_exe, const std::filesystem::path& project_dir,
+                            bool adapter_preflight = true);
 
 // Runs the shard's cells that are not done yet and returns the tree's summary (also written
 // to OUT/summary.json after every repetition). Throws std::runtime_error on bad input or a

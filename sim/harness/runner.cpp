@@ -89,7 +89,7 @@ RunsDone run_each(const Scenario& s, const RunOptions& opts, std::uint64_t seed,
                 // Where its time went (timing.json, scripts/profile): the run's own phases, then
                 // stopping its servers and clients, then the check with its files.
                 PhaseClock clock;
-                const LiveRunOptions live{opts.self_exe, opts.project_dir, &clock};
+                const LiveRunOptions live{opts.self_exe, opts.project_dir, &clock, opts.adapter_preflight};
                 const RunOutcome outcome = run_live(s, run, seed, run_dir, tmp, live, started);
                 clock.mark("teardown");
                 done.runs.push_back(check_new_run(run_dir, record_run(s, run, seed, run_dir, outcome)));

@@ -27,6 +27,7 @@ struct RunOptions {
     bool progress = true;                // one line per run on stderr
     std::filesystem::path project_dir;   // where an external adapter's command runs
     bool simulated = false;              // --backend sim: virtual time, modelled nodes (sim_run.h)
+    bool adapter_preflight = true;       // LiveRunOptions::preflight
 };
 
 // Runs every run of the scenario and makes OUT hold summary.json, scenario.json and

@@ -41,6 +41,7 @@ struct VerdictOptions {
     std::string self_exe;
     std::filesystem::path project_dir;
     bool progress = true;
+    int jobs = 1;                        // repetitions at once (MatrixOptions::jobs)
 };
 
 // Runs every case of `cases` that applies to `lock` into OUT, writes OUT/verdict.json and

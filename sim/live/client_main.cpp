@@ -149,6 +149,7 @@ int client_main(const fs::path& spec_file) {
         try {
             const auto lock = make_external(run, spec.lock_key, spec.lock_ports, spec.client, spec.project_dir,
                                             spec.discovery, spec.adapter_stderr);
+            if (!spec.adapter_described.empty()) std::ofstream(spec.adapter_described) << lock->described().dump() << "\n";
             run_worker(lock_env, store_env, *lock, rec, start());
         } catch (const AdapterError& e) {
             rec.line("adapter", "fail").str("detail", e.what()).commit();

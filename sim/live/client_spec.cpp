@@ -16,6 +16,7 @@ Json to_json(const ClientSpec& s) {
                   {"history", s.history}});
     }
     if (!s.adapter_stderr.empty()) j["adapter_stderr"] = s.adapter_stderr;
+    if (!s.preflight && !s.adapter_described.empty()) j["adapter_described"] = s.adapter_described;
     if (s.discovery) {
         j["sentinels"] = s.discovery->sentinels;
         j["address_map"] = s.discovery->address_map;
@@ -42,6 +43,7 @@ ClientSpec client_spec_from_json(const Json& j) {
         s.control_socket = j.at("control_socket").get<std::string>();
         s.armed = j.at("armed").get<std::vector<std::string>>();
         s.history = j.at("history").get<std::string>();
+        s.adapter_described = j.value("adapter_described", std::string());
     }
     if (j.contains("sentinels"))
         s.discovery = SentinelPorts{j.at("sentinels").get<std::vector<int>>(),

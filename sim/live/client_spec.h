@@ -43,7 +43,7 @@ struct ClientSpec {
     std::string history;                  // where the client writes its history
     std::string project_dir;              // where an adapter's command runs
     std::string adapter_stderr;           // where the adapter's stderr goes (the run folder's adapter/)
-    std::string adapter_described;        // preflight: where to write what its ready line said
+    std::string adapter_described;        // where to write what its ready line said (a preflight's; client 0's when there is none)
     std::optional<SentinelPorts> discovery;
 };
 

@@ -205,6 +205,7 @@ struct Launch {
     const std::vector<ClockControl>* clocks = nullptr;   // the clients', if skewed
     ProxyHub* proxies = nullptr;                         // every client's own paths, if any
     fs::path project_dir;                                // where an adapter's command runs
+    fs::path adapter_described;                          // without a preflight: where client 0 says what its adapter is
 };
 
 // The port client `client` dials for `target` ("n<i>" or "store"): its own proxy when the
@@ -240,6 +241,7 @@ ClientSpec client_spec(const Scenario& s, const RunSpec& run, const Nodes& nodes
     if (!run.command.empty())
         spec.adapter_stderr = (run_dir / "adapter" / ("client-" + std::to_string(client) + ".stderr")).string();
     spec.project_dir = launch.project_dir.string();
+    if (client == 0) spec.adapter_described = launch.adapter_described.string();
     // What the Sentinels will name, and this client's own way to each.
     if (nodes.sentinels) spec.discovery = sentinel_discovery(nodes, spec.lock_ports.at(0));
     return spec;
@@ -343,16 +345,19 @@ RunOutcome run_live(const Scenario& s, const RunSpec& run, std::uint64_t seed, c
         ~StopFirst() { nemesis.stop(); }
     } stop_first{nemesis};
     nlohmann::json adapter;
+    const fs::path described_by_client = opts.preflight ? fs::path() : tmp / (run.name + ".client-0.adapter.json");
     if (!run.command.empty()) {
         fs::create_directories(run_dir / "adapter");  // each adapter's stderr: a library's warnings are evidence
-        adapter = preflight_adapter(s, run, nodes, opts, tmp, run_dir);
-        clock.mark("adapter_check");
+        if (opts.preflight) {
+            adapter = preflight_adapter(s, run, nodes, opts, tmp, run_dir);
+            clock.mark("adapter_check");
+        }
     }
     if (nodes.sentinels) settle_sentinels(nodes, node_dir, run_dir);
     started();
     StartBarrier barrier(tmp / (run.name + ".start"));
     const Launch launch{seed, barrier.prefix(), &nemesis, &client_clocks, proxies ? &*proxies : nullptr,
-                        opts.project_dir};
+                        opts.project_dir, run.command.empty() ? fs::path() : described_by_client};
     std::vector<ChildProcess> clients = spawn_clients(s, run, nodes, launch, run_dir, tmp, opts.self_exe);
     std::vector<pid_t> pids;
     for (const auto& c : clients) pids.push_back(c.pid());
@@ -372,6 +377,10 @@ RunOutcome run_live(const Scenario& s, const RunSpec& run, std::uint64_t seed, c
     clock.mark("workload");
     nemesis.stop();
     clock.mark("heal");
+    if (!described_by_client.empty() && !run.command.empty()) {
+        const nlohmann::json said = nlohmann::json::parse(std::ifstream(described_by_client), nullptr, false);
+        if (said.is_object()) adapter = said;
+    }
     out.adapter = std::move(adapter);
     if (!run.command.empty()) drop_empty_files(run_dir / "adapter");
     out.clients_failed = std::move(failed_clients);

@@ -26,6 +26,10 @@ struct LiveRunOptions {
     std::string self_exe;                // this binary, to start clients (and the adapter check) with
     std::filesystem::path project_dir;   // where an external adapter's command runs
     PhaseClock* clock = nullptr;         // if given, marks the run's phases (phase_clock.h)
+    // An external lock's adapter is first started alone, to fail the run in one line before
+    // any client starts if it cannot start (preflight_adapter). False: client 0 says what its
+    // adapter's ready line said instead (a matrix's repetitions of a lock after its first).
+    bool preflight = true;
 };
 
 // Runs `run` into RUN_DIR (history/, store.jsonl, nemesis.jsonl, sentinel.jsonl); TMP holds the

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <set>
 #include <string>
 #include <thread>
@@ -58,6 +59,17 @@ bool runs_alone(const MatrixSpec& spec, const MatrixCell& cell) {
 // cell's second, and so on, so that a time budget that ends the work early leaves every
 // cell with the same number of repetitions.
 // Within a round, the repetitions of cases that run alone come last.
+// Repetitions that run side by side are best of different cases: one case's cells load the
+// machine alike (the baseline's eight clients each, a case's JVMs), so a round takes its cases
+// in turn, one cell of each, rather than case after case.
+void interleave_cases(std::vector<Todo>::iterator first, std::vector<Todo>::iterator last) {
+    std::map<std::size_t, std::vector<Todo>> by_case;
+    for (auto it = first; it != last; ++it) by_case[it->cell->scenario_index].push_back(*it);
+    for (std::size_t i = 0; first != last; ++i)
+        for (auto& [index, cells] : by_case)
+            if (i < cells.size()) *first++ = cells[i];
+}
+
 std::vector<Todo> todo_in_rounds(const MatrixSpec& spec, const MatrixOptions& opts, size_t& kept, size_t& shard_cells) {
     std::vector<Todo> todo;
     for (int k = 0; k < spec.repeat; ++k) {
@@ -68,8 +80,9 @@ std::vector<Todo> todo_in_rounds(const MatrixSpec& spec, const MatrixOptions& op
             if (rep_done(rep_dir(opts.out, cell, k))) ++kept;
             else todo.push_back({&cell, k, rep_weight(spec.scenario_of(cell).source), runs_alone(spec, cell)});
         }
-        std::stable_partition(todo.begin() + static_cast<std::ptrdiff_t>(round_start), todo.end(),
-                              [](const Todo& t) { return !t.alone; });
+        const auto round = todo.begin() + static_cast<std::ptrdiff_t>(round_start);
+        if (opts.jobs > 1) interleave_cases(round, todo.end());
+        std::stable_partition(round, todo.end(), [](const Todo& t) { return !t.alone; });
     }
     return todo;
 }

@@ -150,6 +150,23 @@ TEST_F(MatrixTest, RepetitionsSideBySideMakeTheSameTree) {
     EXPECT_NE(r.err.find(kFenced + " rep 3/3"), std::string::npos) << r.err;
 }
 
+// Side by side, a round takes its cases in turn: the first two repetitions to start are of
+// two cases, though each case has two cells.
+TEST_F(MatrixTest, RepetitionsSideBySideAreOfDifferentCases) {
+    Json other = read_json(kTiny);
+    other["name"] = "tiny-other";
+    const fs::path other_file = write_file("tiny-other.json", other.dump());
+    const fs::path out = dir() / "m";
+    const Result r = run({"matrix", kTiny.string(), other_file.string(), "--jobs", "2", "--out", out.string()});
+    ASSERT_EQ(r.exit_code(), 0) << r.describe();
+    auto reps = repetitions(out);
+    ASSERT_EQ(reps.size(), 4u);
+    std::ranges::sort(reps, {}, [](const auto& rep) { return std::get<1>(rep).first; });
+    const auto case_of = [](const std::string& id) { return id.substr(0, id.find('/')); };
+    EXPECT_NE(case_of(std::get<0>(reps[0])), case_of(std::get<0>(reps[1])))
+        << std::get<0>(reps[0]) << " and " << std::get<0>(reps[1]) << " started first";
+}
+
 // A case marked "alone" (its outcome is timed, not forced) runs with no repetition beside it,
 // while the others run side by side.
 TEST_F(MatrixTest, ACaseMarkedAloneRunsWithNothingBesideIt) {

@@ -55,10 +55,6 @@ bool runs_alone(const MatrixSpec& spec, const MatrixCell& cell) {
     return source.is_object() && source.value("alone", false);
 }
 
-// Every repetition not yet done, in rounds: every cell's first repetition, then every
-// cell's second, and so on, so that a time budget that ends the work early leaves every
-// cell with the same number of repetitions.
-// Within a round, the repetitions of cases that run alone come last.
 // Repetitions that run side by side are best of different cases: one case's cells load the
 // machine alike (the baseline's eight clients each, a case's JVMs), so a round takes its cases
 // in turn, one cell of each, rather than case after case.
@@ -70,6 +66,11 @@ void interleave_cases(std::vector<Todo>::iterator first, std::vector<Todo>::iter
             if (i < cells.size()) *first++ = cells[i];
 }
 
+// Every repetition not yet done, in rounds: every cell's first repetition, then every
+// cell's second, and so on, so that a time budget that ends the work early leaves every
+// cell with the same number of repetitions.
+// Within a round, with repetitions side by side, the cases take turns (interleave_cases), and
+// the repetitions of cases that run alone come last.
 std::vector<Todo> todo_in_rounds(const MatrixSpec& spec, const MatrixOptions& opts, size_t& kept, size_t& shard_cells) {
     std::vector<Todo> todo;
     for (int k = 0; k < spec.repeat; ++k) {

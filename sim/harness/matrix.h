@@ -85,8 +85,8 @@ void run_repetition_of_tree(const std::filesystem::path& out, std::size_t cell_i
                             bool adapter_preflight = true);
 
 // Runs the shard's cells that are not done yet and returns the tree's summary (also written
-// to OUT/summary.json after every repetition). Throws std::runtime_error on bad input or a
-// failed run; what was done stays done.
+// to OUT/summary.json as repetitions end, at most every 5 s, and at the end). Throws
+// std::runtime_error on bad input or a failed run; what was done stays done.
 nlohmann::json run_matrix(const MatrixSpec& spec, const MatrixOptions& opts);
 
 // Joins result trees of one spec into OUT (made if missing). Throws on trees of different

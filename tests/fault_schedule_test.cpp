@@ -61,9 +61,18 @@ public:
     }
     int node_count() const override { return nodes; }
     std::optional<int> current_holder() override { return holder; }
+    // The store's log, as LLEN and LRANGE from..-1 read it.
+    std::optional<Value> ask_store(const Command& c) override {
+        if (c.args.at(0) == "LLEN") return Value{Value::Type::integer, static_cast<long long>(store_log.size()), "", {}};
+        Value records{Value::Type::array, 0, "", {}};
+        for (size_t i = std::stoul(c.args.at(2)); i < store_log.size(); ++i)
+            records.elements.push_back(Value{Value::Type::string, 0, store_log[i], {}});
+        return records;
+    }
     int leader = 1;
     int nodes = 3;
     std::optional<int> holder;  // whom the store saw enter last
+    std::vector<std::string> store_log;
 
 private:
     static std::string whose(ClockOf k) {
@@ -233,6 +242,77 @@ TEST(FaultSchedule, AGateHoldsUntilItsCountThenLetsThemGoStaggerApart) {
     EXPECT_EQ(r.world.calls, (Strings{"hold 1", "hold 0", "let_go 0", "let_go 1"}));
     EXPECT_EQ(r.log, (Strings{"start gate c1 @5", "start gate c0 @8", "end gate c0 @28", "end gate c1 @28"}));
     EXPECT_EQ(r.schedule.report()[0]["clients"], (std::vector<int>{1, 0}));
+}
+
+// "until": "another-enters": the client stays at its point until the store's log shows an
+// enter of another client after the hold began (its own records, and others' exits, do not
+// count), else until duration_ms is up.
+TEST(FaultSchedule, AGateUntilAnotherEntersLetsGoAtTheNextEnterOfAnotherClient) {
+    FaultSpec gate = at_point(FaultSpec::Kind::gate, Point::after_acquire);
+    gate.client = 0;
+    gate.until_another_enters = true;
+    gate.max_ms = 100;
+    ScheduleRun r({gate});
+    r.world.store_log = {R"({"kind":"enter","client":1})"};  // before the hold: does not count
+    EXPECT_EQ(r.schedule.reach(0, Point::after_acquire, 10 * kMs), FaultSchedule::Answer::held);
+    r.world.store_log.push_back(R"({"kind":"exit","client":1})");
+    r.world.store_log.push_back(R"({"kind":"enter","client":0})");
+    r.advance(30);
+    EXPECT_EQ(r.world.calls, (Strings{"hold 0"}));
+    r.world.store_log.push_back(R"({"kind":"enter","client":2})");
+    r.advance(40);
+    EXPECT_EQ(r.world.calls, (Strings{"hold 0", "let_go 0"}));
+    EXPECT_EQ(r.log, (Strings{"start gate c0 @10", "end gate c0 @32"}));
+    EXPECT_EQ(r.schedule.next_due_ns(), std::nullopt);
+}
+
+TEST(FaultSchedule, AGateUntilAnotherEntersLetsGoAfterItsDurationWhenNobodyEnters) {
+    FaultSpec gate = at_point(FaultSpec::Kind::gate, Point::after_acquire);
+    gate.client = 0;
+    gate.until_another_enters = true;
+    gate.max_ms = 25;
+    ScheduleRun r({gate});
+    EXPECT_EQ(r.schedule.reach(0, Point::after_acquire, 10 * kMs), FaultSchedule::Answer::held);
+    r.advance(34);
+    EXPECT_EQ(r.world.calls, (Strings{"hold 0"}));
+    r.advance(35);
+    EXPECT_EQ(r.log, (Strings{"start gate c0 @10", "end gate c0 @35"}));
+    EXPECT_EQ(r.schedule.reach(0, Point::after_acquire, 40 * kMs), FaultSchedule::Answer::disarm);  // once
+}
+
+// A link fault "until another enters" lasts its duration, then on until the store's log shows
+// another client's enter after that (at most max_ms in all); healing the run ends it too.
+TEST(FaultSchedule, ALinkUntilAnotherEntersLastsItsDurationThenUntilTheNextEnterOfAnotherClient) {
+    FaultSpec link = at_point(FaultSpec::Kind::link, Point::before_acquire);
+    link.client = 0;
+    link.link_nodes = {0};
+    link.link = LinkFault::hold();
+    link.duration_ms = 50;
+    link.until_another_enters = true;
+    link.max_ms = 200;
+    ScheduleRun r({link});
+    EXPECT_EQ(r.schedule.reach(0, Point::before_acquire, 0), FaultSchedule::Answer::disarm);
+    r.world.store_log = {R"({"kind":"enter","client":1})"};  // within its duration: does not count
+    r.advance(60);
+    EXPECT_EQ(r.log, (Strings{"start link c0 @0"}));
+    r.world.store_log.push_back(R"({"kind":"exit","client":1})");
+    r.advance(70);
+    EXPECT_EQ(r.log, (Strings{"start link c0 @0"}));
+    r.world.store_log.push_back(R"({"kind":"enter","client":2})");
+    r.advance(80);
+    EXPECT_EQ(r.log, (Strings{"start link c0 @0", "end link c0 @72"}));
+    EXPECT_EQ(r.schedule.next_due_ns(), std::nullopt);
+
+    ScheduleRun nobody({link});  // nobody enters: it ends at max_ms
+    nobody.schedule.reach(0, Point::before_acquire, 0);
+    nobody.advance(300);
+    EXPECT_EQ(nobody.log, (Strings{"start link c0 @0", "end link c0 @200"}));
+
+    ScheduleRun cut({link});  // the run ends while it waits: healed then, once
+    cut.schedule.reach(0, Point::before_acquire, 0);
+    cut.advance(100);
+    cut.schedule.heal(110 * kMs);
+    EXPECT_EQ(cut.log, (Strings{"start link c0 @0", "end link c0 @110"}));
 }
 
 TEST(FaultSchedule, AClientThatIsGoneLetsTheOthersAtItsGateGo) {

@@ -130,6 +130,27 @@ TEST(ScenarioParse, EveryFaultIntegerIsCheckedAsWritten) {
     }
 }
 
+// "until": "another-enters" ends a gate or a link fault once another client entered, at most
+// max_ms: one line for each way to get it wrong.
+TEST(ScenarioParse, UntilAnotherEntersIsAGateOrALinkWithAMaxMs) {
+    const auto fault = [](const char* json) { return Json::parse(json); };
+    struct Case { Json fault; const char* field; const char* says; };
+    const std::vector<Case> cases = {
+        {fault(R"({"fault": "pause", "point": "after_acquire", "duration_ms": 10, "until": "another-enters", "max_ms": 50})"), "until", "only a gate or a link fault"},
+        {fault(R"({"fault": "gate", "point": "after_acquire", "client": 0, "until": "later", "max_ms": 50})"), "until", "another-enters"},
+        {fault(R"({"fault": "gate", "point": "after_acquire", "client": 0, "until": "another-enters"})"), "max_ms", "required"},
+        {fault(R"({"fault": "gate", "point": "after_acquire", "until": "another-enters", "max_ms": 50})"), "client", "the client held"},
+        {fault(R"({"fault": "link", "point": "before_acquire", "mode": "hold", "store": true, "duration_ms": 60, "until": "another-enters", "max_ms": 50})"), "max_ms", "at least duration_ms"},
+        {fault(R"({"fault": "gate", "point": "after_acquire", "count": 2, "max_ms": 50})"), "max_ms", "only a fault with"},
+    };
+    for (const Case& c : cases) {
+        SCOPED_TRACE(c.fault.dump());
+        expect_refused(with_fault(c.fault), std::string("faults[0].") + c.field, {c.says});
+    }
+    const Json link = fault(R"({"fault": "link", "point": "before_acquire", "client": 0, "mode": "hold", "store": true, "duration_ms": 40, "until": "another-enters", "max_ms": 90})");
+    EXPECT_NO_THROW(parse_scenario(with_fault(link), kFile));
+}
+
 // ---- durations bounded by the run, parameters by an hour ------------------------------------
 
 TEST(ScenarioParse, EveryDurationEndsWithinTheRun) {
@@ -140,6 +161,7 @@ TEST(ScenarioParse, EveryDurationEndsWithinTheRun) {
         {fault(R"({"fault": "link", "point": "after_acquire", "mode": "hold", "store": true, "duration_ms": 1001})"), "duration_ms"},
         {fault(R"({"fault": "link", "at_ms": 0, "mode": "delay", "jitter_ms": 1001, "store": true})"), "jitter_ms"},
         {fault(R"({"fault": "gate", "point": "after_acquire", "stagger_ms": 1001})"), "stagger_ms"},
+        {fault(R"({"fault": "gate", "point": "after_acquire", "client": 0, "until": "another-enters", "max_ms": 1001})"), "max_ms"},
         {fault(R"({"fault": "clock", "at_ms": 0, "client": 0, "rate": 1e300})"), "rate"},
     };
     for (const Case& c : cases) {

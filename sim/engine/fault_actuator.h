@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "faults/link_fault.h"
+#include "lockimpl/env.h"
 
 namespace lockbench {
 
@@ -82,6 +83,10 @@ public:
     // The client whose lease the protected store saw enter last (its lockbench:holder key),
     // asked when a fault aimed at "holder" fires; none before the first enter.
     virtual std::optional<int> current_holder() = 0;
+    // The protected store's answer to a command (nullopt: it did not answer within a second),
+    // asked directly as current_holder() asks: a gate that waits for another client's enter
+    // reads the store's log.
+    virtual std::optional<Value> ask_store(const Command& command) = 0;
 };
 
 }  // namespace lockbench

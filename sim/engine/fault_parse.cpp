@@ -133,6 +133,28 @@ void check_repeat(Fields& f, const FaultSpec& s) {
     if (s.node && s.target != FaultSpec::Target::named) f.fail(f.at("client"), "a fault on a node aims at no client");
 }
 
+// "until": "another-enters" with "max_ms": a gate at a point, or a link fault with a
+// duration, that ends only once another client has entered a section (at most max_ms).
+void parse_until(Fields& f, FaultSpec& s, const WorkloadSpec& w) {
+    if (!f.get("until")) {
+        if (f.get("max_ms")) f.fail(f.at("max_ms"), "only a fault with \"until\" has a max_ms");
+        return;
+    }
+    const std::string until = f.string("until", "");
+    if (until != "another-enters") f.fail(f.at("until"), "expected \"another-enters\", got " + quoted_excerpt(until));
+    if (s.kind != FaultSpec::Kind::gate && s.kind != FaultSpec::Kind::link)
+        f.fail(f.at("until"), "only a gate or a link fault lasts until another client enters");
+    if (s.repeats()) f.fail(f.at("until"), "a repeating fault ends by its own drawn length, not \"until\"");
+    s.until_another_enters = true;
+    if (!f.get("max_ms")) f.fail(f.at("max_ms"), "required with \"until\": the longest the fault lasts");
+    s.max_ms = f.integer("max_ms", 0, 1, w.duration_ms, run_ends(w));
+    if (s.kind == FaultSpec::Kind::link && !f.get("duration_ms"))
+        f.fail(f.at("duration_ms"), "required with \"until\": how long the link fault lasts at the least");
+    if (s.kind == FaultSpec::Kind::link && f.get("duration_ms") && f.get("duration_ms")->is_number_integer() &&
+        f.get("duration_ms")->get<long long>() > s.max_ms)
+        f.fail(f.at("max_ms"), "expected at least duration_ms (" + std::to_string(f.get("duration_ms")->get<long long>()) + ")");
+}
+
 FaultSpec::Kind parse_kind(Fields& f) {
     const std::string kind = f.required_string("fault");
     const std::map<std::string, FaultSpec::Kind> kinds{{"pause", FaultSpec::Kind::pause}, {"kill", FaultSpec::Kind::kill},
@@ -169,11 +191,16 @@ void parse_kind_fields(Fields& f, FaultSpec& s, const WorkloadSpec& w, const std
     }
     if (s.kind == FaultSpec::Kind::link) parse_link(f, s, w);
     if (s.kind == FaultSpec::Kind::gate) {
-        s.count = static_cast<int>(
-            f.integer("count", 2, 2, w.clients, "at most the workload's " + std::to_string(w.clients) + " clients"));
-        s.stagger_ms = f.integer("stagger_ms", 0, 0, w.duration_ms, run_ends(w));
         if (!s.point) f.fail(path, "a gate holds clients at a point: give \"point\"");
-        if (s.client) f.fail(f.at("client"), "a gate gathers several clients: it cannot name one");
+        if (s.until_another_enters) {
+            if (!s.client) f.fail(f.at("client"), "required with \"until\": the client held");
+            if (f.get("count")) f.fail(f.at("count"), "a gate with \"until\" holds one client");
+        } else {
+            s.count = static_cast<int>(
+                f.integer("count", 2, 2, w.clients, "at most the workload's " + std::to_string(w.clients) + " clients"));
+            s.stagger_ms = f.integer("stagger_ms", 0, 0, w.duration_ms, run_ends(w));
+            if (s.client) f.fail(f.at("client"), "a gate gathers several clients: it cannot name one");
+        }
     }
 }
 
@@ -207,6 +234,7 @@ FaultSpec parse_fault(const nlohmann::json& j, const std::string& path, const st
                                                             "the pause would end after the run: " + run_ends(w));
     }
     parse_task(f, s);
+    parse_until(f, s, w);
     parse_kind_fields(f, s, w, path);
     if (s.kind != FaultSpec::Kind::pause && s.kind != FaultSpec::Kind::link && f.get("duration_ms"))
         f.fail(f.at("duration_ms"), "only a pause or a link fault lasts a duration");

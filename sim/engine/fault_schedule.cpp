@@ -1,6 +1,9 @@
 #include "sim/engine/fault_schedule.h"
 
 #include "sim/engine/recorder.h"  // json_escape
+#include "sim/engine/store.h"     // StoreKeys
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 
@@ -10,6 +13,7 @@ namespace {
 
 constexpr long long kNsPerMs = 1'000'000;
 constexpr long long kRestartPollNs = 5 * kNsPerMs;  // how often a starting node is asked whether it is back
+constexpr long long kHoldPollNs = 2 * kNsPerMs;     // how often a gate reads the store's log for another's enter
 
 bool blocks_client(const FaultSpec& f) {
     return f.kind == FaultSpec::Kind::kill || f.kind == FaultSpec::Kind::gate;
@@ -143,9 +147,68 @@ bool FaultSchedule::fire(std::size_t i, int client, long long now_ns) {
                 book(now_ns + *f.restart_after_ms * kNsPerMs, Timer::What::restart, i, client);
             }
             return true;
-        case FaultSpec::Kind::gate: return gate(i, client, now_ns);
+        case FaultSpec::Kind::gate:
+            return f.until_another_enters ? hold_until_another_enters(i, client, now_ns) : gate(i, client, now_ns);
     }
     return true;
+}
+
+// Holds the client at its point until the store's log shows another client's enter after
+// this moment, or until duration_ms is up: the forced form of "another client takes the lock
+// while this one still believes it holds it". The store is read every couple of milliseconds.
+bool FaultSchedule::hold_until_another_enters(std::size_t i, int client, long long now_ns) {
+    State& s = state_[i];
+    s.done = true;
+    log(now_ns, "start", i, client);
+    s.held.push_back(client);
+    world_.hold(client);
+    mark_store_log(i);
+    s.hold_ends_ns = now_ns + specs_[i].max_ms * kNsPerMs;
+    book(std::min(now_ns + kHoldPollNs, s.hold_ends_ns), Timer::What::hold_check, i, client);
+    return false;  // check_hold answers it
+}
+
+void FaultSchedule::mark_store_log(std::size_t i) {
+    const auto length = world_.ask_store({"LLEN", StoreKeys{}.log});
+    state_[i].log_mark = length && length->type == Value::Type::integer ? length->integer : 0;
+}
+
+void FaultSchedule::heal_link(std::size_t i, int client, long long now_ns, std::optional<int> occurrence) {
+    state_[i].waiting = false;
+    set_links(i, client, true);
+    ended(i, client);
+    log(now_ns, "end", i, client, occurrence);
+}
+
+void FaultSchedule::check_link(std::size_t i, int client, long long now_ns) {
+    State& s = state_[i];
+    if (!s.waiting) return;  // healed already
+    if (now_ns < s.hold_ends_ns && !another_entered(client, s.log_mark)) {
+        book(std::min(now_ns + kHoldPollNs, s.hold_ends_ns), Timer::What::heal_check, i, client);
+        return;
+    }
+    heal_link(i, client, now_ns, std::nullopt);
+}
+
+void FaultSchedule::check_hold(std::size_t i, int client, long long now_ns) {
+    State& s = state_[i];
+    if (std::ranges::find(s.held, client) == s.held.end()) return;  // let go already
+    if (now_ns < s.hold_ends_ns && !another_entered(client, s.log_mark)) {
+        book(std::min(now_ns + kHoldPollNs, s.hold_ends_ns), Timer::What::hold_check, i, client);
+        return;
+    }
+    std::erase(s.held, client);
+    release(i, client, now_ns);
+}
+
+bool FaultSchedule::another_entered(int client, long long log_mark) {
+    const auto records = world_.ask_store({"LRANGE", StoreKeys{}.log, std::to_string(log_mark), "-1"});
+    if (!records) return false;
+    for (const Value& r : records->elements) {
+        const auto j = nlohmann::json::parse(r.str, nullptr, false);
+        if (j.is_object() && j.value("kind", "") == "enter" && j.value("client", client) != client) return true;
+    }
+    return false;
 }
 
 // Holds clients at the point until `count` are there, then lets them go `stagger_ms` apart.
@@ -198,16 +261,24 @@ void FaultSchedule::run(const Timer& t, long long now_ns) {
         case Timer::What::resume: end_pause(t.fault, t.client, now_ns, t.occurrence); break;
         case Timer::What::release: release(t.fault, t.client, now_ns); break;
         case Timer::What::heal_links:
-            set_links(t.fault, t.client, true);
-            ended(t.fault, t.client);
-            log(now_ns, "end", t.fault, t.client, t.occurrence);
+            if (!specs_[t.fault].until_another_enters) {
+                heal_link(t.fault, t.client, now_ns, t.occurrence);
+                break;
+            }
+            // Its duration is over: it lasts on until another client enters, up to max_ms.
+            state_[t.fault].waiting = true;
+            mark_store_log(t.fault);
+            state_[t.fault].hold_ends_ns = now_ns + (specs_[t.fault].max_ms - specs_[t.fault].duration_ms) * kNsPerMs;
+            check_link(t.fault, t.client, now_ns);
             break;
+        case Timer::What::heal_check: check_link(t.fault, t.client, now_ns); break;
         case Timer::What::restart:
             // What the node's persistence kept (nothing, without AOF) comes back; a failed
             // restart is recorded, and the checker sees a node that stayed down.
             restart_outcome(t, world_.restart(state_[t.fault].node), now_ns);
             break;
         case Timer::What::restart_check: restart_outcome(t, world_.restarted(state_[t.fault].node, false), now_ns); break;
+        case Timer::What::hold_check: check_hold(t.fault, t.client, now_ns); break;
     }
 }
 
@@ -253,7 +324,7 @@ void FaultSchedule::heal(long long now_ns) {
         t.pending = false;
         if (t.what == Timer::What::resume) end_pause(t.fault, t.client, now_ns, t.occurrence);
         if (t.what == Timer::What::release) release(t.fault, t.client, now_ns);
-        if (t.what == Timer::What::heal_links) run(Timer(t), now_ns);
+        if (t.what == Timer::What::heal_links || t.what == Timer::What::heal_check) heal_link(t.fault, t.client, now_ns, t.occurrence);
         if (t.what == Timer::What::restart_check) restart_outcome(Timer(t), world_.restarted(state_[t.fault].node, true), now_ns);
     }
     for (std::size_t i = 0; i < specs_.size(); ++i) {

@@ -91,6 +91,9 @@ private:
         int seen = 0;               // reaches of its point so far
         std::vector<int> fired_on;  // the clients it struck
         std::vector<int> held;      // gate: the clients held now
+        long long log_mark = 0;     // until another enters: the store's log length when it waits
+        long long hold_ends_ns = 0; // and when it ends at the latest
+        bool waiting = false;       // a link until another enters: its duration is over
         bool done = false;
         bool healed = false;        // a link set for good, healed at the end
         int node = 0;               // the server its `node` named when it fired
@@ -102,7 +105,7 @@ private:
         Rng rng{0};                 // repeating: its draws
     };
     struct Timer {
-        enum class What { fire, resume, release, heal_links, restart, restart_check };
+        enum class What { fire, resume, release, heal_links, restart, restart_check, hold_check, heal_check };
         long long at_ns = 0;
         What what = What::fire;
         std::size_t fault = 0;
@@ -114,6 +117,12 @@ private:
     bool armed_at(int client, Point point) const;
     bool fire(std::size_t fault, int client, long long now_ns);
     bool gate(std::size_t fault, int client, long long now_ns);
+    bool hold_until_another_enters(std::size_t fault, int client, long long now_ns);
+    void check_hold(std::size_t fault, int client, long long now_ns);
+    void heal_link(std::size_t fault, int client, long long now_ns, std::optional<int> occurrence);
+    void check_link(std::size_t fault, int client, long long now_ns);
+    void mark_store_log(std::size_t fault);
+    bool another_entered(int client, long long log_mark);
     void fire_repeat(std::size_t fault, long long now_ns);
     std::optional<int> aim(std::size_t fault);
     long long draw_ns(std::size_t fault, const Distribution& d);

@@ -32,6 +32,12 @@ struct FaultSpec {
     bool background = false;
     int count = 2;                   // gate: how many clients it holds before letting go
     long long stagger_ms = 0;        // gate: lets them go one by one, this far apart
+    // "until": "another-enters", forcing "another client takes the lock meanwhile": a gate
+    // holds its one client at the point until another client has entered a section since (the
+    // protected store's log says so); a link fault lasts duration_ms, then on until another
+    // client has entered since. Either at most max_ms in all.
+    bool until_another_enters = false;
+    long long max_ms = 0;
     long long jump_ms = 0;           // clock: step the wall clock by this much (negative: back)
     std::optional<double> rate;      // clock: then let it run this many seconds per second
     // clock: a lock node's clock rather than a client's; crash: the node; pause: a lock

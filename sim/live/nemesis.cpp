@@ -315,10 +315,15 @@ int Nemesis::resolve_node(int node) {
 // Asked of the store directly, not through a proxy: a link fault must not hide the answer.
 // A store that does not answer within a second names no holder (the occurrence is skipped).
 std::optional<int> Nemesis::current_holder() {
+    const auto holder = ask_store(store_holder_command());
+    return holder ? holder_from(*holder) : std::nullopt;
+}
+
+std::optional<Value> Nemesis::ask_store(const Command& command) {
     if (!store_port_) return std::nullopt;
-    LiveEnv env({{{"127.0.0.1", store_port_}}});
-    const Reply r = env.command(NodeId{0}, store_holder_command(), std::chrono::seconds(1), std::nullopt);
-    return r.ok() ? holder_from(r.value) : std::nullopt;
+    if (!store_env_) store_env_ = std::make_unique<LiveEnv>(LiveEnvConfig{{{"127.0.0.1", store_port_}}});
+    const Reply r = store_env_->command(NodeId{0}, command, std::chrono::seconds(1), std::nullopt);
+    return r.ok() ? std::optional(r.value) : std::nullopt;
 }
 
 // Asks the restart thread to start the node again; the schedule asks restarted() until it is.

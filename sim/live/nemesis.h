@@ -36,6 +36,7 @@
 #include <deque>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -51,6 +52,7 @@
 #include "sim/engine/fault_actuator.h"
 #include "sim/engine/fault_schedule.h"
 #include "sim/engine/fault_spec.h"
+#include "sim/live/live_env.h"
 #include "sim/live/lock_service.h"
 
 namespace lockbench {
@@ -127,6 +129,7 @@ private:
     int resolve_node(int node) override;
     int node_count() const override { return static_cast<int>(nodes_.size()); }
     std::optional<int> current_holder() override;
+    std::optional<Value> ask_store(const Command& command) override;
     void set_peer_link(int from, int to, std::optional<Direction> direction, const LinkFault& fault);
     ClockControl& clock_of(ClockOf clock) const;
 
@@ -140,6 +143,7 @@ private:
     std::vector<LockServer*> nodes_;
     LockService* service_ = nullptr;
     int store_port_ = 0;
+    std::unique_ptr<LiveEnv> store_env_;  // the connection ask_store() keeps to it
     std::vector<Connection> connections_;
     mutable std::mutex mutex_;       // guards the schedule: report() and killed() read it
     FaultSchedule schedule_;

@@ -32,9 +32,14 @@ void SimNemesis::start(VTime start_at, std::uint64_t seed) {
 
 // Read from the modelled store at this instant, as the live nemesis asks the real one.
 std::optional<int> SimNemesis::current_holder() {
+    const auto holder = ask_store(store_holder_command());
+    return holder ? holder_from(*holder) : std::nullopt;
+}
+
+std::optional<Value> SimNemesis::ask_store(const Command& command) {
     SimNode& store = net_.node(store_);
     std::string error;
-    return holder_from(store.model.execute(store_holder_command(), store.wall_ms(world_.now()), &error));
+    return store.model.execute(command, store.wall_ms(world_.now()), &error);
 }
 
 // A client held at a gate sleeps here until a release timer wakes it; a killed one has

@@ -66,6 +66,7 @@ private:
     int resolve_node(int node) override;
     int node_count() const override { return static_cast<int>(store_); }
     std::optional<int> current_holder() override;
+    std::optional<Value> ask_store(const Command& command) override;
     Process& process(int client) { return processes_.at(static_cast<std::size_t>(client)); }
     SimClock& clock_of(ClockOf clock);
 

@@ -186,8 +186,8 @@ public:
                 if (!dir.empty()) fs::remove_all(dir, ec);
             }
         } remove_logs{logs};
-        std::vector<Running> running;
-        for (size_t next = 0; next < todo_.size() || !running.empty();) {
+        std::vector<Running> running, ended;
+        for (size_t next = 0; next < todo_.size() || !running.empty() || !ended.empty();) {
             if (next < todo_.size() && !stopped_ && !at_round_start_checked(next)) continue;
             if (next < todo_.size() && !stopped_ && may_start(todo_[next], running)) {
                 const Todo& t = todo_[next++];
@@ -200,13 +200,20 @@ public:
                 running.push_back(spawn(t, logs, running));
                 continue;
             }
+            // A repetition that ended is read and written into the tree only once its slot
+            // is taken again: the next one does not wait for the tree's files.
+            if (!ended.empty()) {
+                Running r = std::move(ended.front());
+                ended.erase(ended.begin());
+                Json summary = finished(r);
+                adapters_started_.insert(adapter_of(spec_, *r.todo->cell));
+                done(*r.todo, summary);
+                continue;
+            }
             if (running.empty()) break;  // stopped by the budget, nothing left running
             const size_t i = wait_any(running);
-            Running r = std::move(running[i]);
+            ended.push_back(std::move(running[i]));
             running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
-            Json summary = finished(r);
-            adapters_started_.insert(adapter_of(spec_, *r.todo->cell));
-            done(*r.todo, summary);
         }
         return stopped_ ? std::optional<int>(stop_round_) : std::nullopt;
     }

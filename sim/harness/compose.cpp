@@ -102,10 +102,15 @@ Json cell_expect(const CaseFile& c, const CaseVariant& v, const LockFile& lock, 
     add_expect(expect, v.expect, k, c, lock);
     const std::vector<const PredictRule*> rules =
         which == Expectations::with_predictions ? matching_rules(v, lock_facts(lock)) : std::vector<const PredictRule*>{};
-    for (const PredictRule* r : rules) add_expect(expect, r->expect, k, c, lock);
     // One verdict: the lock's own record for this case (or its class) stands over the case's
-    // prediction; "any" checks none.
-    if (const RecordedOutcome* recorded = recorded_outcome(lock, c.name, v.name, c.failure_class)) {
+    // prediction, and with it over the figures of a prediction whose verdict it overrides (a
+    // rule's figures describe its verdict); "any" checks no verdict and none of those figures.
+    const RecordedOutcome* recorded = recorded_outcome(lock, c.name, v.name, c.failure_class);
+    for (const PredictRule* r : rules) {
+        const bool overridden = recorded && r->verdict && (!recorded->verdict || *recorded->verdict != *r->verdict);
+        if (!overridden) add_expect(expect, r->expect, k, c, lock);
+    }
+    if (recorded) {
         if (recorded->verdict) expect["verdict"] = verdict_word(*recorded->verdict);
         else expect.erase("verdict");
         return expect;

@@ -315,6 +315,31 @@ TEST(FaultSchedule, ALinkUntilAnotherEntersLastsItsDurationThenUntilTheNextEnter
     EXPECT_EQ(cut.log, (Strings{"start link c0 @0", "end link c0 @110"}));
 }
 
+// A pause "until another enters" resumes the client only once another client has entered
+// after its duration (the holder stays stopped until the lock has been taken from it).
+TEST(FaultSchedule, APauseUntilAnotherEntersResumesAfterTheNextEnterOfAnotherClient) {
+    FaultSpec pause = at_point(FaultSpec::Kind::pause, Point::before_write);
+    pause.client = 0;
+    pause.duration_ms = 40;
+    pause.until_another_enters = true;
+    pause.max_ms = 500;
+    ScheduleRun r({pause});
+    EXPECT_EQ(r.schedule.reach(0, Point::before_write, 0), FaultSchedule::Answer::disarm);
+    r.advance(100);
+    EXPECT_EQ(r.world.calls, (Strings{"pause 0"}));
+    r.world.store_log.push_back(R"({"kind":"enter","client":3})");
+    r.advance(110);
+    EXPECT_EQ(r.world.calls, (Strings{"pause 0", "resume 0"}));
+    EXPECT_EQ(r.log, (Strings{"start pause c0 @0", "end pause c0 @102"}));  // the next read after the enter
+
+    ScheduleRun cut({pause});  // the run ends while it waits: resumed then, once
+    cut.schedule.reach(0, Point::before_write, 0);
+    cut.advance(60);
+    cut.schedule.heal(70 * kMs);
+    EXPECT_EQ(cut.world.calls, (Strings{"pause 0", "resume 0"}));
+    EXPECT_EQ(cut.log, (Strings{"start pause c0 @0", "end pause c0 @70"}));
+}
+
 TEST(FaultSchedule, AClientThatIsGoneLetsTheOthersAtItsGateGo) {
     FaultSpec gate = at_point(FaultSpec::Kind::gate, Point::before_write);
     gate.count = 3;

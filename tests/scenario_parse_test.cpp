@@ -136,7 +136,7 @@ TEST(ScenarioParse, UntilAnotherEntersIsAGateOrALinkWithAMaxMs) {
     const auto fault = [](const char* json) { return Json::parse(json); };
     struct Case { Json fault; const char* field; const char* says; };
     const std::vector<Case> cases = {
-        {fault(R"({"fault": "pause", "point": "after_acquire", "duration_ms": 10, "until": "another-enters", "max_ms": 50})"), "until", "only a gate or a link fault"},
+        {fault(R"({"fault": "kill", "point": "after_acquire", "until": "another-enters", "max_ms": 50})"), "until", "only a gate, a pause or a link fault"},
         {fault(R"({"fault": "gate", "point": "after_acquire", "client": 0, "until": "later", "max_ms": 50})"), "until", "another-enters"},
         {fault(R"({"fault": "gate", "point": "after_acquire", "client": 0, "until": "another-enters"})"), "max_ms", "required"},
         {fault(R"({"fault": "gate", "point": "after_acquire", "until": "another-enters", "max_ms": 50})"), "client", "the client held"},

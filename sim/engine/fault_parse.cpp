@@ -133,8 +133,8 @@ void check_repeat(Fields& f, const FaultSpec& s) {
     if (s.node && s.target != FaultSpec::Target::named) f.fail(f.at("client"), "a fault on a node aims at no client");
 }
 
-// "until": "another-enters" with "max_ms": a gate at a point, or a link fault with a
-// duration, that ends only once another client has entered a section (at most max_ms).
+// "until": "another-enters" with "max_ms": a gate at a point, or a pause or a link fault
+// with a duration, that ends only once another client has entered a section (at most max_ms).
 void parse_until(Fields& f, FaultSpec& s, const WorkloadSpec& w) {
     if (!f.get("until")) {
         if (f.get("max_ms")) f.fail(f.at("max_ms"), "only a fault with \"until\" has a max_ms");
@@ -142,15 +142,15 @@ void parse_until(Fields& f, FaultSpec& s, const WorkloadSpec& w) {
     }
     const std::string until = f.string("until", "");
     if (until != "another-enters") f.fail(f.at("until"), "expected \"another-enters\", got " + quoted_excerpt(until));
-    if (s.kind != FaultSpec::Kind::gate && s.kind != FaultSpec::Kind::link)
-        f.fail(f.at("until"), "only a gate or a link fault lasts until another client enters");
+    if (s.kind != FaultSpec::Kind::gate && s.kind != FaultSpec::Kind::link && s.kind != FaultSpec::Kind::pause)
+        f.fail(f.at("until"), "only a gate, a pause or a link fault lasts until another client enters");
     if (s.repeats()) f.fail(f.at("until"), "a repeating fault ends by its own drawn length, not \"until\"");
     s.until_another_enters = true;
     if (!f.get("max_ms")) f.fail(f.at("max_ms"), "required with \"until\": the longest the fault lasts");
     s.max_ms = f.integer("max_ms", 0, 1, w.duration_ms, run_ends(w));
     if (s.kind == FaultSpec::Kind::link && !f.get("duration_ms"))
         f.fail(f.at("duration_ms"), "required with \"until\": how long the link fault lasts at the least");
-    if (s.kind == FaultSpec::Kind::link && f.get("duration_ms") && f.get("duration_ms")->is_number_integer() &&
+    if (s.kind != FaultSpec::Kind::gate && f.get("duration_ms") && f.get("duration_ms")->is_number_integer() &&
         f.get("duration_ms")->get<long long>() > s.max_ms)
         f.fail(f.at("max_ms"), "expected at least duration_ms (" + std::to_string(f.get("duration_ms")->get<long long>()) + ")");
 }

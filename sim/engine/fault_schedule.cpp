@@ -180,14 +180,26 @@ void FaultSchedule::heal_link(std::size_t i, int client, long long now_ns, std::
     log(now_ns, "end", i, client, occurrence);
 }
 
-void FaultSchedule::check_link(std::size_t i, int client, long long now_ns) {
+// A pause or a link fault "until another enters" whose duration is over lasts on until the
+// store's log shows another client's enter after this moment, up to max_ms in all.
+void FaultSchedule::wait_for_another(const Timer& t, long long now_ns) {
+    State& s = state_[t.fault];
+    s.waiting = true;
+    mark_store_log(t.fault);
+    s.hold_ends_ns = now_ns + (specs_[t.fault].max_ms - specs_[t.fault].duration_ms) * kNsPerMs;
+    check_end(t.fault, t.client, now_ns);
+}
+
+void FaultSchedule::check_end(std::size_t i, int client, long long now_ns) {
     State& s = state_[i];
-    if (!s.waiting) return;  // healed already
+    if (!s.waiting) return;  // ended already (the run was healed)
     if (now_ns < s.hold_ends_ns && !another_entered(client, s.log_mark)) {
         book(std::min(now_ns + kHoldPollNs, s.hold_ends_ns), Timer::What::heal_check, i, client);
         return;
     }
-    heal_link(i, client, now_ns, std::nullopt);
+    s.waiting = false;
+    if (specs_[i].kind == FaultSpec::Kind::pause) end_pause(i, client, now_ns);
+    else heal_link(i, client, now_ns, std::nullopt);
 }
 
 void FaultSchedule::check_hold(std::size_t i, int client, long long now_ns) {
@@ -258,20 +270,16 @@ void FaultSchedule::run(const Timer& t, long long now_ns) {
             if (specs_[t.fault].repeats()) fire_repeat(t.fault, now_ns);
             else if (!state_[t.fault].done) fire(t.fault, t.client, now_ns);
             break;
-        case Timer::What::resume: end_pause(t.fault, t.client, now_ns, t.occurrence); break;
+        case Timer::What::resume:
+            if (specs_[t.fault].until_another_enters) wait_for_another(t, now_ns);
+            else end_pause(t.fault, t.client, now_ns, t.occurrence);
+            break;
         case Timer::What::release: release(t.fault, t.client, now_ns); break;
         case Timer::What::heal_links:
-            if (!specs_[t.fault].until_another_enters) {
-                heal_link(t.fault, t.client, now_ns, t.occurrence);
-                break;
-            }
-            // Its duration is over: it lasts on until another client enters, up to max_ms.
-            state_[t.fault].waiting = true;
-            mark_store_log(t.fault);
-            state_[t.fault].hold_ends_ns = now_ns + (specs_[t.fault].max_ms - specs_[t.fault].duration_ms) * kNsPerMs;
-            check_link(t.fault, t.client, now_ns);
+            if (specs_[t.fault].until_another_enters) wait_for_another(t, now_ns);
+            else heal_link(t.fault, t.client, now_ns, t.occurrence);
             break;
-        case Timer::What::heal_check: check_link(t.fault, t.client, now_ns); break;
+        case Timer::What::heal_check: check_end(t.fault, t.client, now_ns); break;
         case Timer::What::restart:
             // What the node's persistence kept (nothing, without AOF) comes back; a failed
             // restart is recorded, and the checker sees a node that stayed down.
@@ -324,7 +332,12 @@ void FaultSchedule::heal(long long now_ns) {
         t.pending = false;
         if (t.what == Timer::What::resume) end_pause(t.fault, t.client, now_ns, t.occurrence);
         if (t.what == Timer::What::release) release(t.fault, t.client, now_ns);
-        if (t.what == Timer::What::heal_links || t.what == Timer::What::heal_check) heal_link(t.fault, t.client, now_ns, t.occurrence);
+        if (t.what == Timer::What::heal_links) heal_link(t.fault, t.client, now_ns, t.occurrence);
+        if (t.what == Timer::What::heal_check) {
+            state_[t.fault].waiting = false;
+            if (specs_[t.fault].kind == FaultSpec::Kind::pause) end_pause(t.fault, t.client, now_ns);
+            else heal_link(t.fault, t.client, now_ns, std::nullopt);
+        }
         if (t.what == Timer::What::restart_check) restart_outcome(Timer(t), world_.restarted(state_[t.fault].node, true), now_ns);
     }
     for (std::size_t i = 0; i < specs_.size(); ++i) {

@@ -93,7 +93,7 @@ private:
         std::vector<int> held;      // gate: the clients held now
         long long log_mark = 0;     // until another enters: the store's log length when it waits
         long long hold_ends_ns = 0; // and when it ends at the latest
-        bool waiting = false;       // a link until another enters: its duration is over
+        bool waiting = false;       // a pause or link until another enters: its duration is over
         bool done = false;
         bool healed = false;        // a link set for good, healed at the end
         int node = 0;               // the server its `node` named when it fired
@@ -120,7 +120,8 @@ private:
     bool hold_until_another_enters(std::size_t fault, int client, long long now_ns);
     void check_hold(std::size_t fault, int client, long long now_ns);
     void heal_link(std::size_t fault, int client, long long now_ns, std::optional<int> occurrence);
-    void check_link(std::size_t fault, int client, long long now_ns);
+    void wait_for_another(const Timer& t, long long now_ns);
+    void check_end(std::size_t fault, int client, long long now_ns);
     void mark_store_log(std::size_t fault);
     bool another_entered(int client, long long log_mark);
     void fire_repeat(std::size_t fault, long long now_ns);

@@ -34,8 +34,8 @@ struct FaultSpec {
     long long stagger_ms = 0;        // gate: lets them go one by one, this far apart
     // "until": "another-enters", forcing "another client takes the lock meanwhile": a gate
     // holds its one client at the point until another client has entered a section since (the
-    // protected store's log says so); a link fault lasts duration_ms, then on until another
-    // client has entered since. Either at most max_ms in all.
+    // protected store's log says so); a pause or a link fault lasts duration_ms, then on until
+    // another client has entered since. Each at most max_ms in all.
     bool until_another_enters = false;
     long long max_ms = 0;
     long long jump_ms = 0;           // clock: step the wall clock by this much (negative: back)

@@ -84,7 +84,7 @@ public:
     // asked when a fault aimed at "holder" fires; none before the first enter.
     virtual std::optional<int> current_holder() = 0;
     // The protected store's answer to a command (nullopt: it did not answer within a second),
-    // asked directly as current_holder() asks: a gate that waits for another client's enter
+    // asked directly as current_holder() asks: a fault that lasts until another client enters
     // reads the store's log.
     virtual std::optional<Value> ask_store(const Command& command) = 0;
 };

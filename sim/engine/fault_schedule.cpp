@@ -13,7 +13,7 @@ namespace {
 
 constexpr long long kNsPerMs = 1'000'000;
 constexpr long long kRestartPollNs = 5 * kNsPerMs;  // how often a starting node is asked whether it is back
-constexpr long long kHoldPollNs = 2 * kNsPerMs;     // how often a gate reads the store's log for another's enter
+constexpr long long kHoldPollNs = 2 * kNsPerMs;     // how often a fault "until another enters" reads the store's log
 
 bool blocks_client(const FaultSpec& f) {
     return f.kind == FaultSpec::Kind::kill || f.kind == FaultSpec::Kind::gate;
@@ -154,7 +154,7 @@ bool FaultSchedule::fire(std::size_t i, int client, long long now_ns) {
 }
 
 // Holds the client at its point until the store's log shows another client's enter after
-// this moment, or until duration_ms is up: the forced form of "another client takes the lock
+// this moment, or until max_ms is up: the forced form of "another client takes the lock
 // while this one still believes it holds it". The store is read every couple of milliseconds.
 bool FaultSchedule::hold_until_another_enters(std::size_t i, int client, long long now_ns) {
     State& s = state_[i];

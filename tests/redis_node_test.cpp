@@ -124,22 +124,6 @@ TEST_F(RedisNodeTest, UsesTheGivenPortWhenFree) {
     EXPECT_TRUE(port_in_use(port));
 }
 
-// A repetition in job slot k of a matrix takes its ports from the slot's own range, below
-// the kernel's ephemeral ports, in turn (not the one a crashed node of its own just freed).
-TEST(FindFreePort, InAJobSlotComesFromTheSlotsRangeInTurn) {
-    setenv("LOCKBENCH_PORT_SLOT", "3", 1);
-    const int first = find_free_port();
-    const int second = find_free_port();
-    unsetenv("LOCKBENCH_PORT_SLOT");
-    EXPECT_GE(first, 21500);
-    EXPECT_LT(first, 22000);
-    EXPECT_GE(second, 21500);
-    EXPECT_LT(second, 22000);
-    EXPECT_NE(first, second);
-    const int anywhere = find_free_port();
-    EXPECT_FALSE(anywhere >= 20000 && anywhere < 32000) << anywhere;  // outside a slot: the kernel's pick
-}
-
 TEST_F(RedisNodeTest, KillThenRestartWithoutDataComesBackEmpty) {
     RedisNode node(config(), run_dir);
     const int port = node.port();

@@ -145,7 +145,6 @@ struct Running {
     const Todo* todo;
     ChildProcess child;
     fs::path log;
-    int slot = 0;  // its job slot: its servers' ports come from the slot's own range
 };
 
 // An external lock's adapter, as a run starts it (its command and parameters); "" for one of
@@ -197,7 +196,7 @@ public:
                     done(t, summary);
                     continue;
                 }
-                running.push_back(spawn(t, logs, running));
+                running.push_back(spawn(t, logs));
                 continue;
             }
             // A repetition that ended is read and written into the tree only once its slot
@@ -256,18 +255,13 @@ private:
         }
     }
 
-    Running spawn(const Todo& t, const fs::path& logs, const std::vector<Running>& running) {
+    Running spawn(const Todo& t, const fs::path& logs) {
         const fs::path log = logs / (std::to_string(t.cell->index) + "." + std::to_string(t.rep) + ".log");
         std::vector<std::string> argv{opts_.self_exe, "repetition", opts_.out.string(), std::to_string(t.cell->index),
                                       std::to_string(t.rep)};
         if (!preflight(t)) argv.push_back("--no-preflight");
-        // The lowest slot no running repetition has: side by side, two repetitions never
-        // draw a port from the same range, so a port one frees (a crashed node's) is not
-        // handed to the other's server while its clients or its Sentinel still call it.
-        int slot = 0;
-        while (std::ranges::any_of(running, [&](const Running& r) { return r.slot == slot; })) ++slot;
-        ChildProcess child = ChildProcess::spawn({argv, log.string(), log.string(), {"LOCKBENCH_PORT_SLOT=" + std::to_string(slot)}});
-        return {&t, std::move(child), log, slot};
+        ChildProcess child = ChildProcess::spawn({argv, log.string(), log.string()});
+        return {&t, std::move(child), log};
     }
 
     // An adapter is started alone before the clients (to fail in one line if it cannot start)

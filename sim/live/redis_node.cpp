@@ -15,13 +15,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <memory>
-#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <utility>
@@ -266,35 +264,7 @@ std::string redis_server_binary() {
         "redis-server not found on PATH: run scripts/setup (or apt-get install redis-server)");
 }
 
-namespace {
-
-// A port of 127.0.0.1 that nothing listens on now: `port`, or one the kernel picks for 0.
-std::optional<int> bind_test(int port) {
-    Fd sock{socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)};
-    sockaddr_in addr = loopback(port);
-    socklen_t len = sizeof addr;
-    if (sock.fd < 0 || bind(sock.fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-        getsockname(sock.fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
-        return std::nullopt;
-    return ntohs(addr.sin_port);
-}
-
-}  // namespace
-
-// In a repetition a matrix runs side by side with others (LOCKBENCH_PORT_SLOT=k), ports come
-// from the slot's own range below Linux's ephemeral ones (20000 + 500k ..), taken in turn:
-// a port a crashed node frees is not handed to another repetition's server while this one's
-// clients and Sentinel still call it, as the kernel's pick for port 0 can be.
 int find_free_port() {
-    static std::atomic<int> next{0};
-    if (const char* slot_text = std::getenv("LOCKBENCH_PORT_SLOT"); slot_text && *slot_text) {
-        constexpr int kBase = 20000, kPerSlot = 500;
-        const int slot = std::atoi(slot_text);
-        for (int tries = 0; slot >= 0 && slot < 24 && tries < kPerSlot; ++tries) {
-            const int port = kBase + slot * kPerSlot + next++ % kPerSlot;
-            if (const auto free = bind_test(port)) return *free;
-        }
-    }
     Fd sock{socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)};
     sockaddr_in addr = loopback(0);
     socklen_t len = sizeof addr;

@@ -244,15 +244,19 @@ TEST(FaultSchedule, AGateHoldsUntilItsCountThenLetsThemGoStaggerApart) {
     EXPECT_EQ(r.schedule.report()[0]["clients"], (std::vector<int>{1, 0}));
 }
 
-// "until": "another-enters": the client stays at its point until the store's log shows an
-// enter of another client after the hold began (its own records, and others' exits, do not
-// count), else until duration_ms is up.
-TEST(FaultSchedule, AGateUntilAnotherEntersLetsGoAtTheNextEnterOfAnotherClient) {
+// A gate "until": "another-enters" holding client 0 at after_acquire, at most max_ms.
+FaultSpec gate_until_another_enters(long long max_ms) {
     FaultSpec gate = at_point(FaultSpec::Kind::gate, Point::after_acquire);
     gate.client = 0;
     gate.until_another_enters = true;
-    gate.max_ms = 100;
-    ScheduleRun r({gate});
+    gate.max_ms = max_ms;
+    return gate;
+}
+
+// The client stays at its point until the store's log shows an enter of another client after
+// the hold began (its own records, and others' exits, do not count), else until max_ms is up.
+TEST(FaultSchedule, AGateUntilAnotherEntersLetsGoAtTheNextEnterOfAnotherClient) {
+    ScheduleRun r({gate_until_another_enters(100)});
     r.world.store_log = {R"({"kind":"enter","client":1})"};  // before the hold: does not count
     EXPECT_EQ(r.schedule.reach(0, Point::after_acquire, 10 * kMs), FaultSchedule::Answer::held);
     r.world.store_log.push_back(R"({"kind":"exit","client":1})");
@@ -267,17 +271,20 @@ TEST(FaultSchedule, AGateUntilAnotherEntersLetsGoAtTheNextEnterOfAnotherClient) 
 }
 
 TEST(FaultSchedule, AGateUntilAnotherEntersLetsGoAfterItsDurationWhenNobodyEnters) {
-    FaultSpec gate = at_point(FaultSpec::Kind::gate, Point::after_acquire);
-    gate.client = 0;
-    gate.until_another_enters = true;
-    gate.max_ms = 25;
-    ScheduleRun r({gate});
+    ScheduleRun r({gate_until_another_enters(25)});
     EXPECT_EQ(r.schedule.reach(0, Point::after_acquire, 10 * kMs), FaultSchedule::Answer::held);
     r.advance(34);
     EXPECT_EQ(r.world.calls, (Strings{"hold 0"}));
     r.advance(35);
     EXPECT_EQ(r.log, (Strings{"start gate c0 @10", "end gate c0 @35"}));
     EXPECT_EQ(r.schedule.reach(0, Point::after_acquire, 40 * kMs), FaultSchedule::Answer::disarm);  // once
+
+    ScheduleRun cut({gate_until_another_enters(25)});  // the run ends while it holds: let go then, once
+    cut.schedule.reach(0, Point::after_acquire, 10 * kMs);
+    cut.schedule.heal(20 * kMs);
+    EXPECT_EQ(cut.world.calls, (Strings{"hold 0", "let_go 0"}));
+    EXPECT_EQ(cut.log, (Strings{"start gate c0 @10", "end gate c0 @20"}));
+    EXPECT_EQ(cut.schedule.next_due_ns(), std::nullopt);
 }
 
 // A link fault "until another enters" lasts its duration, then on until the store's log shows

@@ -162,10 +162,11 @@ bool FaultSchedule::hold_until_another_enters(std::size_t i, int client, long lo
     log(now_ns, "start", i, client);
     s.held.push_back(client);
     world_.hold(client);
+    s.waiting = true;
     mark_store_log(i);
     s.hold_ends_ns = now_ns + specs_[i].max_ms * kNsPerMs;
-    book(std::min(now_ns + kHoldPollNs, s.hold_ends_ns), Timer::What::hold_check, i, client);
-    return false;  // check_hold answers it
+    book(std::min(now_ns + kHoldPollNs, s.hold_ends_ns), Timer::What::until_check, i, client);
+    return false;  // check_end lets it go
 }
 
 void FaultSchedule::mark_store_log(std::size_t i) {
@@ -174,14 +175,14 @@ void FaultSchedule::mark_store_log(std::size_t i) {
 }
 
 void FaultSchedule::heal_link(std::size_t i, int client, long long now_ns, std::optional<int> occurrence) {
-    state_[i].waiting = false;
     set_links(i, client, true);
     ended(i, client);
     log(now_ns, "end", i, client, occurrence);
 }
 
 // A pause or a link fault "until another enters" whose duration is over lasts on until the
-// store's log shows another client's enter after this moment, up to max_ms in all.
+// store's log shows another client's enter after this moment, up to max_ms in all (a gate
+// waits so from the start, hold_until_another_enters).
 void FaultSchedule::wait_for_another(const Timer& t, long long now_ns) {
     State& s = state_[t.fault];
     s.waiting = true;
@@ -192,25 +193,27 @@ void FaultSchedule::wait_for_another(const Timer& t, long long now_ns) {
 
 void FaultSchedule::check_end(std::size_t i, int client, long long now_ns) {
     State& s = state_[i];
+    const bool gate = specs_[i].kind == FaultSpec::Kind::gate;
+    if (gate && std::ranges::find(s.held, client) == s.held.end()) s.waiting = false;  // the client is gone
     if (!s.waiting) return;  // ended already (the run was healed)
     if (now_ns < s.hold_ends_ns && !another_entered(client, s.log_mark)) {
-        book(std::min(now_ns + kHoldPollNs, s.hold_ends_ns), Timer::What::heal_check, i, client);
+        book(std::min(now_ns + kHoldPollNs, s.hold_ends_ns), Timer::What::until_check, i, client);
         return;
     }
-    s.waiting = false;
-    if (specs_[i].kind == FaultSpec::Kind::pause) end_pause(i, client, now_ns);
-    else heal_link(i, client, now_ns, std::nullopt);
+    end_waiting(i, client, now_ns);
 }
 
-void FaultSchedule::check_hold(std::size_t i, int client, long long now_ns) {
-    State& s = state_[i];
-    if (std::ranges::find(s.held, client) == s.held.end()) return;  // let go already
-    if (now_ns < s.hold_ends_ns && !another_entered(client, s.log_mark)) {
-        book(std::min(now_ns + kHoldPollNs, s.hold_ends_ns), Timer::What::hold_check, i, client);
-        return;
+// Ends a fault "until another enters": its client let go, resumed, or its links healed.
+void FaultSchedule::end_waiting(std::size_t i, int client, long long now_ns) {
+    state_[i].waiting = false;
+    switch (specs_[i].kind) {
+        case FaultSpec::Kind::gate:
+            std::erase(state_[i].held, client);
+            release(i, client, now_ns);
+            break;
+        case FaultSpec::Kind::pause: end_pause(i, client, now_ns); break;
+        default: heal_link(i, client, now_ns, std::nullopt);
     }
-    std::erase(s.held, client);
-    release(i, client, now_ns);
 }
 
 bool FaultSchedule::another_entered(int client, long long log_mark) {
@@ -279,14 +282,13 @@ void FaultSchedule::run(const Timer& t, long long now_ns) {
             if (specs_[t.fault].until_another_enters) wait_for_another(t, now_ns);
             else heal_link(t.fault, t.client, now_ns, t.occurrence);
             break;
-        case Timer::What::heal_check: check_end(t.fault, t.client, now_ns); break;
+        case Timer::What::until_check: check_end(t.fault, t.client, now_ns); break;
         case Timer::What::restart:
             // What the node's persistence kept (nothing, without AOF) comes back; a failed
             // restart is recorded, and the checker sees a node that stayed down.
             restart_outcome(t, world_.restart(state_[t.fault].node), now_ns);
             break;
         case Timer::What::restart_check: restart_outcome(t, world_.restarted(state_[t.fault].node, false), now_ns); break;
-        case Timer::What::hold_check: check_hold(t.fault, t.client, now_ns); break;
     }
 }
 
@@ -333,11 +335,7 @@ void FaultSchedule::heal(long long now_ns) {
         if (t.what == Timer::What::resume) end_pause(t.fault, t.client, now_ns, t.occurrence);
         if (t.what == Timer::What::release) release(t.fault, t.client, now_ns);
         if (t.what == Timer::What::heal_links) heal_link(t.fault, t.client, now_ns, t.occurrence);
-        if (t.what == Timer::What::heal_check) {
-            state_[t.fault].waiting = false;
-            if (specs_[t.fault].kind == FaultSpec::Kind::pause) end_pause(t.fault, t.client, now_ns);
-            else heal_link(t.fault, t.client, now_ns, std::nullopt);
-        }
+        if (t.what == Timer::What::until_check && state_[t.fault].waiting) end_waiting(t.fault, t.client, now_ns);
         if (t.what == Timer::What::restart_check) restart_outcome(Timer(t), world_.restarted(state_[t.fault].node, true), now_ns);
     }
     for (std::size_t i = 0; i < specs_.size(); ++i) {

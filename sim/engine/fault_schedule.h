@@ -93,7 +93,7 @@ private:
         std::vector<int> held;      // gate: the clients held now
         long long log_mark = 0;     // until another enters: the store's log length when it waits
         long long hold_ends_ns = 0; // and when it ends at the latest
-        bool waiting = false;       // a pause or link until another enters: its duration is over
+        bool waiting = false;       // until another enters: waiting for that enter now
         bool done = false;
         bool healed = false;        // a link set for good, healed at the end
         int node = 0;               // the server its `node` named when it fired
@@ -105,7 +105,7 @@ private:
         Rng rng{0};                 // repeating: its draws
     };
     struct Timer {
-        enum class What { fire, resume, release, heal_links, restart, restart_check, hold_check, heal_check };
+        enum class What { fire, resume, release, heal_links, restart, restart_check, until_check };
         long long at_ns = 0;
         What what = What::fire;
         std::size_t fault = 0;
@@ -118,10 +118,10 @@ private:
     bool fire(std::size_t fault, int client, long long now_ns);
     bool gate(std::size_t fault, int client, long long now_ns);
     bool hold_until_another_enters(std::size_t fault, int client, long long now_ns);
-    void check_hold(std::size_t fault, int client, long long now_ns);
     void heal_link(std::size_t fault, int client, long long now_ns, std::optional<int> occurrence);
     void wait_for_another(const Timer& t, long long now_ns);
     void check_end(std::size_t fault, int client, long long now_ns);
+    void end_waiting(std::size_t fault, int client, long long now_ns);
     void mark_store_log(std::size_t fault);
     bool another_entered(int client, long long log_mark);
     void fire_repeat(std::size_t fault, long long now_ns);

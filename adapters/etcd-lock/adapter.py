@@ -7,8 +7,10 @@ does. Debian's python3-etcd3 is not used: it talks to one endpoint, never keeps 
 and leaks a lease per failed attempt. Here:
 
   acquire ── lease/grant (TTL s) ── lock/lock (bounded wait) ── kv/range: create_revision
-                                       │ timed out: lease/revoke (its waiter key goes too)
-             keepalive thread ── lease/keepalive every TTL/3, until release
+                 │                     │ timed out: lease/revoke (its waiter key goes too)
+                 └ keepalive thread ── lease/keepalive every TTL/3, from the grant until
+                                       release or a failed acquire (a waiter's lease lives
+                                       while it waits, as etcd's own Session keeps it)
   release ── kv/deleterange (deleted 1: removed_on [0]; 0: "lost") ── stop keepalive ── lease/revoke
 
 Every request goes to the current member and moves on to the next one when it cannot
@@ -20,8 +22,8 @@ an acquire or release shares a budget of 3/4 of it among its requests.
 Parameters (the run's params): ttl_ms, rounded up to whole seconds (etcd's lease TTL is whole
 seconds, and etcd grants no less than its minimum, 1 s with lockbench's timings);
 lock_wait_ms, how long the Lock RPC may wait for a holder to let go before the answer is
-"held" (default: LOCKBENCH_COMMAND_TIMEOUT_MS; keep it below the TTL, as nothing keeps a
-waiter's lease alive; lockbench itself passes only ttl_ms and fence for now). When stdin closes while it holds the lock, it revokes the lease.
+"held" (default: LOCKBENCH_COMMAND_TIMEOUT_MS; lockbench itself passes only ttl_ms and
+fence for now). When stdin closes while it holds the lock, it revokes the lease.
 """
 import base64
 import http.client
@@ -104,7 +106,7 @@ def b64(text):
 
 
 class KeepAlive(threading.Thread):
-    """Keeps a held lock's lease alive every TTL/3 until release. A beat that reaches no member
+    """Keeps a lease alive every TTL/3, from its grant until release (or a failed acquire). A beat that reaches no member
     is tried again at the next beat (the lease may outlive a short election); a member's answer
     without a TTL means the lease is gone, and the thread ends: the key went with it, which
     release then reports (removed_on []). The protocol cannot tell lockbench any sooner."""
@@ -176,19 +178,24 @@ def acquire(req):
     ttl_s = max(1, math.ceil(req["ttl_ms"] / 1000))
     lease = endpoints.post("/v3/lease/grant", {"TTL": ttl_s}, deadline)
     lease_id, granted_s = lease["ID"], int(lease["TTL"])
+    # Kept alive while it waits too: a waiter whose lease ran out inside a long Lock call was
+    # granted the lock with a dead lease, its key already gone, and overlapped the next holder.
+    keepalive = KeepAlive(lease_id, granted_s, endpoints.current)
+    keepalive.start()
     try:
         key = lock_or_held(req["key"], lease_id, granted_s, deadline)
         if key is None:
+            keepalive.stopped.set()
             return {"ok": False, "error": "held"}
         kvs = endpoints.post("/v3/kv/range", {"key": b64(key)}, deadline).get("kvs", [])
     except Exception:
+        keepalive.stopped.set()
         revoke(lease_id, deadline, granted_s)
         raise
     if not kvs:  # the lease ran out between the Lock and the range
+        keepalive.stopped.set()
         revoke(lease_id, deadline, granted_s)
         return {"ok": False, "error": "lock lost before its fence was read"}
-    keepalive = KeepAlive(lease_id, granted_s, endpoints.current)
-    keepalive.start()
     held = (key, lease_id, keepalive)
     # No validity_ms: the keepalive thread renews the lease for as long as it reaches a member.
     return {"ok": True, "token": key, "fence": int(kvs[0]["create_revision"]), "nodes": [0]}

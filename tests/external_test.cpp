@@ -45,12 +45,12 @@ protected:
     }
 };
 
-TEST_F(ExternalTest, ReadmeExampleIsTheShippedAdapterAndItRuns) {
-    // The README's code block after "a complete minimal adapter" is the file, line for line.
-    const std::string readme = read_text(kSource / "README.md");
+TEST_F(ExternalTest, ManualExampleIsTheShippedAdapterAndItRuns) {
+    // The manual's code block under "A complete minimal adapter" is the file, line for line.
+    const std::string readme = read_text(kSource / "docs" / "adapters.md");
     const std::string file = read_text(kSource / "adapters" / "redis_py_lock.py");
     const auto start = readme.find("```python\n#!/usr/bin/python3\n\"\"\"lockbench adapter for redis-py");
-    ASSERT_NE(start, std::string::npos) << "README should show adapters/redis_py_lock.py in a ```python block";
+    ASSERT_NE(start, std::string::npos) << "docs/adapters.md should show adapters/redis_py_lock.py in a ```python block";
     const auto body = start + std::string("```python\n").size();
     EXPECT_EQ(readme.substr(body, readme.find("```\n", body) - body), file);
 

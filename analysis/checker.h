@@ -1,6 +1,6 @@
 // The checker: pure functions from a RunHistory to counts, rates, latencies and witnesses.
 //
-// Definitions (README.md, "Reading the results", says the same for users):
+// Definitions (docs/results.md, "Reading the results", says the same for users):
 // - mutual-exclusion violation: an enter of lease B lands in the store while lease A is
 //   inside its section (A != B). A is inside from its enter to its first exit, or to its
 //   client's next enter if that comes first (a client does one thing at a time). A section

@@ -16,7 +16,7 @@ double as_double(long long v) { return static_cast<double>(v); }
 bool probed(const CheckResult& r) { return r.validity.has_value(); }
 
 // The table. Its order is the tables' column order and the order an unknown metric's error
-// lists the expectable ones in; README's "Reading the results" defines each figure.
+// lists the expectable ones in; docs/results.md's "Reading the results" defines each figure.
 const std::vector<Metric> kMetrics = {
     {"acquire_attempts", G::ops, U::count, true, A::none, "", std::nullopt, std::nullopt,
      [](const CheckResult& r) { return as_double(r.ops.acquire_attempts); }},

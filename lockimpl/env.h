@@ -9,7 +9,7 @@
 //                       ├─► reach(point)   (named points where a fault may be armed)
 //                       └─► background(f)  (a task on the same clock, e.g. a watchdog)
 //
-// The live implementation (sim/live_env.*) uses hiredis, real clocks and real sleeps; a
+// The live implementation (sim/live/live_env.*) uses hiredis, real clocks and real sleeps; a
 // deterministic simulator can implement the same interface with virtual time and modelled
 // nodes and run the very same algorithm code. Nothing in lockimpl/ may include hiredis,
 // <thread> or <random>, or read a std::chrono clock: tests/seam_test.cpp checks that.

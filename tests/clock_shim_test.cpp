@@ -1,7 +1,7 @@
 // Live tests for the clock shim (faults/clock_shim.c) and its control (faults/clock_control.h):
-// real redis-server processes under LD_PRELOAD, and tests/clock_probe, which prints each hooked
-// clock beside the same clock read by raw syscall. No sleeps: every assertion compares two
-// clocks read at nearly the same moment, with a margin of a second.
+// real redis-server processes under LD_PRELOAD, and clock_probe (tests/clock_probe.cpp), which
+// prints each hooked clock beside the same clock read by raw syscall. No sleeps: every
+// assertion compares two clocks read at nearly the same moment, with a margin of a second.
 #include <hiredis/hiredis.h>
 #include <sys/wait.h>
 

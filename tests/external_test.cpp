@@ -1,8 +1,8 @@
 // External lock libraries through the adapter protocol, on the real binary against live
 // redis-server:
 //
-//   example ..... README's minimal adapter is adapters/redis_py_lock.py, word for word, and
-//                 it runs: a clean baseline under its own name, the library it reported
+//   example ..... docs/adapters.md's minimal adapter is adapters/redis_py_lock.py, word for
+//                 word, and it runs: a clean baseline under its own name, the library it reported
 //   pause ....... a pause stops the client and its adapter together (both in state T), and
 //                 a clock fault on the client has its shim loaded into the adapter
 //   broken ...... an adapter that crashes, prints garbage or hangs is one line naming it and
@@ -295,7 +295,7 @@ TEST_F(ExternalTest, MatrixAndReportShowEachLibraryByItsName) {
 
 }  // namespace
 
-// ---- lock services: ZooKeeper and etcd (README: Lock services) -------------------------------
+// ---- lock services: ZooKeeper and etcd (docs/services.md) ------------------------------------
 
 namespace {
 
@@ -359,7 +359,7 @@ TEST_F(ExternalTest, TheStoreFencesOnALibrarysTokenOnlyWhenTheRunSaysSo) {
     for (const Json& w : fenced) EXPECT_TRUE(w.contains("fence") && w["fence"].get<long long>() > 0) << w.dump();
 }
 
-// ---- renewal through the adapter (README: Renewal) -------------------------------------------
+// ---- renewal through the adapter (docs/files.md: Renewal) ------------------------------------
 
 TEST_F(ExternalTest, RenewalSendsExtendAndALostEventMakesTheHolderAbandon) {
     const std::string lost = (kSource / "tests" / "data" / "lost_adapter.py").string();

@@ -1,5 +1,5 @@
 // The layers hold: every #include "..." in the project's sources points at its own layer or one
-// below it, and the two worlds never include each other (README: Architecture):
+// below it, and the two worlds never include each other (docs/architecture.md):
 //
 //   cli ─► sim/harness ─► sim/live ────┐
 //                     └─► sim/virtual ─┴─► sim/engine ─► lockimpl, analysis, faults
@@ -55,7 +55,7 @@ std::vector<std::string> violations(const std::string& layer, const std::string&
     for (int n = 1; std::getline(in, line); ++n) {
         std::smatch m;
         if (!std::regex_search(line, m, include)) continue;
-        // The project's root is the include folder, so <sim/live/x.h> would compile too; a
+        // The project's root is the include folder, so <sim/live/nemesis.h> would compile too; a
         // system header (<vector>, <hiredis/hiredis.h>) is no layer of ours.
         const std::string path = m[1].str();
         if (!allowed().contains(path.substr(0, path.find('/'))) && !path.starts_with("sim/")) continue;

@@ -2,7 +2,7 @@
 """lockbench adapter for the lock etcd itself offers: the v3 Lock RPC (the one Jepsen's etcd
 3.4.3 analysis tested), through etcd's JSON gateway, with Python's standard library only.
 
-Speaks lockbench's adapter protocol (README: External locks), as adapters/redis_py_lock.py
+Speaks lockbench's adapter protocol (docs/adapters.md), as adapters/redis_py_lock.py
 does. Debian's python3-etcd3 is not used: it talks to one endpoint, never keeps a lease alive
 and leaks a lease per failed attempt. Here:
 

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """lockbench adapter for kazoo's Lock recipe on ZooKeeper (Debian: python3-kazoo).
 
-Speaks lockbench's adapter protocol (README: External locks), as adapters/redis_py_lock.py
+Speaks lockbench's adapter protocol (docs/adapters.md), as adapters/redis_py_lock.py
 does. The recipe: each contender creates an ephemeral sequential znode under the lock's
 path; the lowest holds the lock; the others would watch their predecessor (lockbench makes
 one attempt per acquire, so they give up instead). The session is the lease: when it expires

@@ -1,4 +1,4 @@
-// lockbench's adapter protocol for a Node lock library (README: External locks). CommonJS,
+// lockbench's adapter protocol for a Node lock library (docs/adapters.md). CommonJS,
 // Node's own modules only.
 //
 // The protocol: lockbench starts the adapter with its settings in LOCKBENCH_* variables; the
@@ -23,7 +23,7 @@
 //   const path = require('path');
 //   const kit = require(path.join(process.env.LOCKBENCH_KIT || path.join(__dirname, '..', 'kit'), 'lockbench-adapter.js'));
 //   let MyLock;
-//   try { MyLock = require('my-lock'); } catch (e) { kit.missing(e, 'install it with (cd adapters/my-lock && npm ci)'); }
+//   try { MyLock = require('my-lock'); } catch (e) { kit.missing(e, 'install it with (cd adapters/MY-LOCK && npm ci)'); }
 //   const lock = new MyLock({...kit.env.nodes[0], timeout: kit.env.commandTimeoutMs});
 //   lock.on('lost', (why) => kit.lost(String(why)));
 //   kit.settled([lock.connect()]).then(() => {

@@ -1,5 +1,5 @@
 <?php
-// lockbench's adapter protocol for a PHP lock library (README: External locks), PHP 8.1+ only.
+// lockbench's adapter protocol for a PHP lock library (docs/adapters.md), PHP 8.1+ only.
 //
 // The protocol: lockbench starts the adapter with its settings in LOCKBENCH_* variables; the
 // adapter's first stdout line is {"ready": true, "library": ..., "algorithm": ..., "fencing": ...}

@@ -1,4 +1,4 @@
-"""lockbench's adapter protocol for a Python lock library (README: External locks), stdlib only.
+"""lockbench's adapter protocol for a Python lock library (docs/adapters.md), stdlib only.
 
 The protocol: lockbench starts the adapter with its settings in LOCKBENCH_* variables; the
 adapter's first stdout line is {"ready": true, "library": ..., "algorithm": ..., "fencing": ...}

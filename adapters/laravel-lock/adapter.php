@@ -1,7 +1,7 @@
 <?php
 // lockbench adapter for Laravel's Redis cache lock (Debian: php-illuminate-cache and
 // php-illuminate-redis 8.83) over phpredis (php-redis). Speaks lockbench's adapter protocol
-// (README: External locks). Run name: laravel.
+// (docs/adapters.md). Run name: laravel.
 //
 // The lock is what Cache::lock($name, $seconds) gives a Laravel app on a phpredis connection:
 // Illuminate\Cache\RedisStore::lock() makes a PhpRedisLock (a RedisLock). Its acquire() is

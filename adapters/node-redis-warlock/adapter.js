@@ -1,6 +1,6 @@
 // lockbench adapter for node-redis-warlock 1.0.2 (npm, MIT; "warlock") over ioredis 4 on node 0
 // of LOCKBENCH_NODES, or on the master that LOCKBENCH_SENTINELS names. Speaks lockbench's
-// adapter protocol (README: External locks). Dependencies: `npm ci` in this folder
+// adapter protocol (docs/adapters.md). Dependencies: `npm ci` in this folder
 // (scripts/setup runs it).
 //
 // Its algorithm: SET K:lock <uuid v1, base64> PX ttl NX; release by a Lua compare-and-delete

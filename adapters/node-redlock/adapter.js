@@ -1,5 +1,5 @@
 // lockbench adapter for node-redlock (npm "redlock"), one ioredis client per node of
-// LOCKBENCH_NODES. Speaks lockbench's adapter protocol (README: External locks).
+// LOCKBENCH_NODES. Speaks lockbench's adapter protocol (docs/adapters.md).
 // Dependencies: `npm ci` in this folder (scripts/setup runs it). Two versions, chosen by the
 // run's params:
 //   (default)        4.2.0, the current stable release, over ioredis 4: lock/unlock/extend.

@@ -1,6 +1,6 @@
 // lockbench adapter for errorception's redis-lock 1.0.0 (npm "redis-lock"; MIT by its README,
 // its package.json names no licence) over node-redis 4, the client it requires, on node 0 of
-// LOCKBENCH_NODES. Speaks lockbench's adapter protocol (README: External locks).
+// LOCKBENCH_NODES. Speaks lockbench's adapter protocol (docs/adapters.md).
 // Dependencies: `npm ci` in this folder (scripts/setup runs it).
 //
 // Its algorithm: SET lock.K <expiry> NX PX ttl, where <expiry> is Date.now() + ttl + 1 on the

@@ -1,5 +1,5 @@
 // lockbench adapter for swarthy's redis-semaphore (npm) over ioredis. Speaks lockbench's adapter
-// protocol (README: External locks). Dependencies: `npm ci` in this folder (scripts/setup runs it).
+// protocol (docs/adapters.md). Dependencies: `npm ci` in this folder (scripts/setup runs it).
 //
 // The run's params choose the configuration (LOCKBENCH_PARAMS):
 //   variant  "mutex" (default): its Mutex on node 0: SET NX PX with a random uuid, a Lua

@@ -1,6 +1,6 @@
 <?php
 // lockbench adapter for Symfony's Lock component (Debian: php-symfony-lock 5.4) over phpredis
-// (php-redis). Speaks lockbench's adapter protocol (README: External locks).
+// (php-redis). Speaks lockbench's adapter protocol (docs/adapters.md).
 //
 // params.store chooses the store:
 //   "redis" (default; run name symfony-redis): one RedisStore on node 0. Its save is one Lua

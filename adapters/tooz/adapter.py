@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """lockbench adapter for OpenStack tooz's Redis driver (Debian: python3-tooz 3.1.0).
 
-Speaks lockbench's adapter protocol (README: External locks), as adapters/redis_py_lock.py
+Speaks lockbench's adapter protocol (docs/adapters.md), as adapters/redis_py_lock.py
 does. tooz's Redis lock is redis-py's redis.lock.Lock underneath: SET NX PX with a random
 token, a Lua compare-and-delete release. tooz names the key "%s_%s_lock" % (namespace, K) with
 its namespace as bytes, so on Python 3 the key is literally `b'_tooz'_<K>_lock`.

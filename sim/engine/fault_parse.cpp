@@ -1,4 +1,4 @@
-// A fault object of a scenario, checked field by field (README: the fault table): what it
+// A fault object of a scenario, checked field by field (docs/faults.md: the fault table): what it
 // does, where or when it fires, whom it strikes, and whether it repeats.
 #include <algorithm>
 

@@ -19,7 +19,7 @@ namespace lockbench {
 const AlgorithmInfo& external_algorithm() {
     static const AlgorithmInfo info{
         "external",
-        "a third-party lock library in an adapter process (adapters/, README: External locks)",
+        "a third-party lock library in an adapter process (adapters/, docs/adapters.md)",
         1,
         {{"ttl_ms", ParamSpec::Type::integer, 500, "the lease asked of the library", {}, 1},
          {"fence", ParamSpec::Type::boolean, false, "the store checks the library's fencing token (its answer's fence)"},

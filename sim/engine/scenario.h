@@ -1,6 +1,6 @@
 // Scenario files: what to run (topology, algorithms and their parameters, workload) and what
 // should come out. Parsed strictly: an unknown field, a wrong type or an unknown algorithm
-// is one error naming the file, the field path and what was expected. README.md documents
+// is one error naming the file, the field path and what was expected. docs/files.md documents
 // every field.
 #pragma once
 
@@ -82,8 +82,8 @@ struct Scenario {
     std::string name;
     std::string description;
     std::string path;
-    // Which column of the cross-library verdict table the scenario's runs fill (README:
-    // Scenario format); one of failure_classes(). Unset for a scenario outside the table.
+    // Which column of the cross-library verdict table the scenario's runs fill (docs/files.md:
+    // `failure_class`); one of failure_classes(). Unset for a scenario outside the table.
     std::optional<std::string> failure_class;
     std::uint64_t seed = 1;
     std::string lock_key = "lockbench:lock";

@@ -365,7 +365,7 @@ Json run_matrix(const MatrixSpec& spec, const MatrixOptions& opts) {
     if (opts.budget_s && opts.progress && scheduler.rounds_run() == 0 && progress.elapsed_s() > *opts.budget_s)
         std::cerr << "lockbench: warning: one repetition of every cell took " << clock_text(progress.elapsed_s())
                   << ", more than the time budget of " << clock_text(*opts.budget_s)
-                  << ": scale the cases' time down (see README, \"The main job's time\")\n";
+                  << ": scale the cases' time down (see docs/running.md, \"The main job's time\")\n";
     return write_summary(opts.out, spec, opts.shard, std::nullopt, &entries);
 }
 

@@ -1,5 +1,5 @@
 // `lockbench adapter-check` (and the first step of `lockbench verdict`): an external lock's
-// adapter held to the protocol (README: the adapter protocol) before anything is run with it.
+// adapter held to the protocol (docs/adapters.md: The protocol) before anything is run with it.
 //
 //   lockbench ── starts the lock's servers ──► `lockbench client SPEC` (check mode)
 //                                                 ├─ adapter A (client 0) ─┐ each request, in

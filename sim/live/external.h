@@ -1,5 +1,5 @@
 // A third-party lock library as a lockbench client's lock: the library runs in an adapter
-// process that the client starts and talks to in JSON lines (README: "External locks").
+// process that the client starts and talks to in JSON lines (docs/adapters.md).
 //
 //   client ── {"op":"acquire","key":K,"ttl_ms":T,"wait_ms":0} ──► adapter (stdin)
 //          ◄── {"ok":true,"token":"…","fence":12,"validity_ms":287.5} ── (stdout)

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """lockbench adapter for redis-py's redis.lock.Lock (Debian: python3-redis).
 
-Speaks lockbench's adapter protocol (README: External locks) through the Python kit,
+Speaks lockbench's adapter protocol (docs/adapters.md) through the Python kit,
 adapters/kit/lockbench_adapter.py: it reads the environment, says ready, answers each request
 with what a handler returns (an exception: {"ok": false, "error": ...}). Copy it for another
 library: only the three functions in the middle know about redis-py.

@@ -4,8 +4,9 @@
 //   checker (CheckResult) ──► summary.json's ops / safety / availability ──► expect checks
 //                                            └──► a cell's reps and aggregate ──► tables
 //
-// A new metric is one row here (with the checker's field it reads) and nothing else: the
-// summary, the expectation parser, the aggregate and both tables follow the table.
+// A new metric is one row here (with the checker's field it reads) and one in the manual's
+// metric table (docs/results.md; tests/docs_test.cpp fails until it is there): the summary,
+// the expectation parser, the aggregate and both tables follow the table.
 #pragma once
 
 #include <optional>

@@ -43,7 +43,7 @@ void check_when_value(Fields& f, const std::string& key, const Json& v) {
 }
 
 Json parse_when(const Json& j, const std::string& path, const std::string& file, const std::vector<std::string>& about) {
-    Fields f(j, path, file);
+    Fields f(j, path, file, Fields::Keys::names);
     for (const auto& [key, v] : j.items()) {
         f.get(key);
         const bool param = key.starts_with("params.") && key.size() > 7;
@@ -68,7 +68,7 @@ Json parse_when(const Json& j, const std::string& path, const std::string& file,
 }
 
 Json parse_expect_object(const Json& j, const std::string& path, const std::string& file) {
-    Fields e(j, path, file);
+    Fields e(j, path, file, Fields::Keys::names);
     for (const auto& [metric, v] : j.items()) {
         e.get(metric);
         parse_expectation(metric, v, e.at(metric), file);

@@ -71,7 +71,7 @@ RecordedOutcome parse_recorded(const Json& v, const std::string& path, const std
 }
 
 std::map<std::string, RecordedOutcome> parse_expected(const Json& j, const std::string& file) {
-    Fields f(j, "expected", file);
+    Fields f(j, "expected", file, Fields::Keys::names);
     std::map<std::string, RecordedOutcome> out;
     for (const auto& [key, v] : j.items()) {
         f.get(key);

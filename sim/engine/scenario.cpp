@@ -370,7 +370,7 @@ RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::s
     else if (persistence != "none")
         f.fail(f.at("persistence"), "expected none, aof-always or aof-everysec, got " + quoted_excerpt(persistence));
     if (const nlohmann::json* expect = f.get("expect")) {
-        Fields e(*expect, f.at("expect"), file);
+        Fields e(*expect, f.at("expect"), file, Fields::Keys::names);
         for (const auto& [metric, v] : expect->items()) {
             e.get(metric);
             r.expect.push_back(parse_expectation(metric, v, e.at(metric), file));

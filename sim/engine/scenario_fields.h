@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/engine/fields_read.h"
 #include "sim/engine/scenario.h"
 
 namespace lockbench::scenario_parse {
@@ -20,10 +21,15 @@ inline std::string quoted_excerpt(const std::string& text) { return excerpt(nloh
 // A JSON object under validation: every field read is ticked off, and finish() rejects the
 // rest, so a typo is an error rather than a silently ignored setting. Numbers are read only
 // through integer() and number(), which check the value as written against its range.
+// Every key looked up is also noted (fields_read.h), so that the manual's tables can be held
+// to what the parsers read; an object keyed by names rather than fields (an "expect" keyed
+// by metrics, a lock's "expected" by cases, a "when" by facts) says so, and is not noted:
+// its caller checks each name against its own table.
 class Fields {
 public:
-    Fields(const nlohmann::json& j, std::string path, const std::string& file)
-        : j_(j), path_(std::move(path)), file_(file) {
+    enum class Keys { fields, names };
+    Fields(const nlohmann::json& j, std::string path, const std::string& file, Keys keys = Keys::fields)
+        : j_(j), path_(std::move(path)), file_(file), keys_(keys) {
         if (!j_.is_object()) fail(path_, "expected an object, got " + excerpt(j_));
     }
 
@@ -38,6 +44,7 @@ public:
     // out: "service": null must not quietly mean Redis. `expected` is what the caller reads it as.
     const nlohmann::json* get(const std::string& key, const std::string& expected = "a value") {
         seen_.insert(key);
+        if (keys_ == Keys::fields) note_field_read(path_, key);
         auto it = j_.find(key);
         if (it != j_.end() && it->is_null())
             fail(at(key), "expected " + expected + ", got null; leave the field out for its default");
@@ -82,6 +89,7 @@ private:
     const nlohmann::json& j_;
     std::string path_;
     const std::string& file_;
+    Keys keys_;
     std::set<std::string> seen_;
 };
 

@@ -121,7 +121,13 @@ void check_store(const RunHistory& h, const CheckOptions& opts, CheckResult& r) 
             continue;
         }
         ++r.safety.mutual_exclusion_violations;
-        add_witness(r, opts, {Witness::Kind::mutual_exclusion, *s.leases[a].section, *s.leases[b].section, 0, 0});
+        // Which side only read: with `abandon`, most overlaps are an abandoned holder's read.
+        const auto side = [&](int lease) {
+            SectionRef ref = *s.leases[lease].section;
+            ref.read_only = !s.leases[lease].wrote && !s.leases[lease].write_rejected;
+            return ref;
+        };
+        add_witness(r, opts, {Witness::Kind::mutual_exclusion, side(a), side(b), 0, 0});
     }
     r.safety.lost_updates = std::max(0LL, r.ops.sections_completed - h.final_counter);
 }
@@ -292,6 +298,7 @@ nlohmann::json section_json(const SectionRef& s, const RunHistory& h) {
     if (s.exit_seq) j["exit_seq"] = *s.exit_seq;
     if (s.write_seq) j["write_seq"] = *s.write_seq;
     if (s.enter_t_us) j["enter_store_t_us"] = s.enter_t_us;
+    if (s.read_only) j["wrote"] = false;
     return j;
 }
 

@@ -54,6 +54,9 @@ struct SectionRef {
     std::optional<long long> exit_seq;
     std::optional<long long> write_seq;   // stale write: where the store took it
     long long enter_t_us = 0;
+    // Mutual exclusion: the section ended without a write the store saw, accepted or refused
+    // (its holder abandoned it: a lost lease with `abandon`, a failed write): it only read.
+    bool read_only = false;
 };
 
 struct Witness {

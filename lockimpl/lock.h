@@ -50,6 +50,9 @@ struct ReleaseResult {
     Outcome outcome = Outcome::fail;
     std::vector<NodeId> removed_on;   // nodes whose reply says a key was removed by this call
     std::string detail;
+    // False when the answer did not say where it removed the key (an adapter's release answer
+    // without `removed_on`): recorded without "nodes", unlike a release that removed nothing.
+    bool removed_known = true;
 };
 
 // How an extend sets the new expiry: redis-py's extend(additional_time, replace_ttl).

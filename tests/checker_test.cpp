@@ -217,6 +217,27 @@ TEST(CheckerStore, AWitnessShowsTheSectionsFirstExit) {
     EXPECT_EQ(w->first.exit_seq, 4);
 }
 
+// A holder that abandons its section (its lease lost, with `abandon`) only read: the overlap
+// counts, and the witness says which side never wrote.
+TEST(CheckerStore, AnAbandonedSectionStillOverlapsAndItsWitnessSaysItOnlyRead) {
+    HistoryBuilder b;
+    b.add_store(K::enter, 0, "a", std::nullopt, 0)           // 1
+        .add_store(K::enter, 1, "b", std::nullopt, 0)        // 2: inside a
+        .add_store(K::exit, 0, "a")                          // 3: a abandons, no write
+        .add_store(K::write, 1, "b", std::nullopt, 0, 0)     // 4
+        .add_store(K::exit, 1, "b");                         // 5
+    const RunHistory h = b.final_counter(1).build();
+    const CheckResult r = check(h);
+    EXPECT_EQ(r.safety.mutual_exclusion_violations, 1);
+    const auto w = std::ranges::find(r.witnesses, Witness::Kind::mutual_exclusion, &Witness::kind);
+    ASSERT_NE(w, r.witnesses.end());
+    EXPECT_TRUE(w->first.read_only);
+    EXPECT_FALSE(w->second.read_only);
+    const nlohmann::json j = to_json(r, h);
+    EXPECT_EQ(j["witnesses"][0]["first"].value("wrote", true), false);
+    EXPECT_FALSE(j["witnesses"][0]["second"].contains("wrote"));
+}
+
 // Two leases with one fencing token: once the store has seen both, a write under that
 // token is stale whichever of the two entered first. Then c2.1 enters with an older token
 // (it was paused), so "another lease entered later" does not decide it.

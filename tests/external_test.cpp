@@ -70,6 +70,11 @@ TEST_F(ExternalTest, ManualExampleIsTheShippedAdapterAndItRuns) {
     const auto at = history.find("\"token\":\"");
     ASSERT_NE(at, std::string::npos) << history.substr(0, 400);
     EXPECT_EQ(history.find('"', at + 9) - (at + 9), 32u) << history.substr(at, 60);
+    // Its release says where it removed the key (removed_on): the history keeps it.
+    EXPECT_NE(history.find(R"("op":"release","type":"ok")"), std::string::npos);
+    for (size_t p = history.find(R"("op":"release","type":"ok")"); p != std::string::npos;
+         p = history.find(R"("op":"release","type":"ok")", p + 1))
+        EXPECT_NE(history.substr(p, history.find('\n', p) - p).find(R"("nodes":[)"), std::string::npos);
 }
 
 TEST_F(ExternalTest, APauseStopsTheClientAndItsAdapterTogetherAndTheClockShimIsInBoth) {
@@ -388,7 +393,11 @@ TEST_F(ExternalTest, RenewalSendsExtendAndALostEventMakesTheHolderAbandon) {
     // Abandoned: no write reached the store, and the lease was still released.
     EXPECT_TRUE(history_lines(run_dir, "write", "ok").empty());
     ASSERT_EQ(history_lines(run_dir, "write", "fail").size(), 1u);
-    EXPECT_EQ(history_lines(run_dir, "release", "ok").size(), 1u);
+    const std::vector<Json> releases = history_lines(run_dir, "release", "ok");
+    ASSERT_EQ(releases.size(), 1u);
+    // Its answer said nothing of what it removed ({"ok": true}): recorded without "nodes",
+    // unlike a release that removed nothing ("nodes": []).
+    EXPECT_FALSE(releases[0].contains("nodes")) << releases[0].dump();
     EXPECT_EQ(read_json(run_dir / "run.json").at("renew").at("abandon"), true);
 }
 

@@ -17,7 +17,7 @@ FIGURES["stale write refused"] = dict(FIGURES["safe"], stale_writes_rejected=2)
 FIGURES["unavailable"] = dict(FIGURES["safe"], sections_completed=0)
 FIGURES["adapter broke"] = dict(FIGURES["safe"], clients_failed=[{"client": 1, "error": "bad line"}])
 
-RESULTS_VERSION = 6
+RESULTS_VERSION = 7
 
 
 def write_json(path, obj):

@@ -297,4 +297,6 @@ def sec_txt(s):
         t += f", wrote at seq {s.write_seq}"
     if s.exit_seq is not None:
         t += f", left at seq {s.exit_seq}"
+        if s.write_seq is None and not s.rejected:
+            t += " without writing (it only read: its holder abandoned the section)"
     return t

@@ -10,8 +10,8 @@ from .common import NOT_RUN, VERDICT_WORDS, Fail, load_json, num, slug, worst
 # The results format this report reads (sim/harness/matrix.h: kResultsVersion). Version 6 put
 # the checker's verdict in every run's summary and every repetition's figures, which the report
 # shows as it is written; `lockbench check DIR --write` brings an older tree to 6.
-RESULTS_VERSION = 6
-READABLE_VERSIONS = (6,)
+RESULTS_VERSION = 7
+READABLE_VERSIONS = (6, 7)  # 7 only records a release the library did not describe differently
 
 
 def refuse_older(path, version, tree):
@@ -29,7 +29,7 @@ class Tree:
         spath = os.path.join(path, "summary.json")
         s = load_json(spath)
         if isinstance(s, dict) and s.get("format") == "lockbench-results" and isinstance(s.get("version"), int) \
-                and s["version"] < RESULTS_VERSION:
+                and s["version"] < min(READABLE_VERSIONS):
             raise refuse_older(spath, s["version"], path)
         if not isinstance(s, dict) or s.get("format") != "lockbench-results" or s.get("version") not in READABLE_VERSIONS:
             raise Fail(spath, f'expected {{"format": "lockbench-results", "version": {RESULTS_VERSION}, ...}}, the '
@@ -236,7 +236,7 @@ def open_tree(p):
     if meta.get("format") != "lockbench-results":
         raise Fail(mpath, f'format is {json.dumps(meta.get("format"))}, expected "lockbench-results"')
     version = meta.get("version")
-    if isinstance(version, int) and not isinstance(version, bool) and 1 <= version < RESULTS_VERSION:
+    if isinstance(version, int) and not isinstance(version, bool) and 1 <= version < min(READABLE_VERSIONS):
         raise refuse_older(mpath, version, p)  # `check --write` adds what is missing from the histories
     if version not in READABLE_VERSIONS:
         raise Fail(mpath, f'version {json.dumps(version)} is not supported, expected {RESULTS_VERSION} '

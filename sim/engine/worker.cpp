@@ -119,7 +119,8 @@ private:
             std::uint32_t mask = 0;
             for (NodeId n : r.removed_on) mask |= 1u << n.value;
             HistoryLine line = rec_.line("release", outcome_name(r.outcome));
-            line.str("lease", lease_id).num("depth", depth).nodes(mask);
+            line.str("lease", lease_id).num("depth", depth);
+            if (r.removed_known) line.nodes(mask);  // no "nodes": the library did not say
             if (!r.detail.empty()) line.str("detail", r.detail);
             line.commit();
         }

@@ -52,8 +52,11 @@ inline constexpr const char* kResultsFormat = "lockbench-results";
 // a cell's aggregate counts the repetitions of each verdict ("verdicts"); a matrix's summary
 // lists the (case, lock) cells that do not exist and why ("not_applicable"). The report reads
 // the verdicts rather than deriving them: `lockbench check TREE --write` gives an older tree
-// them (and marks it 6).
-inline constexpr int kResultsVersion = 6;
+// them (and marks it 6). Version 7 tells a release the library did not describe from one that
+// removed nothing: an adapter's release answered without `removed_on` is a history line
+// without "nodes" (version 6 wrote "nodes": [] for both). Read from 6 as it is (its empty
+// lists then mean either), and `check --write` marks such a tree as 7.
+inline constexpr int kResultsVersion = 7;
 
 struct MatrixOptions {
     std::filesystem::path out;

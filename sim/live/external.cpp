@@ -308,10 +308,11 @@ ReleaseResult ExternalLock::release(Env&, const Lease&) {
     if (!r.at("ok").get<bool>()) return {Outcome::fail, {}, error_of(r, "not released")};
     // Only what the adapter reports as removed counts (the foreign-release check reads it).
     std::vector<NodeId> removed;
-    if (r.contains("removed_on") && r.at("removed_on").is_array())
+    const bool said = r.contains("removed_on") && r.at("removed_on").is_array();
+    if (said)
         for (const auto& n : r.at("removed_on"))
             if (n.is_number_integer()) removed.push_back(NodeId{n.get<int>()});
-    return {Outcome::ok, removed, ""};
+    return {Outcome::ok, removed, "", said};
 }
 
 ExtendResult ExternalLock::extend(Env& env, const Lease&, Duration ttl, ExtendMode mode) {

@@ -1,15 +1,21 @@
-// lockbench: run lock algorithms against live redis-server processes and check them.
+// lockbench: run distributed locks (Redis, ZooKeeper, etcd; its own algorithms and real
+// libraries) under faults and judge them from the protected store's order.
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 
 #include <CLI/CLI.hpp>
+#include <array>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iomanip>
 #include <iostream>
 #include <memory>
 #include <sstream>
+#include <string_view>
 
 #include "faults/process.h"
 #include "lockimpl/registry.h"
@@ -460,7 +466,7 @@ std::vector<std::string> adapter_check(const LockFile& lock) {
 int report_adapter_check(const LockFile& lock, const std::vector<std::string>& failures) {
     for (const std::string& f : failures) std::cout << "adapter-check: " << lock.name << ": " << f << "\n";
     if (!failures.empty()) {
-        std::cout << lock.name << ": the adapter breaks the protocol in " << failures.size() << " place(s) (README: the adapter protocol)\n";
+        std::cout << lock.name << ": the adapter breaks the protocol in " << failures.size() << " place(s) (docs/adapters.md, The protocol)\n";
         return 2;
     }
     std::cout << "adapter-check: " << lock.name << ": speaks the protocol\n";
@@ -526,6 +532,132 @@ int cmd_verdict(const VerdictArgs& a) {
     if (std::system(cmd.c_str()) != 0) std::cerr << "lockbench: the report of " << opts.out.string() << " failed (see above)\n";
     else std::cout << "report: " << (opts.out / "report.html").string() << " (and report.md)\n";
     return status;
+}
+
+// ---- The manual: docs/, one page per topic, and the page each subcommand is explained on ------
+
+// A topic is its page's stem: `lockbench help faults` points at docs/faults.md. A page added to
+// docs/ needs its line here (cli_test fails on a page with no topic).
+struct Topic {
+    std::string_view name, file, subject;
+};
+constexpr std::array<Topic, 10> kTopics{{
+    {"README", "docs/README.md", "the manual's index: each page and what to read it for"},
+    {"running", "docs/running.md", "the main job, matrices, sweeps, shards, benchmarks"},
+    {"files", "docs/files.md", "case, lock and scenario file formats; algorithm parameters"},
+    {"faults", "docs/faults.md", "every fault kind, where it lands, what it can reach"},
+    {"adapters", "docs/adapters.md", "external locks: adapters, the protocol, kits, your own lock"},
+    {"services", "docs/services.md", "lock services: Redis, Sentinel, ZooKeeper, etcd"},
+    {"catalog", "docs/catalog.md", "the verdict table, the cases, what the libraries do, known bugs"},
+    {"results", "docs/results.md", "results and reports: metrics, verdict words, file versions"},
+    {"simulator", "docs/simulator.md", "the simulator, schedule search, shrinking, discovery"},
+    {"architecture", "docs/architecture.md", "layers, the data path, where new things go"},
+}};
+
+// The page (a topic of kTopics) each subcommand is explained on; its --help ends naming it. A
+// subcommand missing here has no footer (cli_test fails on it).
+struct SubcommandPage {
+    std::string_view subcommand, topic;
+};
+constexpr std::array<SubcommandPage, 13> kSubcommandPages{{
+    {"run", "running"},
+    {"check", "results"},
+    {"matrix", "running"},
+    {"sweep", "running"},
+    {"verdict", "adapters"},
+    {"explore", "simulator"},
+    {"merge", "running"},
+    {"report", "results"},
+    {"list", "catalog"},
+    {"adapter-check", "adapters"},
+    {"help", "README"},
+    {"repetition", "running"},   // hidden: one repetition of matrix --jobs N
+    {"client", "architecture"},  // hidden: one client process of a live run
+}};
+
+// By name, in any case: `help readme` is README.
+const Topic* find_topic(std::string_view name) {
+    const auto same = [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b)); };
+    for (const Topic& t : kTopics)
+        if (std::ranges::equal(t.name, name, same)) return &t;
+    return nullptr;
+}
+
+const Topic* page_of_subcommand(std::string_view sub) {
+    for (const SubcommandPage& p : kSubcommandPages)
+        if (p.subcommand == sub) return find_topic(p.topic);
+    return nullptr;
+}
+
+// The last line of a subcommand's --help: its page, and how to see that page's sections.
+std::string manual_footer(std::string_view sub) {
+    const Topic* t = page_of_subcommand(sub);
+    return t ? "Manual: " + std::string(t->file) + " (lockbench help " + std::string(sub) + ")" : "";
+}
+
+// The subcommands `lockbench --help` lists (the hidden ones have no group), in its order.
+std::vector<const CLI::App*> listed_subcommands(const CLI::App& app) {
+    std::vector<const CLI::App*> listed;
+    for (const CLI::App* sub : app.get_subcommands([](const CLI::App* s) { return !s->get_group().empty(); }))
+        listed.push_back(sub);
+    return listed;
+}
+
+// The page's headings with their line numbers: lines starting with '#', outside fenced code
+// (where a '#' starts a shell comment).
+std::vector<std::pair<int, std::string>> page_headings(const fs::path& page) {
+    std::ifstream in(page);
+    if (!in) throw std::runtime_error("help: " + page.string() + ": cannot read the page");
+    std::vector<std::pair<int, std::string>> headings;
+    bool fenced = false;
+    int number = 0;
+    for (std::string line; std::getline(in, line);) {
+        ++number;
+        if (line.starts_with("```") || line.starts_with("~~~")) fenced = !fenced;
+        else if (!fenced && line.starts_with("#")) headings.emplace_back(number, line);
+    }
+    return headings;
+}
+
+// A column of `width`, and at least one space after what it holds.
+std::string column(std::string_view text, std::size_t width) {
+    return std::string(text) + std::string(text.size() < width ? width - text.size() : 1, ' ');
+}
+
+// `lockbench help`: the topics, one line each, then the page of each subcommand.
+int list_manual(const CLI::App& app) {
+    std::cout << "The manual, one page per topic, in " << (source_dir() / "docs").string()
+              << " (lockbench help TOPIC: the page's path and sections):\n";
+    for (const Topic& t : kTopics) std::cout << "  " << column(t.name, 14) << column(t.file, 22) << t.subject << "\n";
+    std::cout << "Subcommands and the page each is explained on (lockbench help SUBCOMMAND):\n";
+    for (const CLI::App* sub : listed_subcommands(app)) {
+        const Topic* t = page_of_subcommand(sub->get_name());
+        std::cout << "  " << column(sub->get_name(), 14) << (t ? t->file : "(no page)") << "\n";
+    }
+    return 0;
+}
+
+// `lockbench help TOPIC`: a topic, or a subcommand standing for its page: the page's absolute
+// path and its headings, so that a reader knows where to look (not the page itself).
+int cmd_help(const CLI::App& app, const std::string& asked) {
+    if (asked.empty()) return list_manual(app);
+    // docs/faults.md and faults.md name the topic faults.
+    const std::string name = asked.ends_with(".md") ? fs::path(asked).stem().string() : asked;
+    const Topic* t = find_topic(name);
+    const bool subcommand = !t && (t = page_of_subcommand(name)) != nullptr;
+    if (!t) {
+        std::string known;
+        for (const Topic& k : kTopics) known += (known.empty() ? "" : ", ") + std::string(k.name);
+        std::string subs;
+        for (const CLI::App* sub : listed_subcommands(app)) subs += (subs.empty() ? "" : ", ") + sub->get_name();
+        throw std::runtime_error("help: unknown topic \"" + asked + "\"; topics: " + known + "; or a subcommand: " + subs);
+    }
+    const fs::path page = source_dir() / t->file;
+    const auto headings = page_headings(page);
+    if (subcommand) std::cout << "lockbench " << name << " is explained on the page of topic " << t->name << ":\n";
+    std::cout << page.string() << " (" << t->subject << "), its sections by line:\n";
+    for (const auto& [number, heading] : headings) std::cout << std::right << std::setw(6) << number << "  " << heading << "\n";
+    return 0;
 }
 
 // ---- The subcommands: each declares its options and says how it runs ------------------------
@@ -689,6 +821,14 @@ Subcommand add_list(CLI::App& app) {
     return {list, [lock] { return cmd_list(*lock); }};
 }
 
+Subcommand add_help(CLI::App& app) {
+    auto topic = std::make_shared<std::string>();
+    CLI::App* help = app.add_subcommand("help", "where the manual explains what: its pages (docs/) by topic, and "
+                                                "the page of each subcommand");
+    help->add_option("topic", *topic, "a topic (running, faults, ...) or a subcommand: the page's path and sections");
+    return {help, [&app, topic] { return cmd_help(app, *topic); }};
+}
+
 // Internal and hidden from --help: one worker process of a live run, started by `run` with
 // the spec file it wrote.
 // `lockbench repetition TREE CELL REP`: one repetition of a tree's cell, in a process of its
@@ -722,13 +862,17 @@ Subcommand add_client(CLI::App& app) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"lockbench: Redis lock algorithms on live redis-server, under a checker"};
+    CLI::App app{"lockbench: distributed locks (Redis, ZooKeeper, etcd; built-in algorithms and real libraries) "
+                 "under faults, judged from the protected store's order"};
     app.require_subcommand(1);
     // In this order in --help.
-    const std::vector<Subcommand> commands{add_run(app),     add_check(app), add_matrix(app),  add_sweep(app),
-                                           add_verdict(app), add_explore(app), add_merge(app), add_report(app),
-                                           add_list(app),    add_adapter_check(app), add_repetition(app)};
+    const std::vector<Subcommand> commands{add_run(app),     add_check(app),   add_matrix(app),        add_sweep(app),
+                                           add_verdict(app), add_explore(app), add_merge(app),         add_report(app),
+                                           add_list(app),    add_adapter_check(app), add_help(app),    add_repetition(app)};
     const Subcommand client = add_client(app);
+    // Each subcommand's --help ends naming its page (kSubcommandPages); the whole, naming the manual.
+    for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) sub->footer(manual_footer(sub->get_name()));
+    app.footer("Manual: docs/, one page per topic (lockbench help lists them and the page of each subcommand)");
     // A bad command line is bad input like a bad scenario: one line naming the option, exit 2
     // (CLI11's own codes are 104 to 109, and its message takes two lines).
     app.failure_message([](const CLI::App*, const CLI::Error& e) {

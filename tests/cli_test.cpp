@@ -5,7 +5,11 @@
 //                      expected, and nothing written to --out
 //   run / check ...... exit 0 when every expectation holds, 1 when one does not; summary.json
 //   list ............. the five algorithms and their parameters
+//   help ............. every subcommand's --help short and naming its page of docs/; `help`
+//                      naming every page there, `help TOPIC` its path and sections
 //   lifetime ......... SIGKILL or SIGINT to lockbench leaves no redis-server or client behind
+#include <regex>
+
 #include "cli_util.h"
 
 namespace {
@@ -439,7 +443,116 @@ TEST_F(CliTest, ListShowsAlgorithmsAndParameters) {
     }
 }
 
-// ---- 6. Nothing outlives the tool -----------------------------------------------------------
+// ---- 6. help: the manual's pages, and every --help naming its page --------------------------
+
+const fs::path kSourceDir = LOCKBENCH_SOURCE_DIR;
+constexpr std::size_t kTerminalLines = 50;  // a --help longer than this scrolls off a terminal
+
+// The subcommands `lockbench --help` lists: under "Subcommands:", each line a name (indented by
+// two) and its description.
+std::vector<std::string> listed_subcommands(const std::string& help) {
+    std::vector<std::string> subs;
+    bool in_list = false;
+    for (const auto& line : lines_of(help)) {
+        if (line == "Subcommands:") {
+            in_list = true;
+            continue;
+        }
+        if (!in_list) continue;
+        if (!line.starts_with("  ")) break;
+        if (line.size() > 2 && line[2] != ' ') subs.push_back(line.substr(2, line.find(' ', 2) - 2));
+    }
+    return subs;
+}
+
+// The pages of the manual in the source tree: docs/*.md.
+std::vector<fs::path> manual_pages() {
+    std::vector<fs::path> pages;
+    for (const auto& e : fs::directory_iterator(kSourceDir / "docs"))
+        if (e.is_regular_file() && e.path().extension() == ".md") pages.push_back(e.path());
+    std::ranges::sort(pages);
+    return pages;
+}
+
+std::string last_nonempty_line(const std::string& text) {
+    const auto lines = lines_of(text);
+    for (auto it = lines.rbegin(); it != lines.rend(); ++it)
+        if (!it->empty()) return *it;
+    return "";
+}
+
+TEST_F(CliTest, EveryListedSubcommandsHelpFitsATerminalAndNamesItsPage) {
+    const Result top = run({"--help"});
+    ASSERT_EQ(top.exit_code(), 0) << top.describe();
+    EXPECT_LE(lines_of(top.out).size(), kTerminalLines) << top.describe();
+    EXPECT_NE(lines_of(top.out).at(0).find("ZooKeeper"), std::string::npos) << "the description names all services\n"
+                                                                           << top.describe();
+    EXPECT_NE(last_nonempty_line(top.out).find("lockbench help"), std::string::npos) << top.describe();
+    const std::vector<std::string> subs = listed_subcommands(top.out);
+    ASSERT_GE(subs.size(), 10u) << top.describe();
+    EXPECT_NE(std::ranges::find(subs, "help"), subs.end()) << top.describe();
+    for (const std::string& sub : subs) {
+        SCOPED_TRACE("lockbench " + sub + " --help");
+        const Result r = run({sub, "--help"});
+        EXPECT_EQ(r.exit_code(), 0) << r.describe();
+        EXPECT_LE(lines_of(r.out).size(), kTerminalLines) << r.describe();
+        // It ends naming its page, which exists; `help SUB` points at the same page.
+        std::smatch m;
+        const std::string footer = last_nonempty_line(r.out);
+        ASSERT_TRUE(std::regex_match(footer, m, std::regex(R"(Manual: (docs/[A-Za-z0-9_-]+\.md) \(lockbench help )" + sub + R"(\))")))
+            << "no footer naming its page\n" << r.describe();
+        const fs::path page = kSourceDir / m[1].str();
+        EXPECT_TRUE(fs::is_regular_file(page)) << page << " does not exist\n" << r.describe();
+        const Result h = run({"help", sub});
+        EXPECT_EQ(h.exit_code(), 0) << h.describe();
+        EXPECT_NE(h.out.find(page.string()), std::string::npos) << "should name " << page << "\n" << h.describe();
+    }
+}
+
+TEST_F(CliTest, HelpNamesEveryPageOfTheManualAndItsSections) {
+    const Result r = run({"help"});
+    ASSERT_EQ(r.exit_code(), 0) << r.describe();
+    EXPECT_LE(lines_of(r.out).size(), kTerminalLines) << r.describe();
+    // Every page it names exists ...
+    const std::regex named(R"(docs/[A-Za-z0-9_-]+\.md)");
+    for (auto it = std::sregex_iterator(r.out.begin(), r.out.end(), named); it != std::sregex_iterator(); ++it)
+        EXPECT_TRUE(fs::is_regular_file(kSourceDir / it->str())) << it->str() << " does not exist\n" << r.describe();
+    // ... and every page there has a topic, its stem: a line of its own naming the page.
+    const auto pages = manual_pages();
+    ASSERT_FALSE(pages.empty()) << kSourceDir / "docs";
+    const auto lines = lines_of(r.out);
+    for (const fs::path& page : pages) {
+        const std::string topic = page.stem().string();
+        SCOPED_TRACE("topic " + topic);
+        const std::string file = "docs/" + page.filename().string();
+        EXPECT_TRUE(std::ranges::any_of(lines, [&](const std::string& l) {
+            return l.starts_with("  " + topic + " ") && l.find(" " + file + " ") != std::string::npos;
+        })) << "no line for " << file << "\n" << r.describe();
+        // `help TOPIC`: the page's path and its headings, not the page.
+        const Result h = run({"help", topic});
+        EXPECT_EQ(h.exit_code(), 0) << h.describe();
+        EXPECT_TRUE(h.err.empty()) << h.describe();
+        EXPECT_NE(h.out.find(page.string()), std::string::npos) << h.describe();
+        const std::string text = read_text(page);
+        const auto page_lines = lines_of(text);
+        const auto hashes = std::ranges::count_if(page_lines, [](const std::string& l) { return l.starts_with("#"); });
+        EXPECT_LE(lines_of(h.out).size(), static_cast<std::size_t>(hashes) + 2) << "more than the headings\n" << h.describe();
+        if (!page_lines.empty() && page_lines.front().starts_with("# ")) {
+            EXPECT_NE(h.out.find(page_lines.front()), std::string::npos) << "no title\n" << h.describe();
+        }
+    }
+}
+
+TEST_F(CliTest, AnUnknownHelpTopicIsOneLineNamingTheTopicsAndExit2) {
+    const Result r = run({"help", "no-such-topic"});
+    expect_one_line_error(r, "no-such-topic");
+    EXPECT_TRUE(r.out.empty()) << r.describe();
+    for (const fs::path& page : manual_pages())
+        EXPECT_NE(r.err.find(page.stem().string()), std::string::npos) << "should name " << page.stem() << "\n"
+                                                                       << r.describe();
+}
+
+// ---- 7. Nothing outlives the tool -----------------------------------------------------------
 
 class LifetimeTest : public CliTest {
 protected:

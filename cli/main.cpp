@@ -595,6 +595,34 @@ std::string manual_footer(std::string_view sub) {
     return t ? "Manual: " + std::string(t->file) + " (lockbench help " + std::string(sub) + ")" : "";
 }
 
+// CLI11 2.1 does not wrap: a description wider than a terminal is broken at spaces here, and
+// CLI11 indents each continued line to the descriptions' column. Every --help line then fits
+// in kHelpWidth columns (cli_test holds them to it).
+constexpr std::size_t kHelpWidth = 100;
+constexpr std::size_t kHelpColumn = 30;  // CLI11's default column for descriptions
+
+std::string wrapped(const std::string& text, std::size_t width) {
+    std::string out, line;
+    std::istringstream words(text);
+    for (std::string word; words >> word;) {
+        if (!line.empty() && line.size() + 1 + word.size() > width) {
+            out += line + "\n";
+            line.clear();
+        }
+        line += (line.empty() ? "" : " ") + word;
+    }
+    return out + line;
+}
+
+// The descriptions of `app`'s options and subcommands, wrapped to the column they print in.
+void wrap_help(CLI::App& app) {
+    for (CLI::Option* o : app.get_options()) o->description(wrapped(o->get_description(), kHelpWidth - kHelpColumn));
+    for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+        sub->description(wrapped(sub->get_description(), kHelpWidth - kHelpColumn));
+        wrap_help(*sub);
+    }
+}
+
 // The subcommands `lockbench --help` lists (the hidden ones have no group), in its order.
 std::vector<const CLI::App*> listed_subcommands(const CLI::App& app) {
     std::vector<const CLI::App*> listed;
@@ -700,7 +728,7 @@ void add_jobs_option(CLI::App* sub, int& jobs) {
 
 Subcommand add_matrix(CLI::App& app) {
     auto a = std::make_shared<MatrixArgs>();
-    CLI::App* matrix = app.add_subcommand("matrix", "run every (scenario, algorithm) cell N times into one results tree");
+    CLI::App* matrix = app.add_subcommand("matrix", "run every (case, lock) cell N times into one results tree");
     matrix->add_option("scenarios", a->scenarios, "scenario files (default: every file in scenarios/)");
     matrix->add_option("--lock", a->locks, "cases against these locks only, by name or lock file path (repeatable; "
                        "default: every lock of locks/)");
@@ -873,6 +901,8 @@ int main(int argc, char** argv) {
     // Each subcommand's --help ends naming its page (kSubcommandPages); the whole, naming the manual.
     for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) sub->footer(manual_footer(sub->get_name()));
     app.footer("Manual: docs/, one page per topic (lockbench help lists them and the page of each subcommand)");
+    app.description(wrapped(app.get_description(), kHelpWidth));
+    wrap_help(app);
     // A bad command line is bad input like a bad scenario: one line naming the option, exit 2
     // (CLI11's own codes are 104 to 109, and its message takes two lines).
     app.failure_message([](const CLI::App*, const CLI::Error& e) {

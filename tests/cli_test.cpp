@@ -447,6 +447,13 @@ TEST_F(CliTest, ListShowsAlgorithmsAndParameters) {
 
 const fs::path kSourceDir = LOCKBENCH_SOURCE_DIR;
 constexpr std::size_t kTerminalLines = 50;  // a --help longer than this scrolls off a terminal
+constexpr std::size_t kTerminalColumns = 100;  // and a line wider than this wraps in one
+
+std::size_t widest_line(const std::string& text) {
+    std::size_t widest = 0;
+    for (const auto& line : lines_of(text)) widest = std::max(widest, line.size());
+    return widest;
+}
 
 // The subcommands `lockbench --help` lists: under "Subcommands:", each line a name (indented by
 // two) and its description.
@@ -485,6 +492,7 @@ TEST_F(CliTest, EveryListedSubcommandsHelpFitsATerminalAndNamesItsPage) {
     const Result top = run({"--help"});
     ASSERT_EQ(top.exit_code(), 0) << top.describe();
     EXPECT_LE(lines_of(top.out).size(), kTerminalLines) << top.describe();
+    EXPECT_LE(widest_line(top.out), kTerminalColumns) << top.describe();
     EXPECT_NE(lines_of(top.out).at(0).find("ZooKeeper"), std::string::npos) << "the description names all services\n"
                                                                            << top.describe();
     EXPECT_NE(last_nonempty_line(top.out).find("lockbench help"), std::string::npos) << top.describe();
@@ -496,6 +504,7 @@ TEST_F(CliTest, EveryListedSubcommandsHelpFitsATerminalAndNamesItsPage) {
         const Result r = run({sub, "--help"});
         EXPECT_EQ(r.exit_code(), 0) << r.describe();
         EXPECT_LE(lines_of(r.out).size(), kTerminalLines) << r.describe();
+        EXPECT_LE(widest_line(r.out), kTerminalColumns) << r.describe();
         // It ends naming its page, which exists; `help SUB` points at the same page.
         std::smatch m;
         const std::string footer = last_nonempty_line(r.out);

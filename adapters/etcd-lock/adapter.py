@@ -157,15 +157,18 @@ def revoke_later(lease_id, until):
             time.sleep(0.05)
 
 
-def lock_or_held(name, lease_id, ttl_s, deadline):
+def lock_or_held(name, lease_id, ttl_s, deadline, keepalive):
     """The Lock RPC with a bounded wait: the key, or None when it waited in vain on a member
-    that still answers (another client holds the lock). Raises Unreachable otherwise."""
+    that still answers (another client holds the lock). Raises Unreachable otherwise. A wait
+    in vain stops the lease's keepalive before revoking it: a beat after a failed revoke would
+    keep the refused waiter's key for another TTL."""
     at = endpoints.current
     try:
         answer = endpoints.post("/v3/lock/lock", {"name": b64(name), "lease": lease_id}, deadline,
                                 max(0.001, min(LOCK_WAIT_S, deadline - time.monotonic())), retry_timeouts=False)
         return base64.b64decode(answer["key"]).decode()
     except (OSError, http.client.HTTPException) as e:
+        keepalive.stopped.set()
         revoke(lease_id, deadline, ttl_s)  # its waiter key goes with its lease
         if endpoints.current != at:
             raise Unreachable(f"{NODES[at][0]}:{NODES[at][1]}: Lock: {type(e).__name__}: {e}")
@@ -183,22 +186,22 @@ def acquire(req):
     keepalive = KeepAlive(lease_id, granted_s, endpoints.current)
     keepalive.start()
     try:
-        key = lock_or_held(req["key"], lease_id, granted_s, deadline)
+        key = lock_or_held(req["key"], lease_id, granted_s, deadline, keepalive)
         if key is None:
-            keepalive.stopped.set()
             return {"ok": False, "error": "held"}
         kvs = endpoints.post("/v3/kv/range", {"key": b64(key)}, deadline).get("kvs", [])
-    except Exception:
+        fence = int(kvs[0]["create_revision"]) if kvs else None
+    except Exception:  # a malformed answer too: nothing of this lease outlives the attempt
         keepalive.stopped.set()
         revoke(lease_id, deadline, granted_s)
         raise
-    if not kvs:  # the lease ran out between the Lock and the range
+    if fence is None:  # the lease ran out between the Lock and the range
         keepalive.stopped.set()
         revoke(lease_id, deadline, granted_s)
         return {"ok": False, "error": "lock lost before its fence was read"}
     held = (key, lease_id, keepalive)
     # No validity_ms: the keepalive thread renews the lease for as long as it reaches a member.
-    return {"ok": True, "token": key, "fence": int(kvs[0]["create_revision"]), "nodes": [0]}
+    return {"ok": True, "token": key, "fence": fence, "nodes": [0]}
 
 
 def release(req):

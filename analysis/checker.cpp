@@ -124,7 +124,7 @@ void check_store(const RunHistory& h, const CheckOptions& opts, CheckResult& r) 
         // Which side only read: with `abandon`, most overlaps are an abandoned holder's read.
         const auto side = [&](int lease) {
             SectionRef ref = *s.leases[lease].section;
-            ref.read_only = !s.leases[lease].wrote && !s.leases[lease].write_rejected;
+            ref.read_only = ref.exit_seq && !s.leases[lease].wrote && !s.leases[lease].write_rejected;
             return ref;
         };
         add_witness(r, opts, {Witness::Kind::mutual_exclusion, side(a), side(b), 0, 0});

@@ -54,8 +54,9 @@ struct SectionRef {
     std::optional<long long> exit_seq;
     std::optional<long long> write_seq;   // stale write: where the store took it
     long long enter_t_us = 0;
-    // Mutual exclusion: the section ended without a write the store saw, accepted or refused
-    // (its holder abandoned it: a lost lease with `abandon`, a failed write): it only read.
+    // Mutual exclusion: the section ended (an exit the store logged) without a write the store
+    // saw, accepted or refused: its holder abandoned it (a lost lease with `abandon`, a failed
+    // write) and only read. A section whose end the store never saw is not marked.
     bool read_only = false;
 };
 

@@ -51,7 +51,8 @@ struct ReleaseResult {
     std::vector<NodeId> removed_on;   // nodes whose reply says a key was removed by this call
     std::string detail;
     // False when the answer did not say where it removed the key (an adapter's release answer
-    // without `removed_on`): recorded without "nodes", unlike a release that removed nothing.
+    // without `removed_on`): recorded without "nodes", unlike a release that removed nothing
+    // (an ok release only: a failed one is recorded without "nodes" either way).
     bool removed_known = true;
 };
 

@@ -120,7 +120,9 @@ private:
             for (NodeId n : r.removed_on) mask |= 1u << n.value;
             HistoryLine line = rec_.line("release", outcome_name(r.outcome));
             line.str("lease", lease_id).num("depth", depth);
-            if (r.removed_known) line.nodes(mask);  // no "nodes": the library did not say
+            // "nodes" only where the release says what it removed: none for one whose library
+            // did not say, nor for a release that failed or timed out.
+            if (r.outcome == Outcome::ok && r.removed_known) line.nodes(mask);
             if (!r.detail.empty()) line.str("detail", r.detail);
             line.commit();
         }

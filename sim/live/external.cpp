@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <utility>
 #include <thread>
 
@@ -25,6 +26,16 @@ using namespace std::chrono_literals;
 // or a history line: it may be megabytes, or carry escape sequences and newlines. Cut to 200
 // characters and made printable (lockimpl/params.h), it stays one readable line.
 std::string adapter_text(const std::string& s) { return excerpt_text(s, 200); }
+
+// A node index from an answer's "nodes" or "removed_on": kept only within the history's node
+// mask (32 bits; a run has at most 16 nodes), so that a wild number is dropped, not shifted
+// past the mask. adapter-check tells the adapter's author about it.
+std::optional<int> node_index(const nlohmann::json& n) {
+    if (!n.is_number_integer()) return std::nullopt;
+    const long long i = n.get<long long>();
+    if (i < 0 || i >= 32) return std::nullopt;
+    return static_cast<int>(i);
+}
 
 // An answer's "error", for the history: whatever JSON the adapter put there, as text (a number
 // there is the adapter's odd choice, not a reason to fail the client).
@@ -297,7 +308,7 @@ AcquireResult ExternalLock::try_acquire(Env& env) {
                                         std::chrono::duration<double, std::milli>(r.at("validity_ms").get<double>()));
     if (r.contains("nodes") && r.at("nodes").is_array())
         for (const auto& n : r.at("nodes"))
-            if (n.is_number_integer()) lease.nodes.push_back(NodeId{n.get<int>()});
+            if (const auto i = node_index(n)) lease.nodes.push_back(NodeId{*i});
     AcquireResult out = AcquireResult::ok(std::move(lease));
     if (spec_.probe_key_ttl) out.key_ttl_ms = probe_key_ttl(env, key_, *out.lease, spec_.command_timeout);
     return out;
@@ -311,7 +322,7 @@ ReleaseResult ExternalLock::release(Env&, const Lease&) {
     const bool said = r.contains("removed_on") && r.at("removed_on").is_array();
     if (said)
         for (const auto& n : r.at("removed_on"))
-            if (n.is_number_integer()) removed.push_back(NodeId{n.get<int>()});
+            if (const auto i = node_index(n)) removed.push_back(NodeId{*i});
     return {Outcome::ok, removed, "", said};
 }
 

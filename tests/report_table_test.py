@@ -1,8 +1,9 @@
 """The report's cross-library verdict table (analysis/report/libraries.py) on a small synthetic
-results tree (version 6) written here: two libraries, lockbench's own locks below them, a mixed
+results tree (version 7) written here: two libraries, lockbench's own locks below them, a mixed
 cell, the unavailable word, a case's variant in its lock's row, every "—" explained from the
-tree's not_applicable entries; a run of no class left out. Also: a version 5 tree refused in
-one line, a repetition without its verdict refused, and scripts/readme-table.
+tree's not_applicable entries; a run of no class left out. Also: a version 6 tree read as it
+is, a version 5 tree refused in one line, a repetition without its verdict refused, and
+scripts/readme-table.
 
     /usr/bin/python3 tests/report_table_test.py   (ctest: report_table_test)
 """
@@ -198,6 +199,16 @@ class OlderTreeTest(unittest.TestCase):
             self.assertIn(f"lockbench check {d} --write", r.stderr)
             self.assertIn("version 5", r.stderr)
             self.assertEqual(sorted(os.listdir(d)), before)  # nothing written
+
+    def test_a_version_6_tree_is_read_as_it_is(self):
+        # Version 7 changed only how a release that did not say what it removed is recorded,
+        # which the report does not read: a version 6 tree needs no `check --write`.
+        with tempfile.TemporaryDirectory(prefix="lockbench-report-v6-") as d:
+            b = Builder(d, version=6)
+            b.cell("gc-pause", "lib-a", [S], "gc-pause", adapter=ADAPTER_A)
+            b.finish(find=False)
+            trees = find_trees(d)
+            self.assertEqual([t.summary["version"] for t in trees], [6])
 
     def test_a_rep_without_its_verdict_is_refused(self):
         with tempfile.TemporaryDirectory(prefix="lockbench-report-noverdict-") as d:

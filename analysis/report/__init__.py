@@ -3,7 +3,7 @@
     /usr/bin/python3 analysis/report DIR
 
 DIR is a results tree (the output folder of `lockbench matrix` or `lockbench sweep`, holding
-lockbench-results.json, version 6) or a folder whose immediate subfolders are results trees.
+lockbench-results.json, version 6 or 7) or a folder whose immediate subfolders are results trees.
 Writes DIR/report.html (images embedded as PNG data URIs), DIR/report.md and
 DIR/report-images/*.png. Everything is rendered into DIR/.report.tmp.<pid>/ first and moved in
 place only when all of it succeeded; on any failure the previous report is left untouched.

@@ -1,5 +1,7 @@
 #include "sim/harness/derived_files.h"
 
+#include <algorithm>
+
 #include "analysis/run_summary.h"
 #include "sim/harness/matrix.h"
 #include "sim/harness/matrix_tree.h"
@@ -49,11 +51,13 @@ void add_verdicts(const fs::path& tree) {
     write_atomically(tree / "summary.json", summary.dump(2) + "\n");
 }
 
-// The tree's header and summary, marked as this version (nothing else in them changes).
+// The tree's header and summary, marked as the oldest version this lockbench continues, if
+// older (nothing else in them changes): their histories are still the older version's.
 void mark_version(const fs::path& tree) {
     for (const char* name : {"lockbench-results.json", "summary.json"}) {
         Json j = read_json_file(tree / name);
-        j["version"] = kResultsVersion;
+        const Json v = j.value("version", Json());
+        j["version"] = v.is_number_integer() ? std::max(v.get<int>(), kOldestContinued) : kOldestContinued;
         write_atomically(tree / name, j.dump(2) + "\n");
     }
 }

@@ -1,7 +1,7 @@
 // `lockbench check DIR --write`: the files a run's checker writes for the report
 // (runs/NAME/sections.json, analysis/report_data.h), rebuilt from the histories and store
 // logs of a run folder or results tree that an older lockbench wrote. A results tree is then
-// marked as this version (kResultsVersion), which the report requires.
+// marked as at least version 6 (kOldestContinued), which the report and the matrix require.
 #pragma once
 
 #include <filesystem>

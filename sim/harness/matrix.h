@@ -54,9 +54,11 @@ inline constexpr const char* kResultsFormat = "lockbench-results";
 // the verdicts rather than deriving them: `lockbench check TREE --write` gives an older tree
 // them (and marks it 6). Version 7 tells a release the library did not describe from one that
 // removed nothing: an adapter's release answered without `removed_on` is a history line
-// without "nodes" (version 6 wrote "nodes": [] for both). Read from 6 as it is (its empty
-// lists then mean either), and `check --write` marks such a tree as 7.
+// without "nodes" (version 6 wrote "nodes": [] for both). Nothing reads the two differently
+// yet, so a version 6 tree is read and continued as it is, and stays version 6 (its empty
+// lists mean either, which what this version adds does not contradict); a merge of 6 and 7 is 6.
 inline constexpr int kResultsVersion = 7;
+inline constexpr int kOldestContinued = 6;
 
 struct MatrixOptions {
     std::filesystem::path out;

@@ -37,11 +37,13 @@ Json read_results_header(const fs::path& dir) {
     const Json h = read_json_file(header_path(dir));
     if (!h.is_object() || h.value("format", std::string()) != kResultsFormat)
         throw std::runtime_error(header_path(dir).string() + ": not a lockbench results header");
-    if (h.value("version", 0) != kResultsVersion)
-        throw std::runtime_error(header_path(dir).string() + ": results format version " + h.value("version", Json()).dump() +
-                                 "; this lockbench continues only version " + std::to_string(kResultsVersion) +
-                                 " (run the same command into a new folder to make it afresh, or bring it to version " +
-                                 std::to_string(kResultsVersion) + " with `lockbench check " + dir.string() + " --write`)");
+    const Json version = h.value("version", Json());
+    if (!version.is_number_integer() || version.get<int>() < kOldestContinued || version.get<int>() > kResultsVersion)
+        throw std::runtime_error(header_path(dir).string() + ": results format version " + version.dump() +
+                                 "; this lockbench continues versions " + std::to_string(kOldestContinued) + " to " +
+                                 std::to_string(kResultsVersion) +
+                                 " (run the same command into a new folder to make it afresh, or bring an older one to version " +
+                                 std::to_string(kOldestContinued) + " with `lockbench check " + dir.string() + " --write`)");
     if (!h.contains("spec") || !h.contains("spec_id") || !h.at("spec").contains("cells"))
         throw std::runtime_error(header_path(dir).string() + ": incomplete results header (no spec)");
     return h;
@@ -154,7 +156,9 @@ Json write_summary(const fs::path& out, const MatrixSpec& spec, std::optional<Sh
         const bool budgeted = stop && cells.back().at("reps_done").get<int>() >= stop->repetitions_per_cell;
         if (!cells.back().at("complete").get<bool>() && !budgeted) incomplete.push_back(cell.id);
     }
-    Json summary = {{"format", kResultsFormat}, {"version", kResultsVersion}, {"kind", spec.kind},
+    // The tree's own version: a version 6 tree continued here stays 6.
+    const int version = read_json_file(header_path(out)).value("version", kResultsVersion);
+    Json summary = {{"format", kResultsFormat}, {"version", version}, {"kind", spec.kind},
                     {"spec_id", spec.id}, {"repeat", spec.repeat}, {"scenarios", scenarios_overview(spec)},
                     {"cells", cells}, {"incomplete_cells", incomplete}};
     if (shard) summary["shard"] = {{"index", shard->index}, {"count", shard->count}};

@@ -79,6 +79,18 @@ MatrixSpec common_spec(const std::vector<fs::path>& trees) {
     return matrix_spec_from_json(first.at("spec"), first.at("spec_id").get<std::string>());
 }
 
+// The merged tree is as old as its oldest part (matrix.h: kOldestContinued): a version 6
+// shard's histories keep version 6's meaning in it.
+void keep_oldest_version(const fs::path& out, const std::vector<fs::path>& trees) {
+    const auto version_of = [](const fs::path& t) { return read_json_file(header_path(t)).value("version", kResultsVersion); };
+    int oldest = version_of(out);
+    for (const auto& t : trees) oldest = std::min(oldest, version_of(t));
+    Json h = read_json_file(header_path(out));
+    if (h.value("version", kResultsVersion) == oldest) return;
+    h["version"] = oldest;
+    write_atomically(header_path(out), h.dump(2) + "\n");
+}
+
 }  // namespace
 
 Json merge_results(const fs::path& out, const std::vector<fs::path>& trees, bool allow_incomplete) {
@@ -91,6 +103,7 @@ Json merge_results(const fs::path& out, const std::vector<fs::path>& trees, bool
         if (!missing.empty()) throw std::runtime_error(missing);
     }
     prepare_out(out, spec);
+    keep_oldest_version(out, trees);
     for (const auto& tree : trees) {
         if (fs::equivalent(tree, out)) continue;
         for (const MatrixCell& cell : spec.cells) {

@@ -236,7 +236,7 @@ std::vector<FileKind> read_corpus() {
     kinds.push_back({"an explicit scenario", fields_read(),
                      {{"", "scenario", ""}, {"faults[].", "fault", ""}, {"runs[].", "run", ""},
                       {"runs[].faults[].", "fault", ""}, {"runs[].renew.", "renew", ""},
-                      {"runs[].client.", "scenario", "client."}}});
+                      {"runs[].client.", "scenario", "client."}, {"runs[].workload.", "scenario", "workload."}}});
     record_fields_read(false);
     return kinds;
 }

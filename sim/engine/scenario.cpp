@@ -52,8 +52,8 @@ using namespace scenario_parse;
 
 namespace scenario_parse {
 
-WorkloadSpec parse_workload(const nlohmann::json& j, const std::string& file) {
-    Fields f(j, "workload", file);
+WorkloadSpec parse_workload(const nlohmann::json& j, const std::string& file, const std::string& path) {
+    Fields f(j, path, file);
     WorkloadSpec w;
     w.clients = static_cast<int>(f.integer("clients", w.clients, 1, 64));
     w.duration_ms = f.integer("duration_ms", w.duration_ms, 1, kMaxDurationMs, "at most one hour");
@@ -66,9 +66,9 @@ WorkloadSpec parse_workload(const nlohmann::json& j, const std::string& file) {
     w.start_stagger_ms = f.integer("start_stagger_ms", 0, 0, stagger_max,
                                    "the last client must start within the run: " + run_ends(w));
     if (const nlohmann::json* slow = f.get("slow")) {
-        Fields s(*slow, "workload.slow", file);
+        Fields s(*slow, path + ".slow", file);
         w.slow_probability = s.number("probability", 0.0, 0, 1);
-        if (!s.get("work_ms")) s.fail("workload.slow.work_ms", "required, expected a distribution");
+        if (!s.get("work_ms")) s.fail(path + ".slow.work_ms", "required, expected a distribution");
         w.slow_work_ms = distribution(s, "work_ms", w.slow_work_ms, file, w.duration_ms);
         s.finish();
     }
@@ -298,7 +298,7 @@ std::filesystem::path parse_cwd(Fields& f, const RunSpec& r) {
 // A run's own "workload" and "client" (a case scaled for a whole-second lock), or the scenario's.
 void parse_run_workload(Fields& f, RunSpec& r, const Scenario& s, const std::string& file) {
     const nlohmann::json* workload = f.get("workload");
-    r.workload = workload ? parse_workload(*workload, file) : s.workload;
+    r.workload = workload ? parse_workload(*workload, file, f.at("workload")) : s.workload;
     r.workload_source = workload ? *workload : s.source.value("workload", nlohmann::json::object());
     const nlohmann::json* client = f.get("client");
     r.timeouts = client ? parse_client(*client, f.at("client"), file, s.timeouts) : s.timeouts;

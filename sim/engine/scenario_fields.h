@@ -142,7 +142,8 @@ std::vector<FaultSpec> parse_faults(const nlohmann::json& j, const std::string& 
                                     const WorkloadSpec& w);
 
 // The parts of scenario.cpp a case file (case_file.cpp) reads the same way.
-WorkloadSpec parse_workload(const nlohmann::json& j, const std::string& file);
+// `path` names it in messages and in the fields read: a run's own is "runs[N].workload".
+WorkloadSpec parse_workload(const nlohmann::json& j, const std::string& file, const std::string& path = "workload");
 // "client": {"command_timeout_ms", "connect_timeout_ms", "store_timeout_ms"} over `t`.
 ClientTimeouts parse_client(const nlohmann::json& j, const std::string& path, const std::string& file, ClientTimeouts t);
 RenewSpec parse_renew(const nlohmann::json& j, const std::string& path, const std::string& file);

@@ -285,6 +285,20 @@ TEST(FaultSchedule, AGateUntilAnotherEntersLetsGoAfterItsDurationWhenNobodyEnter
     EXPECT_EQ(cut.world.calls, (Strings{"hold 0", "let_go 0"}));
     EXPECT_EQ(cut.log, (Strings{"start gate c0 @10", "end gate c0 @20"}));
     EXPECT_EQ(cut.schedule.next_due_ns(), std::nullopt);
+
+    ScheduleRun gone({gate_until_another_enters(25)});  // its client dies while held: nothing to let go
+    gone.schedule.reach(0, Point::after_acquire, 10 * kMs);
+    gone.schedule.client_gone(0, 15 * kMs);
+    gone.advance(20);  // its wait's next check finds nobody to let go
+    gone.schedule.heal(30 * kMs);
+    EXPECT_EQ(gone.world.calls, (Strings{"hold 0"}));
+    EXPECT_EQ(gone.log, (Strings{"start gate c0 @10"}));
+    ScheduleRun gone_then_healed({gate_until_another_enters(25)});  // healed before that check
+    gone_then_healed.schedule.reach(0, Point::after_acquire, 10 * kMs);
+    gone_then_healed.schedule.client_gone(0, 11 * kMs);
+    gone_then_healed.schedule.heal(11 * kMs);
+    EXPECT_EQ(gone_then_healed.world.calls, (Strings{"hold 0"}));
+    EXPECT_EQ(gone_then_healed.log, (Strings{"start gate c0 @10"}));
 }
 
 // A link fault "until another enters" lasts its duration, then on until the store's log shows

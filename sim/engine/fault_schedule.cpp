@@ -193,9 +193,7 @@ void FaultSchedule::wait_for_another(const Timer& t, long long now_ns) {
 
 void FaultSchedule::check_end(std::size_t i, int client, long long now_ns) {
     State& s = state_[i];
-    const bool gate = specs_[i].kind == FaultSpec::Kind::gate;
-    if (gate && std::ranges::find(s.held, client) == s.held.end()) s.waiting = false;  // the client is gone
-    if (!s.waiting) return;  // ended already (the run was healed)
+    if (!s.waiting) return;  // ended already (the run was healed, or its gated client is gone)
     if (now_ns < s.hold_ends_ns && !another_entered(client, s.log_mark)) {
         book(std::min(now_ns + kHoldPollNs, s.hold_ends_ns), Timer::What::until_check, i, client);
         return;
@@ -322,6 +320,7 @@ void FaultSchedule::client_gone(int gone, long long now_ns) {
         if (std::erase(s.held, gone) == 0) continue;
         for (int c : s.held) release(i, c, now_ns);
         s.held.clear();
+        s.waiting = false;  // a gate "until another enters" had only it to let go
         s.done = true;
     }
 }

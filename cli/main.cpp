@@ -112,7 +112,7 @@ std::vector<fs::path> catalog_files(const std::vector<std::string>& given) {
 }
 
 int finish_matrix(const nlohmann::json& summary, const fs::path& out) {
-    std::cout << format_matrix_table(summary);
+    std::cout << format_matrix_table(summary) << format_missed(summary);
     std::cout << "summary: " << (out / "summary.json").string() << "\n";
     std::cout << "report:  lockbench report " << out.string() << "\n";
     return matrix_exit_code(summary);

@@ -188,6 +188,34 @@ TEST_F(MatrixTest, ACaseMarkedAloneRunsWithNothingBesideIt) {
     }
 }
 
+// A repetition that misses an expectation says which one, with the value it had, on its
+// progress line and again after the table (the end of a long log), with its folder.
+TEST_F(MatrixTest, RepetitionsThatMissAnExpectationAreNamedAfterTheTable) {
+    Json greedy = read_json(kTiny);
+    greedy["name"] = "tiny-greedy";
+    greedy["runs"][1]["expect"]["sections_completed"] = ">= 100000";
+    const fs::path file = write_file("tiny-greedy.json", greedy.dump());
+    const fs::path out = dir() / "m";
+    const Result r = run({"matrix", file.string(), "--repeat", "2", "--out", out.string()});
+    ASSERT_EQ(r.exit_code(), 1) << r.describe();
+    const std::string fenced = "tiny-greedy/token-lua+ttl_ms=100+fence";
+    const size_t progress = r.err.find(fenced + " rep 2/2 (seed 6)");
+    ASSERT_NE(progress, std::string::npos) << r.err;
+    const std::string line = r.err.substr(progress, r.err.find('\n', progress) - progress);
+    EXPECT_NE(line.find("0 violations, expectations NOT held: sections_completed >= 100000 ("), std::string::npos)
+        << r.err;
+    const size_t list = r.out.find("expectations NOT held in 2 repetitions:\n");
+    ASSERT_NE(list, std::string::npos) << r.out;
+    EXPECT_GT(list, r.out.find("NOT HELD in 2/2")) << "the list follows the table: " << r.out;
+    for (const int rep : {1, 2})
+        EXPECT_NE(r.out.find("  " + fenced + " rep " + std::to_string(rep) + ": sections_completed >= 100000 (", list),
+                  std::string::npos)
+            << r.out;
+    EXPECT_NE(r.out.find("(cells/tiny-greedy/token-lua+ttl_ms=100+fence/rep-1)", list), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("tiny-greedy/token-lua+ttl_ms=100 rep", list), std::string::npos)
+        << "the unfenced cell held: " << r.out;
+}
+
 TEST_F(MatrixTest, KilledMatrixResumesKeepingDoneRepetitions) {
     const fs::path out = dir() / "m";
     const std::vector<std::string> args{"matrix", kTiny.string(), "--repeat", "3", "--out", out.string()};

@@ -112,6 +112,15 @@ void check_trees_for_report(const std::filesystem::path& dir);
 
 std::string format_matrix_table(const nlohmann::json& summary);
 
+// The expectations a run missed, from its "expectations" list, each with the value it had:
+// "sections_completed >= 8 (7)".
+std::string missed_expectations(const nlohmann::json& expectations);
+
+// A matrix's repetitions whose expectations did not hold, a line each with what they missed
+// and their folder ("" when none): printed after the table, so that the end of a long log
+// names them.
+std::string format_missed(const nlohmann::json& summary);
+
 // 0 when every expectation held in every repetition of a matrix (a sweep's steps are meant
 // to cross the expectation, so a sweep only fails on errors), 1 otherwise.
 int matrix_exit_code(const nlohmann::json& summary);

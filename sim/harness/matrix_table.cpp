@@ -88,6 +88,39 @@ std::string format_matrix_table(const Json& summary) {
     return out;
 }
 
+std::string missed_expectations(const Json& expectations) {
+    std::string text;
+    for (const Json& e : expectations) {
+        if (e.value("held", true)) continue;
+        const Json v = e.value("value", Json());
+        std::string value = v.is_string() ? v.get<std::string>() : v.dump();
+        if (v.is_number()) {
+            char text[32];
+            std::snprintf(text, sizeof text, "%g", v.get<double>());
+            value = text;
+        }
+        text += (text.empty() ? "" : ", ") + e.value("expect", std::string("?")) + " (" + value + ")";
+    }
+    return text.empty() ? "none named" : text;
+}
+
+std::string format_missed(const Json& summary) {
+    if (summary.at("kind") == "sweep") return "";
+    std::string lines;
+    int count = 0;
+    for (const auto& c : summary.at("cells"))
+        for (const auto& r : c.value("reps", Json::array())) {
+            if (r.value("expectations_held", true)) continue;
+            ++count;
+            lines += "  " + c.at("id").get<std::string>() + " rep " + std::to_string(r.at("rep").get<int>() + 1) + ": " +
+                     missed_expectations(r.value("expectations", Json::array())) + " (" +
+                     r.value("dir", std::string()) + ")\n";
+        }
+    if (count == 0) return "";
+    return "expectations NOT held in " + std::to_string(count) + (count == 1 ? " repetition" : " repetitions") +
+           ":\n" + lines;
+}
+
 int matrix_exit_code(const Json& summary) {
     if (summary.at("kind") == "sweep") return 0;
     for (const auto& c : summary.at("cells")) {

@@ -71,8 +71,20 @@ def acquire(req):
     if not connected.wait(budget_s):
         return {"ok": False, "error": "not connected to ZooKeeper (%s)" % client.state}
     sweep_orphans()
-    candidate = OneAttemptLock(client, "/lockbench/" + req["key"].replace("/", "_"),
-                               identifier=f"client {env.client}")
+    path = "/lockbench/" + req["key"].replace("/", "_")
+    # A contender that finds others queued already would wait on its predecessor's watch; one
+    # attempt gives up instead, so it looks first, with a read the server it is connected to
+    # answers alone. Without the look every failed attempt was two writes (the contender's
+    # create and delete), each through the leader and a quorum: seven clients polling at
+    # millisecond intervals kept a three-JVM ensemble busy enough, on a loaded machine, to
+    # slow the holder's own release. A stale read only costs one more attempt or one
+    # attempt's wait: the create and the children after it decide, as before.
+    try:
+        if client.get_children(path):
+            return {"ok": False, "error": "held"}
+    except NoNodeError:
+        pass  # no lock taken on this key yet
+    candidate = OneAttemptLock(client, path, identifier=f"client {env.client}")
     try:
         # One attempt; the timeout bounds the recipe's own retry, which is unbounded otherwise.
         if not candidate.acquire(blocking=False, timeout=budget_s):

@@ -105,12 +105,14 @@ struct ScheduleRun {
 
     std::vector<nlohmann::json> lines;  // every log line as written
 
-    explicit ScheduleRun(std::vector<FaultSpec> faults, int clients = 3, std::uint64_t seed = 0)
+    explicit ScheduleRun(std::vector<FaultSpec> faults, int clients = 3, std::uint64_t seed = 0,
+                         std::optional<StartAfter> start_after = std::nullopt)
         : schedule(std::move(faults), world, [this](const std::string& line) {
               log.push_back(brief(line));
               lines.push_back(nlohmann::json::parse(line));
           },
                    [this](long long at_ns, std::size_t timer) { booked.emplace_back(at_ns, timer); }) {
+        schedule.set_start_after(start_after);
         schedule.start(clients, 0, 0, seed);
     }
 
@@ -371,6 +373,73 @@ TEST(FaultSchedule, AClientThatIsGoneLetsTheOthersAtItsGateGo) {
     EXPECT_EQ(r.world.calls, (Strings{"hold 0", "hold 1", "let_go 1"}));
     EXPECT_EQ(r.log.back(), "end gate c1 @7");
     EXPECT_EQ(r.schedule.reach(2, Point::before_write, 0), FaultSchedule::Answer::disarm);  // done
+}
+
+// The workload's start_after: the others wait at their first acquire until client 0 has
+// reached its point, and set out once the faults armed there are in place.
+TEST(StartAfter, TheOthersWaitAtTheirFirstAcquireUntilTheFirstClientReachesItsPoint) {
+    FaultSpec crash = at_point(FaultSpec::Kind::crash, Point::after_acquire);
+    crash.client = 0;
+    crash.node = 0;
+    ScheduleRun r({crash}, 3, 0, StartAfter{0, Point::after_acquire, 500});
+    EXPECT_EQ(r.schedule.armed_points(), (Strings{"after_acquire", "before_acquire"}));
+    EXPECT_EQ(r.schedule.reach(1, Point::before_acquire, 1 * kMs), FaultSchedule::Answer::held);
+    EXPECT_EQ(r.schedule.reach(2, Point::before_acquire, 1 * kMs), FaultSchedule::Answer::held);
+    // Client 0 is not held, and has nothing at before_acquire to report.
+    EXPECT_EQ(r.schedule.reach(0, Point::before_acquire, 2 * kMs), FaultSchedule::Answer::disarm);
+    EXPECT_EQ(r.world.calls, (Strings{"hold 1", "hold 2"}));
+    EXPECT_FALSE(r.schedule.spent());
+    EXPECT_EQ(r.schedule.reach(0, Point::after_acquire, 30 * kMs), FaultSchedule::Answer::disarm);
+    // Let go by a timer due at once (the simulator wakes a fiber only from the world).
+    EXPECT_EQ(r.world.calls, (Strings{"hold 1", "hold 2", "crash 0"}));
+    r.advance(30);
+    EXPECT_EQ(r.world.calls, (Strings{"hold 1", "hold 2", "crash 0", "let_go 1", "let_go 2"}));
+    // Once open, nothing holds: a later acquire of the others goes on, and stops reporting.
+    EXPECT_EQ(r.schedule.reach(1, Point::before_acquire, 40 * kMs), FaultSchedule::Answer::disarm);
+    r.advance(1000);  // its max_ms passes: nobody is let go twice
+    EXPECT_EQ(r.world.calls.size(), 5u);
+    EXPECT_EQ(r.log, (Strings{"start crash c0 @30"})) << "the start is no fault: no line of its own";
+    EXPECT_EQ(r.schedule.injected(), 1);
+}
+
+// node-restart-empty's shape: client 0 is held at its point until another enters, so the
+// others must set out while it is held there.
+TEST(StartAfter, AFirstClientHeldAtItsPointStillLetsTheOthersGo) {
+    FaultSpec gate = at_point(FaultSpec::Kind::gate, Point::after_acquire);
+    gate.client = 0;
+    gate.until_another_enters = true;
+    gate.max_ms = 400;
+    ScheduleRun r({gate}, 2, 0, StartAfter{0, Point::after_acquire, 500});
+    EXPECT_EQ(r.schedule.reach(1, Point::before_acquire, 0), FaultSchedule::Answer::held);
+    EXPECT_EQ(r.schedule.reach(0, Point::after_acquire, 10 * kMs), FaultSchedule::Answer::held);
+    r.advance(10);
+    EXPECT_EQ(r.world.calls, (Strings{"hold 1", "hold 0", "let_go 1"}));
+}
+
+TEST(StartAfter, AfterMaxMsTheOthersGoWhetherOrNotTheFirstGotThere) {
+    ScheduleRun r({}, 3, 0, StartAfter{0, Point::after_acquire, 500});
+    EXPECT_EQ(r.schedule.reach(2, Point::before_acquire, 10 * kMs), FaultSchedule::Answer::held);
+    r.advance(499);
+    EXPECT_EQ(r.world.calls, (Strings{"hold 2"}));
+    r.advance(500);
+    EXPECT_EQ(r.world.calls, (Strings{"hold 2", "let_go 2"}));
+    EXPECT_EQ(r.schedule.reach(1, Point::before_acquire, 600 * kMs), FaultSchedule::Answer::disarm);
+    EXPECT_TRUE(r.schedule.spent());
+}
+
+TEST(StartAfter, TheFirstClientGoneOrTheRunHealedLetsTheOthersGo) {
+    ScheduleRun gone({}, 3, 0, StartAfter{1, Point::before_write, 500});
+    EXPECT_EQ(gone.schedule.reach(0, Point::before_acquire, 0), FaultSchedule::Answer::held);
+    EXPECT_EQ(gone.schedule.reach(1, Point::before_acquire, 0), FaultSchedule::Answer::disarm);  // not its point
+    gone.schedule.client_gone(1, 5 * kMs);  // killed before it got to before_write
+    gone.advance(5);
+    EXPECT_EQ(gone.world.calls, (Strings{"hold 0", "let_go 0"}));
+    EXPECT_EQ(gone.schedule.reach(2, Point::before_acquire, 6 * kMs), FaultSchedule::Answer::disarm);
+
+    ScheduleRun healed({}, 3, 0, StartAfter{0, Point::after_acquire, 500});
+    EXPECT_EQ(healed.schedule.reach(1, Point::before_acquire, 0), FaultSchedule::Answer::held);
+    healed.schedule.heal(5 * kMs);
+    EXPECT_EQ(healed.world.calls, (Strings{"hold 1", "let_go 1"}));
 }
 
 TEST(FaultSchedule, ACrashRestartsAfterItsDelayOrRecordsTheFailure) {

@@ -179,6 +179,25 @@ TEST(ScenarioParse, EveryDurationEndsWithinTheRun) {
     EXPECT_EQ(refusal(s), "");
 }
 
+TEST(ScenarioParse, StartAfterNamesAClientAPointAndItsLongestWait) {
+    Json s = base();
+    s["workload"]["clients"] = 3;
+    s["workload"]["start_after"] = Json::parse(R"({"client": 0, "point": "after_acquire", "max_ms": 500})");
+    EXPECT_EQ(refusal(s), "");
+    s["workload"]["start_after"]["client"] = 3;
+    expect_refused(s, "workload.start_after.client", {"one of the workload's 3 clients"});
+    s["workload"]["start_after"]["client"] = 1;
+    s["workload"]["start_after"]["point"] = "after_lunch";
+    expect_refused(s, "workload.start_after.point", {"after_lunch"});
+    s["workload"]["start_after"]["point"] = "before_write";
+    s["workload"]["start_after"]["max_ms"] = 1001;
+    expect_refused(s, "workload.start_after.max_ms", {"workload.duration_ms is 1000"});
+    s["workload"]["start_after"].erase("max_ms");
+    expect_refused(s, "workload.start_after.max_ms", {"required"});
+    s["workload"]["start_after"] = Json::parse(R"({"max_ms": 5, "when": 1})");
+    expect_refused(s, "workload.start_after.when", {});
+}
+
 TEST(ScenarioParse, RunsTimeoutsAndParametersStayUnderAnHour) {
     for (const char* pointer : {"/workload/duration_ms", "/client/command_timeout_ms", "/runs/0/params/ttl_ms"}) {
         SCOPED_TRACE(pointer);

@@ -45,6 +45,10 @@ std::vector<std::string> FaultSchedule::armed_points() const {
     std::vector<std::string> names;
     for (const auto& f : specs_)
         if (f.point) names.push_back(point_name(*f.point));
+    if (start_after_) {
+        names.push_back(point_name(Point::before_acquire));
+        names.push_back(point_name(start_after_->point));
+    }
     std::ranges::sort(names);
     names.erase(std::unique(names.begin(), names.end()), names.end());
     return names;
@@ -54,6 +58,9 @@ void FaultSchedule::start(int clients, long long start_at_ns, long long now_ns, 
     clients_ = clients;
     start_at_ns_ = start_at_ns;
     killed_.assign(static_cast<std::size_t>(clients), false);
+    start_reached_.assign(static_cast<std::size_t>(clients), false);
+    start_open_ = !start_after_ || clients < 2;
+    if (!start_open_) book(start_at_ns + start_after_->max_ms * kNsPerMs, Timer::What::open_start, 0, 0);
     for (std::size_t i = 0; i < specs_.size(); ++i) {
         const FaultSpec& f = specs_[i];
         if (f.repeats()) {
@@ -79,8 +86,46 @@ FaultSchedule::Answer FaultSchedule::reach(int client, Point point, long long no
         answer = fire(i, client, now_ns) && answer;
         if (killed(client)) return Answer::killed;
     }
-    if (!answer) return Answer::held;
-    return armed_at(client, point) ? Answer::go : Answer::disarm;
+    // After its faults: the start opens even when a gate holds this client there.
+    if (start_holds(client, point, now_ns) || !answer) return Answer::held;
+    return armed_at(client, point) || start_waits_for(client, point) ? Answer::go : Answer::disarm;
+}
+
+// The start: the first client reaching its point opens it (after its faults there are in
+// place: the others set out into what they did); until then the others wait at their first
+// acquire.
+bool FaultSchedule::start_holds(int client, Point point, long long now_ns) {
+    if (start_open_) return false;
+    if (client == start_after_->client) {
+        if (point == start_after_->point) open_start(now_ns);
+        return false;
+    }
+    if (point != Point::before_acquire || start_reached_.at(static_cast<std::size_t>(client))) return false;
+    start_reached_.at(static_cast<std::size_t>(client)) = true;
+    start_held_.push_back(client);
+    world_.hold(client);
+    return true;
+}
+
+// Opened from a client's reach, the others are let go by a timer due at once, as a gate's
+// are: the simulator switches to a client's fiber only from the world, never from another's.
+void FaultSchedule::open_start(long long now_ns) {
+    if (start_open_) return;
+    start_open_ = true;
+    book(now_ns, Timer::What::open_start, 0, 0);
+}
+
+void FaultSchedule::let_go_start() {
+    start_open_ = true;
+    for (int c : start_held_) world_.let_go(c);
+    start_held_.clear();
+}
+
+// Whether a client must go on reporting a point for the start's sake.
+bool FaultSchedule::start_waits_for(int client, Point point) const {
+    if (start_open_) return false;
+    if (client == start_after_->client) return point == start_after_->point;
+    return point == Point::before_acquire && !start_reached_.at(static_cast<std::size_t>(client));
 }
 
 std::vector<std::size_t> FaultSchedule::due_at(int client, Point point) {
@@ -240,7 +285,9 @@ bool FaultSchedule::gate(std::size_t i, int client, long long now_ns) {
 }
 
 void FaultSchedule::book(long long at_ns, Timer::What what, std::size_t fault, int client) {
-    const auto occurrence = specs_[fault].repeats() ? std::optional(state_[fault].occurrences) : std::nullopt;
+    // The start's opening is the one timer of no fault.
+    const bool repeats = what != Timer::What::open_start && specs_[fault].repeats();
+    const auto occurrence = repeats ? std::optional(state_[fault].occurrences) : std::nullopt;
     timers_.push_back({at_ns, what, fault, client, true, occurrence});
     if (booked_) booked_(at_ns, timers_.size() - 1);
 }
@@ -281,6 +328,7 @@ void FaultSchedule::run(const Timer& t, long long now_ns) {
             else heal_link(t.fault, t.client, now_ns, t.occurrence);
             break;
         case Timer::What::until_check: check_end(t.fault, t.client, now_ns); break;
+        case Timer::What::open_start: let_go_start(); break;
         case Timer::What::restart:
             // What the node's persistence kept (nothing, without AOF) comes back; a failed
             // restart is recorded, and the checker sees a node that stayed down.
@@ -315,6 +363,8 @@ void FaultSchedule::release(std::size_t fault, int client, long long now_ns) {
 }
 
 void FaultSchedule::client_gone(int gone, long long now_ns) {
+    std::erase(start_held_, gone);
+    if (start_after_ && gone == start_after_->client) open_start(now_ns);  // it will get nowhere now
     for (std::size_t i = 0; i < specs_.size(); ++i) {
         State& s = state_[i];
         if (std::erase(s.held, gone) == 0) continue;
@@ -337,6 +387,7 @@ void FaultSchedule::heal(long long now_ns) {
         if (t.what == Timer::What::until_check && state_[t.fault].waiting) end_waiting(t.fault, t.client, now_ns);
         if (t.what == Timer::What::restart_check) restart_outcome(Timer(t), world_.restarted(state_[t.fault].node, true), now_ns);
     }
+    let_go_start();
     for (std::size_t i = 0; i < specs_.size(); ++i) {
         State& s = state_[i];
         for (int c : s.held) release(i, c, now_ns);
@@ -390,7 +441,8 @@ bool FaultSchedule::spent() const {
         if ((f.kind == FaultSpec::Kind::clock && !node_step) || open_link(f)) return false;
         if (f.kind == FaultSpec::Kind::crash && !f.restart_after_ms) return false;
     }
-    return std::ranges::none_of(timers_, [](const Timer& t) { return t.pending; });
+    return start_open_ && start_held_.empty() &&
+           std::ranges::none_of(timers_, [](const Timer& t) { return t.pending && t.what != Timer::What::open_start; });
 }
 
 bool FaultSchedule::killed(int client) const {

@@ -33,6 +33,7 @@
 #include "lockimpl/env.h"
 #include "sim/engine/fault_actuator.h"
 #include "sim/engine/fault_spec.h"
+#include "sim/engine/workload.h"
 
 namespace lockbench {
 
@@ -56,6 +57,11 @@ public:
     const std::vector<FaultSpec>& faults() const { return specs_; }
     // Point names some fault is armed at (sorted, once each): clients report only these.
     std::vector<std::string> armed_points() const;
+
+    // The workload's start_after (before start()): every other client is held at its first
+    // before_acquire until that client has reached its point, or max_ms after the start.
+    // It is no fault: it counts in no fault's figures and writes no nemesis.jsonl line.
+    void set_start_after(std::optional<StartAfter> start_after) { start_after_ = start_after; }
 
     // The clients are 0..clients-1; at_ms counts from start_at_ns. A fault at 0 ms fires now,
     // before any client starts, rather than racing the first one.
@@ -105,7 +111,7 @@ private:
         Rng rng{0};                 // repeating: its draws
     };
     struct Timer {
-        enum class What { fire, resume, release, heal_links, restart, restart_check, until_check };
+        enum class What { fire, resume, release, heal_links, restart, restart_check, until_check, open_start };
         long long at_ns = 0;
         What what = What::fire;
         std::size_t fault = 0;
@@ -113,6 +119,12 @@ private:
         bool pending = true;
         std::optional<int> occurrence;  // a repeating fault's: its end line names it
     };
+    // The start: what a reach does to it (true: the client is held there), and its opening.
+    bool start_holds(int client, Point point, long long now_ns);
+    void open_start(long long now_ns);
+    void let_go_start();
+    bool start_waits_for(int client, Point point) const;
+
     std::vector<std::size_t> due_at(int client, Point point);
     bool armed_at(int client, Point point) const;
     bool fire(std::size_t fault, int client, long long now_ns);
@@ -147,6 +159,10 @@ private:
     std::vector<bool> killed_;
     int clients_ = 0;
     long long start_at_ns_ = 0;
+    std::optional<StartAfter> start_after_;
+    bool start_open_ = true;           // no start_after, or its client got there (or max_ms passed)
+    std::vector<bool> start_reached_;  // the others: reached their first acquire already
+    std::vector<int> start_held_;      // the others held there now
     FaultActuator& world_;
     LogSink log_;
     TimerBooked booked_;

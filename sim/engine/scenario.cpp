@@ -65,6 +65,20 @@ WorkloadSpec parse_workload(const nlohmann::json& j, const std::string& file, co
     const long long stagger_max = w.clients > 1 ? (w.duration_ms - 1) / (w.clients - 1) : w.duration_ms;
     w.start_stagger_ms = f.integer("start_stagger_ms", 0, 0, stagger_max,
                                    "the last client must start within the run: " + run_ends(w));
+    if (const nlohmann::json* after = f.get("start_after")) {
+        Fields a(*after, path + ".start_after", file);
+        StartAfter s;
+        s.client = static_cast<int>(a.integer("client", 0, 0, w.clients - 1,
+                                              "one of the workload's " + std::to_string(w.clients) + " clients"));
+        const std::string point = a.string("point", "after_acquire");
+        const std::optional<Point> p = parse_point(point);
+        if (!p) a.fail(a.at("point"), "expected a point (before_acquire, after_acquire, ...), got " + quoted_excerpt(point));
+        s.point = *p;
+        if (!a.get("max_ms")) a.fail(path + ".start_after.max_ms", "required: the longest the others wait");
+        s.max_ms = a.integer("max_ms", 0, 1, w.duration_ms, run_ends(w));
+        a.finish();
+        w.start_after = s;
+    }
     if (const nlohmann::json* slow = f.get("slow")) {
         Fields s(*slow, path + ".slow", file);
         w.slow_probability = s.number("probability", 0.0, 0, 1);

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lockimpl/env.h"  // Point
+
 namespace lockbench {
 
 // A small, portable PRNG (splitmix64): the same seed draws the same numbers everywhere,
@@ -55,6 +57,16 @@ struct RenewSpec {
     nlohmann::json to_json() const;
 };
 
+// "start_after": the forced form of "client 0 goes first". Every other client waits at its
+// first acquire until `client` has reached `point` (the faults armed there in place first),
+// or until max_ms after the start: a start stagger only hopes the first client gets there
+// before the others set out, and on a busy machine it sometimes does not.
+struct StartAfter {
+    int client = 0;
+    Point point = Point::after_acquire;
+    long long max_ms = 0;
+};
+
 struct WorkloadSpec {
     int clients = 8;
     long long duration_ms = 3000;
@@ -65,6 +77,7 @@ struct WorkloadSpec {
     Distribution retry_ms{Distribution::Kind::uniform, 1, 5};
     Distribution think_ms{Distribution::Kind::fixed, 0, 0};
     long long start_stagger_ms = 0;                // client i starts i times this much later
+    std::optional<StartAfter> start_after;         // the others start once one client got somewhere
 };
 
 }  // namespace lockbench

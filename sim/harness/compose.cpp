@@ -52,6 +52,7 @@ void scale_fields(Json& j, std::initializer_list<const char*> fields, double k) 
 
 Json scaled_workload(Json w, double k) {
     scale_fields(w, {"duration_ms", "start_stagger_ms", "work_ms", "retry_ms", "think_ms"}, k);
+    if (w.contains("start_after")) scale_fields(w["start_after"], {"max_ms"}, k);
     if (w.contains("slow")) scale_fields(w["slow"], {"work_ms"}, k);
     return w;
 }
@@ -178,6 +179,9 @@ std::optional<std::string> why_not_by_faults(const CaseFile& c, const CaseVarian
     const std::vector<FaultSpec> faults = parse_faults(v.faults.value_or(Json::array()), "faults", c.path, w);
     const std::vector<std::string> points = points_reached(*lock.algorithm, lock.params);
     const int nodes = cell_nodes(c, lock);
+    if (w.start_after && std::ranges::find(points, point_name(w.start_after->point)) == points.end())
+        return std::string("starts the others once client ") + std::to_string(w.start_after->client) + " reaches " +
+               point_name(w.start_after->point) + ", which " + lock.name + " never passes";
     for (const FaultSpec& f : faults) {
         if (f.point && std::ranges::find(points, point_name(*f.point)) == points.end())
             return std::string("arms a fault at ") + point_name(*f.point) + ", which " + lock.name + " never passes";

@@ -326,6 +326,7 @@ RunOutcome run_live(const Scenario& s, const RunSpec& run, std::uint64_t seed, c
     const fs::path node_dir = tmp / run.name;
     fs::create_directories(run_dir / "history");
     Nemesis nemesis(run.faults, tmp / "nemesis.sock", run_dir / "nemesis.jsonl");
+    nemesis.set_start_after(run.workload.start_after);
     std::vector<ClockControl> node_clocks = make_clocks(nemesis.skews_nodes(), run.nodes, tmp, run.name + ".node");
     std::vector<ClockControl> client_clocks = make_clocks(nemesis.skews_clients(), run.workload.clients, tmp, run.name + ".client");
     nemesis.set_clocks(pointers(client_clocks), pointers(node_clocks));

@@ -39,6 +39,7 @@ public:
     // A client reached a point (from its fiber); returns once the client may go on.
     void reached(int client, Point p);
 
+    void set_start_after(std::optional<StartAfter> s) { schedule_.set_start_after(s); }
     nlohmann::json report() const { return schedule_.report(); }
     long long injected() const { return schedule_.injected(); }
     // See FaultSchedule::spent(); `changed` is called after every timer or point that may

@@ -169,6 +169,7 @@ SimRun simulate(const Scenario& s, const RunSpec& run, std::uint64_t seed, const
         processes[static_cast<std::size_t>(c)].rng.seed(derive_seed(client_seed(seed, c), 3));
     }
     SimNemesis nemesis(world, net, processes, store, run.faults, rec.run_dir ? *rec.run_dir / "nemesis.jsonl" : fs::path());
+    nemesis.set_start_after(run.workload.start_after);
     const VTime start_at = world.now() + 10 * kMs;
     EarlyStop early(world, nemesis, early_stop_window_ns(run), start_at + run.workload.duration_ms * kMs);
 

@@ -97,7 +97,15 @@ function acquire(array $req): array
     $key = new Key($req['key']);
     $lock = new Lock($key, $store, $ttl_s, false);
     $start = hrtime(true);
-    if (!$lock->acquire(false)) return ['ok' => false, 'error' => 'held'];
+    try {
+        if (!$lock->acquire(false)) return ['ok' => false, 'error' => 'held'];
+    } catch (\Exception $e) {
+        // phpredis reconnects a dropped connection once, on the next command; if that fails
+        // too (the node is still restarting) the connection stays "went away" until connect()
+        // is called again. A PHP application connects per request: the next acquire does.
+        if (!$combined) $store = null;
+        throw $e;
+    }
     $elapsed_ms = (hrtime(true) - $start) / 1e6;
     // The token is the member RedisStore added to the key's sorted set (the same on every node).
     $answer = ['ok' => true, 'token' => $key->getState(RedisStore::class),

@@ -335,11 +335,11 @@ Json run_matrix(const MatrixSpec& spec, const MatrixOptions& opts) {
     for (const Todo& t : todo) progress.weight_left += t.weight;
     CellEntries entries;
     Scheduler scheduler(spec, opts, todo, progress);
-    // The summary of every cell is rewritten at most every few seconds while repetitions end
+    // The summary of every cell is rewritten at most every 20 s while repetitions end
     // (one to watch; writing it after each of a thousand repetitions cost the tree's process
     // more CPU than a dozen runs), and always at the end. A repetition is safe in its cell as
     // soon as it ends: a resumed matrix rebuilds the summary from the cells.
-    constexpr auto kSummaryEvery = std::chrono::seconds(5);
+    constexpr auto kSummaryEvery = std::chrono::seconds(20);
     std::chrono::steady_clock::time_point summary_written{};  // the first repetition writes it
     const std::optional<int> stopped = scheduler.run([&](const Todo& t, const Json&) {
         const auto tree_start = std::chrono::steady_clock::now();

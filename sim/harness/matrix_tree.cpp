@@ -1,6 +1,7 @@
 #include "sim/harness/matrix_tree.h"
 
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "analysis/aggregate.h"
@@ -85,6 +86,24 @@ RunSummary rep_run(const fs::path& dir) {
 
 }  // namespace
 
+namespace {
+
+// A repetition's acquire latencies, from its history through the checker. A matrix refreshes
+// a cell after each of its repetitions, so each is kept here by its folder (and the time its
+// summary.json was written, which comes last): in a three-round matrix the cell's first
+// repetition was checked again at the second and third, in the one process that writes the tree.
+const std::vector<double>& acquire_samples(const fs::path& dir, const std::string& run) {
+    static std::map<std::string, std::vector<double>> known;
+    const auto written = fs::last_write_time(dir / "summary.json").time_since_epoch().count();
+    const std::string key = (dir / "runs" / run).string() + "@" + std::to_string(written);
+    const auto it = known.find(key);
+    if (it != known.end()) return it->second;
+    const CheckResult r = check(load_run_history(dir / "runs" / run), {.max_witnesses = 0});
+    return known[key] = r.acquire_samples_ms;
+}
+
+}  // namespace
+
 Json refresh_cell(const fs::path& out, const MatrixCell& cell, int repeat) {
     Json entry = bare_entry(cell);
     Json reps = Json::array();
@@ -96,9 +115,8 @@ Json refresh_cell(const fs::path& out, const MatrixCell& cell, int repeat) {
         figures["rep"] = k;
         figures["dir"] = fs::relative(dir, out).string();
         reps.push_back(std::move(figures));
-        const RunHistory h = load_run_history(dir / "runs" / cell.run);
-        const CheckResult r = check(h, {.max_witnesses = 0});
-        acquire_ms.insert(acquire_ms.end(), r.acquire_samples_ms.begin(), r.acquire_samples_ms.end());
+        const std::vector<double>& samples = acquire_samples(dir, cell.run);
+        acquire_ms.insert(acquire_ms.end(), samples.begin(), samples.end());
     }
     entry["repeat"] = repeat;
     entry["reps_done"] = reps.size();

@@ -263,7 +263,7 @@ std::vector<ChildProcess> spawn_clients(const Scenario& s, const RunSpec& run, c
 // Waits for every client. A client whose adapter failed is recorded, {client, error}, and
 // the run goes on without it; any other failure fails the run.
 std::vector<ClientFailure> wait_for_clients(std::vector<ChildProcess>& children, const RunSpec& run,
-                                            const fs::path& tmp, const Nemesis& nemesis) {
+                                            const fs::path& tmp, const fs::path& run_dir, const Nemesis& nemesis) {
     std::vector<ClientFailure> failed;
     const auto limit = std::chrono::milliseconds(run.workload.duration_ms + 30000);
     const auto deadline = std::chrono::steady_clock::now() + limit;
@@ -273,7 +273,9 @@ std::vector<ClientFailure> wait_for_clients(std::vector<ChildProcess>& children,
         const fs::path log = tmp / (run.name + ".client-" + std::to_string(c) + ".log");
         if (!status)
             throw std::runtime_error("run " + run.name + ": client " + std::to_string(c) + " did not finish within " +
-                                     std::to_string(limit.count()) + " ms; its log: " + tail_of(log));
+                                     std::to_string(limit.count()) + " ms; its log: " + tail_of(log) +
+                                     "; the last line of its history (where it stopped): " +
+                                     last_line_of(run_dir / "history" / ("client-" + std::to_string(c) + ".jsonl")));
         const bool killed_on_purpose = WIFSIGNALED(*status) && nemesis.killed(static_cast<int>(c));
         if (WIFEXITED(*status) && WEXITSTATUS(*status) == kAdapterFailed && !run.command.empty()) {
             const std::string last = last_line_of(log);
@@ -374,7 +376,7 @@ RunOutcome run_live(const Scenario& s, const RunSpec& run, std::uint64_t seed, c
     const long long start_at_ns = monotonic_ns() + (20 + 2LL * run.workload.clients) * 1000000LL;
     nemesis.start(pids, start_at_ns, seed);
     barrier.release(start_at_ns);
-    std::vector<ClientFailure> failed_clients = wait_for_clients(clients, run, tmp, nemesis);
+    std::vector<ClientFailure> failed_clients = wait_for_clients(clients, run, tmp, run_dir, nemesis);
     clock.mark("workload");
     nemesis.stop();
     clock.mark("heal");

@@ -109,7 +109,8 @@ std::string repetition_outcome(const MatrixSpec& spec, const Json& summary) {
     const auto v = static_cast<long long>(r.metric("mutual_exclusion_violations"));
     std::string text = std::to_string(v) + (v == 1 ? " violation" : " violations");
     if (spec.kind == "matrix") text += std::string(", expectations ") + (r.expectations_held ? "held" : "NOT held");
-    if (spec.kind == "matrix" && !r.expectations_held) text += ": " + missed_expectations(summary.at("runs").at(0).value("expectations", Json::array()));
+    if (spec.kind == "matrix" && !r.expectations_held)
+        text += ": " + missed_expectations(summary.at("runs").at(0).value("expectations", Json::array()));
     return text;
 }
 

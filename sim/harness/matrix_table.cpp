@@ -94,10 +94,10 @@ std::string missed_expectations(const Json& expectations) {
         if (e.value("held", true)) continue;
         const Json v = e.value("value", Json());
         std::string value = v.is_string() ? v.get<std::string>() : v.dump();
-        if (v.is_number()) {
-            char text[32];
-            std::snprintf(text, sizeof text, "%g", v.get<double>());
-            value = text;
+        if (v.is_number()) {  // 7, not 7.0
+            char number[32];
+            std::snprintf(number, sizeof number, "%g", v.get<double>());
+            value = number;
         }
         text += (text.empty() ? "" : ", ") + e.value("expect", std::string("?")) + " (" + value + ")";
     }

@@ -84,10 +84,6 @@ RunSummary rep_run(const fs::path& dir) {
     return run_summary_from_json(summary.at("runs").at(0));
 }
 
-}  // namespace
-
-namespace {
-
 // A repetition's acquire latencies, from its history through the checker. A matrix refreshes
 // a cell after each of its repetitions, so each is kept here by its folder (and the time its
 // summary.json was written, which comes last): in a three-round matrix the cell's first

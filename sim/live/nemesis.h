@@ -65,9 +65,9 @@ public:
     Nemesis(const Nemesis&) = delete;
     Nemesis& operator=(const Nemesis&) = delete;
 
-    // Point names some fault is armed at: the clients report only these.
     // The workload's start_after, set before the clients ask for armed_points().
     void set_start_after(std::optional<StartAfter> s) { schedule_.set_start_after(s); }
+    // Point names some fault is armed at: the clients report only these.
     std::vector<std::string> armed_points() const { return schedule_.armed_points(); }
     // Whether some clock fault aims at clients / at lock nodes: they then run under the shim.
     bool skews_clients() const;

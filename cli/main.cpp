@@ -723,7 +723,7 @@ Subcommand add_check(CLI::App& app) {
 
 void add_jobs_option(CLI::App* sub, int& jobs) {
     sub->add_option("--jobs", jobs, "repetitions run at once, each with its own servers (default 1; a case marked "
-                    "\"alone\" runs with none beside it)")->check(CLI::Range(1, 16));
+                    "\"alone\" runs beside no other case's, two at most)")->check(CLI::Range(1, 16));
 }
 
 Subcommand add_matrix(CLI::App& app) {
@@ -829,7 +829,7 @@ Subcommand add_verdict(CLI::App& app) {
     sub->add_option("--out", a->out, "where (default: results/verdict-<lock>); run again to resume");
     sub->add_option("--case", a->cases, "only this case (repeatable): a quick look, not the whole row");
     sub->add_option("--jobs", a->jobs, "repetitions run at once, each with its own servers (default 4; a case marked "
-                    "\"alone\" runs with none beside it)")->check(CLI::Range(1, 16));
+                    "\"alone\" runs beside no other case's, two at most)")->check(CLI::Range(1, 16));
     return {sub, [a] { return cmd_verdict(*a); }};
 }
 

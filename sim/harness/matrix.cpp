@@ -36,18 +36,24 @@ std::string clock_text(double seconds) {
     return buf;
 }
 
-// Expected cost of one repetition, in the unit the elapsed time is divided by: its workload
-// plus a fixed start-up share (nodes, Sentinels, clients). Only ratios matter.
-double rep_weight(const Json& scenario_source) {
-    const Json w = scenario_source.value("workload", Json::object());
+// Expected seconds of one repetition: its run's workload (as the cell runs it, scaled to the
+// lock's TTL) plus a fixed start-up share (nodes, Sentinels, clients).
+double rep_weight(const Json& scenario_source, const std::string& run) {
+    Json w = scenario_source.value("workload", Json::object());
+    for (const Json& r : scenario_source.value("runs", Json::array()))
+        if (r.value("name", std::string()) == run && r.contains("workload")) w = r.at("workload");
     return static_cast<double>(w.value("duration_ms", 3000)) / 1000.0 + 2.0;
 }
+
+// A repetition this long or longer starts in the first part of its round, so that the round
+// ends on short ones and the next round's (or the alone cases') wait for it is short.
+constexpr double kLongRepetitionS = 6.0;
 
 struct Todo {
     const MatrixCell* cell;
     int rep;
     double weight;
-    bool alone;  // its case runs with no other repetition beside it (`"alone": true`)
+    bool alone;  // its case runs apart from the others (`"alone": true`)
 };
 
 bool runs_alone(const MatrixSpec& spec, const MatrixCell& cell) {
@@ -69,8 +75,8 @@ void interleave_cases(std::vector<Todo>::iterator first, std::vector<Todo>::iter
 // Every repetition not yet done, in rounds: every cell's first repetition, then every
 // cell's second, and so on, so that a time budget that ends the work early leaves every
 // cell with the same number of repetitions.
-// Within a round, with repetitions side by side, the cases take turns (interleave_cases), and
-// the repetitions of cases that run alone come last.
+// Within a round, with repetitions side by side, the cases take turns (interleave_cases), the
+// long repetitions first, and the repetitions of cases that run alone come last.
 std::vector<Todo> todo_in_rounds(const MatrixSpec& spec, const MatrixOptions& opts, size_t& kept, size_t& shard_cells) {
     std::vector<Todo> todo;
     for (int k = 0; k < spec.repeat; ++k) {
@@ -79,10 +85,13 @@ std::vector<Todo> todo_in_rounds(const MatrixSpec& spec, const MatrixOptions& op
             if (static_cast<int>(cell.index) % opts.shard.count != opts.shard.index) continue;
             if (k == 0) ++shard_cells;
             if (rep_done(rep_dir(opts.out, cell, k))) ++kept;
-            else todo.push_back({&cell, k, rep_weight(spec.scenario_of(cell).source), runs_alone(spec, cell)});
+            else todo.push_back({&cell, k, rep_weight(spec.scenario_of(cell).source, cell.run), runs_alone(spec, cell)});
         }
         const auto round = todo.begin() + static_cast<std::ptrdiff_t>(round_start);
-        if (opts.jobs > 1) interleave_cases(round, todo.end());
+        if (opts.jobs > 1) {
+            interleave_cases(round, todo.end());
+            std::stable_partition(round, todo.end(), [](const Todo& t) { return t.weight >= kLongRepetitionS; });
+        }
         std::stable_partition(round, todo.end(), [](const Todo& t) { return !t.alone; });
     }
     return todo;
@@ -135,10 +144,12 @@ std::string repetition_name(const MatrixSpec& spec, const Todo& t) {
            std::to_string(rep_seed(spec, *t.cell, t.rep)) + ")";
 }
 
-// A round is started only if one more, as long as the rounds so far took on average, still
-// ends within the budget.
-bool over_budget(const MatrixOptions& opts, const Progress& p, int rounds_run) {
-    return opts.budget_s && p.elapsed_s() + p.elapsed_s() / rounds_run > *opts.budget_s;
+// A round is started only if one more, as long as the last one took, still ends within the
+// budget. The last round is the best estimate of the next: the first also starts each
+// adapter alone once (the preflight), and in a three-round catalog took 279 s where the two
+// after it took 260 and 264.
+bool over_budget(const MatrixOptions& opts, double now_s, double last_round_s) {
+    return opts.budget_s && now_s + last_round_s > *opts.budget_s;
 }
 
 // A repetition running beside others, in a child process of its own (`lockbench repetition`):
@@ -167,8 +178,11 @@ std::string tail_of(const fs::path& file) {
     return last.empty() ? "it wrote nothing" : last;
 }
 
-// Runs the repetitions of `todo` in order, up to `jobs` at once (a case that runs alone with
-// none beside it), stopping between rounds when the time budget says so. `done` is called
+// Repetitions of cases that run alone side by side, at most.
+constexpr int kAloneSideBySide = 2;
+
+// Runs the repetitions of `todo` in order, up to `jobs` at once (a case that runs alone beside
+// no other case's), stopping between rounds when the time budget says so. `done` is called
 // in this process, one repetition at a time, as each ends.
 class Scheduler {
 public:
@@ -228,18 +242,23 @@ private:
         if (next == 0 || todo_[next].rep == todo_[next - 1].rep || checked_ == next) return true;
         checked_ = next;
         ++rounds_run_;
-        if (over_budget(opts_, progress_, rounds_run_)) {
+        const double now = progress_.elapsed_s(), last_round = now - round_started_s_;
+        round_started_s_ = now;
+        if (over_budget(opts_, now, last_round)) {
             stopped_ = true;
             stop_round_ = todo_[next].rep;
         }
         return false;
     }
 
+    // A repetition of a case that runs alone starts beside no other case's, and beside at
+    // most one more of its own kind: two such side by side load the machine as one busy core
+    // does, which every case's outcome must bear, in half the time.
     bool may_start(const Todo& t, const std::vector<Running>& running) const {
-        if (running.empty()) return true;
-        if (t.alone) return false;
-        return static_cast<int>(running.size()) < opts_.jobs &&
-               std::ranges::none_of(running, [](const Running& r) { return r.todo->alone; });
+        const auto alone = static_cast<int>(std::ranges::count_if(running, [](const Running& r) { return r.todo->alone; }));
+        const auto others = static_cast<int>(running.size()) - alone;
+        if (t.alone) return others == 0 && alone < std::min(opts_.jobs, kAloneSideBySide);
+        return alone == 0 && others < opts_.jobs;
     }
 
     // One repetition in this process: the cell's scenario cut to its run, with its seed.
@@ -301,6 +320,7 @@ private:
     size_t done_ = 0;
     size_t checked_ = 0;
     int rounds_run_ = 0;  // rounds finished by this command
+    double round_started_s_ = 0;  // when the round now starting began (progress_'s clock)
     bool stopped_ = false;
     int stop_round_ = 0;
     std::set<std::string> adapters_started_;  // adapter_of() of every repetition that ran

@@ -71,8 +71,8 @@ struct MatrixOptions {
     // then says where the budget stopped it (`budget`). Unset: every repetition runs.
     std::optional<double> budget_s;
     // Repetitions running at once, each in a child process (`lockbench repetition`) with its
-    // own servers; a case with `"alone": true` runs with none beside it. The simulator runs
-    // one at a time in this process.
+    // own servers; a case with `"alone": true` runs beside no other case's, two at most. The
+    // simulator runs one at a time in this process.
     int jobs = 1;
 };
 

@@ -80,9 +80,13 @@ function lost(detail) {
   event('lost', {detail});
 }
 
-// Resolves once every promise has settled (resolved or rejected), or after `ms` (default: the
-// connect timeout; a node behind a blackhole never answers), whichever comes first.
-function settled(promises, ms = env.connectTimeoutMs) {
+// Resolves once every promise has settled (resolved or rejected), or after `ms`, whichever
+// comes first: a node behind a blackhole never answers. The default is the connect timeout
+// and one command's: a client is ready after its connect and a first exchange (ioredis's
+// ready check is an INFO). With the connect timeout alone (200 ms), an adapter on a busy
+// machine said ready before its connection was, its first acquire failed at once, and the
+// reconnect's INFO then waited behind the very fault that held its replies.
+function settled(promises, ms = env.connectTimeoutMs + env.commandTimeoutMs) {
   let timer;
   const late = new Promise((done) => { timer = setTimeout(done, ms); });
   return Promise.race([Promise.allSettled(promises), late]).finally(() => clearTimeout(timer));

@@ -14,14 +14,17 @@ using namespace std::chrono_literals;
 
 namespace {
 
-fs::path fresh_prefix(const char* name) {
-    const fs::path dir = fs::temp_directory_path() / ("lockbench-barrier-" + std::to_string(::getpid()));
-    fs::create_directories(dir);
-    return dir / name;
-}
+// The test's own folder, removed when the test ends.
+struct BarrierDir {
+    fs::path dir = fs::temp_directory_path() / ("lockbench-barrier-" + std::to_string(::getpid()));
+    BarrierDir() { fs::create_directories(dir); }
+    ~BarrierDir() { std::error_code ec; fs::remove_all(dir, ec); }
+    fs::path prefix(const char* name) const { return dir / name; }
+};
 
 TEST(StartBarrier, EveryReadyClientGetsTheOneStartInstant) {
-    lockbench::StartBarrier barrier(fresh_prefix("all"));
+    const BarrierDir dir;
+    lockbench::StartBarrier barrier(dir.prefix("all"));
     std::vector<long long> got(3, -1);
     std::vector<std::thread> clients;
     for (int c = 0; c < 3; ++c)
@@ -33,7 +36,8 @@ TEST(StartBarrier, EveryReadyClientGetsTheOneStartInstant) {
 }
 
 TEST(StartBarrier, AClientThatDiedIsNotWaitedForAndOneStillMissingIsNamed) {
-    lockbench::StartBarrier barrier(fresh_prefix("dead"));
+    const BarrierDir dir;
+    lockbench::StartBarrier barrier(dir.prefix("dead"));
     // Nobody has said it is ready: both are named once the time is up.
     try {
         barrier.wait_ready(2, [](int) { return true; }, 0ms);

@@ -128,8 +128,8 @@ TEST_F(RedisNodeTest, KillThenRestartWithoutDataComesBackEmpty) {
     RedisNode node(config(), run_dir);
     const int port = node.port();
     EXPECT_EQ(text(command(connect_to(port), "SET k v")), "OK");
-    node.kill();
-    EXPECT_FALSE(node.running());
+    node.kill();  // returns at once; the server dies a moment later
+    EXPECT_TRUE(eventually([&] { return !node.running(); }));
     node.restart(false);
     EXPECT_TRUE(node.running());
     EXPECT_EQ(node.port(), port);
@@ -196,6 +196,7 @@ TEST_F(RedisNodeTest, RestartOnAPortTakenMeanwhileGivesAClearError) {
     RedisNode node(config(), run_dir);
     const int port = node.port();
     node.kill();
+    ASSERT_TRUE(eventually([&] { return !node.running(); }));  // its port is free once it is gone
     const int listener = listen_on(port);
     ASSERT_GE(listener, 0);
     EXPECT_EQ(error_of([&] { node.restart(true); }),

@@ -96,7 +96,10 @@ public:
     const std::string& name() const override { return name_; }
     int port() const override { return client_port_; }
     pid_t pid() const override { return process_.pid(); }
-    void kill() override { process_.kill_and_reap(); }
+    void kill() override {
+        process_.signal(SIGKILL);
+        killed_ = true;  // it may take a moment to die: it answers nothing meanwhile
+    }
     void restart(bool keep_data) override;
     void pause() override {
         process_.signal(SIGSTOP);
@@ -110,10 +113,10 @@ public:
 
     void spawn() {
         process_ = ChildProcess::spawn(spawn_);
-        paused_ = false;
+        paused_ = killed_ = false;
     }
     bool running() { return process_.running(); }
-    bool answering() { return running() && !paused_; }
+    bool answering() { return running() && !paused_ && !killed_; }
     // One line: what went wrong, and how the log ended (the log goes with the run's folder).
     std::runtime_error failure(const std::string& what) const {
         return std::runtime_error("etcd member " + name_ + " (client port " + std::to_string(client_port_) +
@@ -133,6 +136,7 @@ private:
     SpawnOptions spawn_;
     ChildProcess process_;
     bool paused_ = false;
+    bool killed_ = false;
 };
 
 class EtcdCluster final : public LockService {
@@ -246,7 +250,7 @@ std::optional<int> EtcdCluster::leader() {
 // back once it answers /health, true or false; or, when the members up do not make a
 // majority, once it listens (it serves no client until a quorum forms).
 void EtcdMember::restart(bool /*keep_data*/) {
-    kill();
+    process_.kill_and_reap();
     spawn();
     const auto deadline = Clock::now() + restart_timeout;
     for (;;) {

@@ -34,7 +34,7 @@ namespace fs = std::filesystem;
 constexpr auto start_timeout = 5s;
 constexpr auto ping_poll_interval = 5ms;
 constexpr auto stop_timeout = 5s;
-// How long a just-freed port may stay busy: kill() reaps the server, but any child it forked
+// How long a just-freed port may stay busy: restart() reaps the server, but any child it forked
 // (an AOF rewrite) dies with the group a moment later and may still hold the socket.
 constexpr auto same_port_retry_window = 2s;
 constexpr int free_port_retries = 3;
@@ -234,13 +234,13 @@ void RedisNode::stop() {
     if (!process_.wait_for(stop_timeout)) process_.kill_and_reap();
 }
 
-void RedisNode::kill() { process_.kill_and_reap(); }
+void RedisNode::kill() { process_.signal(SIGKILL); }
 void RedisNode::pause() { process_.signal(SIGSTOP); }
 void RedisNode::resume() { process_.signal(SIGCONT); }
 bool RedisNode::running() { return process_.running(); }
 
 void RedisNode::restart(bool keep_data) {
-    kill();
+    process_.kill_and_reap();
     if (!keep_data && fs::exists(dir_)) {
         std::vector<fs::path> data;  // collected first: removing while iterating is unspecified
         for (const auto& entry : fs::directory_iterator(dir_))

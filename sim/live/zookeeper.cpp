@@ -146,8 +146,9 @@ public:
 
     void kill() override {
         std::lock_guard lock(mutex_);
-        process_.kill_and_reap();
+        process_.signal(SIGKILL);
         paused_ = false;
+        killed_ = true;  // it may take a moment to die: it answers nothing meanwhile
     }
     void pause() override {
         std::lock_guard lock(mutex_);
@@ -165,7 +166,11 @@ public:
     // fault of the operator's, not of a crash, and one ZooKeeper does not claim to survive).
     // A killed server restarts from its log, so the data is kept either way.
     void restart(bool /*keep_data*/) override {
-        kill();
+        {
+            std::lock_guard lock(mutex_);
+            process_.kill_and_reap();
+            paused_ = false;
+        }
         launch();
         wait_until_answers(Clock::now() + start_timeout);
     }
@@ -182,7 +187,7 @@ public:
         opts.stdout_path = opts.stderr_path = log_path().string();
         opts.extra_env = env_;
         process_ = ChildProcess::spawn(opts);
-        paused_ = false;
+        paused_ = killed_ = false;
     }
 
     // Returns once it answers ruok; throws, quoting its log, if it exits or the deadline passes.
@@ -198,7 +203,7 @@ public:
     // Its client port while it runs and is not paused: whom leader() may ask.
     std::optional<int> askable_port() {
         std::lock_guard lock(mutex_);
-        if (paused_ || !process_.running()) return std::nullopt;
+        if (paused_ || killed_ || !process_.running()) return std::nullopt;
         return client_port_;
     }
 
@@ -221,6 +226,7 @@ private:
     mutable std::mutex mutex_;  // the nemesis's fault thread and the run's thread both reach it
     ChildProcess process_;
     bool paused_ = false;
+    bool killed_ = false;
 };
 
 // ---- The service ------------------------------------------------------------------------------

@@ -167,6 +167,24 @@ TEST_F(MatrixTest, RepetitionsSideBySideAreOfDifferentCases) {
         << std::get<0>(reps[0]) << " and " << std::get<0>(reps[1]) << " started first";
 }
 
+// Side by side, a round starts its long repetitions first (6 s or more: workload and start-up),
+// so that it ends on short ones: here the two cells of a 4-second case start before either of
+// the half-second case's, though the cases alone would take turns.
+TEST_F(MatrixTest, RepetitionsSideBySideStartTheLongOnesFirst) {
+    Json long_case = read_json(kTiny);
+    long_case["name"] = "tiny-long";
+    long_case["workload"]["duration_ms"] = 4000;
+    const fs::path long_file = write_file("tiny-long.json", long_case.dump());
+    const fs::path out = dir() / "m";
+    const Result r = run({"matrix", kTiny.string(), long_file.string(), "--jobs", "2", "--out", out.string()});
+    ASSERT_EQ(r.exit_code(), 0) << r.describe();
+    auto reps = repetitions(out);
+    ASSERT_EQ(reps.size(), 4u);
+    std::ranges::sort(reps, {}, [](const auto& rep) { return std::get<1>(rep).first; });
+    for (size_t i = 0; i < 2; ++i)
+        EXPECT_TRUE(std::get<0>(reps[i]).starts_with("tiny-long/")) << std::get<0>(reps[i]) << " started among the first two";
+}
+
 // A case marked "alone" (its outcome is timed, not forced) runs beside no repetition of
 // another case, and beside at most one more of its own kind (two alone cases of two cells
 // each here: four such repetitions in the round, never three at once), while the others run

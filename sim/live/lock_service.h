@@ -30,9 +30,10 @@ public:
     virtual const std::string& name() const = 0;  // "lock0", "zk1", "etcd2": names its folder and errors
     virtual int port() const = 0;                 // where clients connect, on 127.0.0.1
     virtual pid_t pid() const = 0;
-    // SIGKILL, nothing written on the way out; returns at once. A process can take long to
-    // die (under I/O load a Redis node with appendfsync always took 700 ms), and the nemesis
-    // that crashes it must go on answering clients meanwhile: restart() and the destructor reap it.
+    // SIGKILL, nothing written on the way out; returns at once. A process can take a while to
+    // die, and the nemesis that crashes it must go on answering clients meanwhile (once, under
+    // load, a crash held a client 695 ms while waiting for its server): restart() and the
+    // destructor reap it.
     virtual void kill() = 0;
     // Starts it again on the same ports and returns once it answers; keep_data=false removes
     // its data first (a Redis node without persistence). Throws std::runtime_error if it

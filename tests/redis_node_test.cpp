@@ -21,6 +21,7 @@
 #include "tests/test_util.h"
 #include "faults/process.h"
 #include "sim/live/redis_node.h"
+#include "sim/live/sentinel.h"
 
 namespace lockbench {
 namespace {
@@ -364,6 +365,30 @@ TEST(ChildProcess, CleanupHandlerKillsChildrenAndReraisesTheSignal) {
     waitpid(helper, &status, 0);
     EXPECT_TRUE(killed_by(status, SIGTERM));  // re-raised, so the shell sees the real cause
     EXPECT_TRUE(killed_by(reap_when_dead(sleeper), SIGKILL));
+}
+
+// ---- SentinelGroup ----------------------------------------------------------------------------
+
+// A free port can be taken before the Sentinel binds it (side by side, another repetition's
+// server took one in a catalog round): the Sentinel that could not bind its port starts again
+// on another, rather than the run waiting 10 s for it and failing.
+TEST_F(RedisNodeTest, ASentinelWhosePortWasTakenStartsOnAnother) {
+    RedisNode master(config(), run_dir / "master");
+    master.start();
+    const int taken = find_free_port();
+    const int fd = listen_on(taken);
+    ASSERT_GE(fd, 0);
+    int picked = 0;
+    const auto pick = [&] { return picked++ == 0 ? taken : find_free_port(); };
+    const SentinelGroup group("lockbench", {"127.0.0.1", master.port()}, run_dir / "sentinels", SentinelSettings{}, pick);
+    close(fd);
+    EXPECT_EQ(picked, 2);
+    ASSERT_EQ(group.endpoints().size(), 1u);
+    EXPECT_NE(group.endpoints()[0].port, taken);
+    Context c = connect_to(group.endpoints()[0].port);
+    const Reply master_addr = command(c, "SENTINEL get-master-addr-by-name lockbench");
+    ASSERT_TRUE(master_addr && master_addr->type == REDIS_REPLY_ARRAY && master_addr->elements == 2);
+    EXPECT_EQ(std::string(master_addr->element[1]->str), std::to_string(master.port()));
 }
 
 }  // namespace

@@ -69,8 +69,8 @@ std::string reply_text(redisContext* c, const char* command) {
     return std::string(reply->str, reply->len);
 }
 
-// True once the server on `port` answers PING and is process `pid`: if another program took
-// the port first, its answer must not count as ours.
+}  // namespace
+
 bool our_server_answers(int port, pid_t pid) {
     const timeval timeout{0, 200'000};
     Context c(redisConnectWithTimeout("127.0.0.1", port, timeout), redisFree);
@@ -80,6 +80,8 @@ bool our_server_answers(int port, pid_t pid) {
     const std::string info = reply_text(c.get(), "INFO server");
     return info.find("process_id:" + std::to_string(pid) + "\r\n") != std::string::npos;
 }
+
+namespace {
 
 // ---- The log --------------------------------------------------------------------------------
 

@@ -74,7 +74,12 @@ std::string redis_server_binary();
 // quotes it stays one line and outlives the run's temporary folder.
 std::string log_tail(const std::filesystem::path& log, int count = 3);
 
-// A TCP port on 127.0.0.1 that nothing listens on right now.
+// True once the redis-server (or Sentinel) on 127.0.0.1:port answers PING and is process
+// `pid`: if another program took the port first, its answer must not count as ours.
+bool our_server_answers(int port, pid_t pid);
+
+// A TCP port on 127.0.0.1 that nothing listens on right now (another program may take it
+// before the caller binds it: an outgoing connection's source port comes from the same range).
 int find_free_port();
 // True if something already listens on 127.0.0.1:port.
 bool port_in_use(int port);

@@ -42,25 +42,58 @@ bool ready(int port, const std::string& name, size_t others_expected) {
     return master.ok() && master.value.elements.size() == 2 && others.ok() && others.value.elements.size() == others_expected;
 }
 
+// Another program can take a free port before the Sentinel binds it (side by side, another
+// repetition's server, or a connection's source port: once in a catalog round of 442).
+constexpr int kFreePortRetries = 3;
+
+// True once the Sentinel just spawned answers on `port` as itself; false if it exited because
+// the port was taken (it is reaped); throws if it exited for another reason or never answers.
+bool answers(ChildProcess& sentinel, int port, const std::filesystem::path& log) {
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (sentinel.running()) {
+        if (our_server_answers(port, sentinel.pid())) return true;
+        if (std::chrono::steady_clock::now() > deadline)
+            throw std::runtime_error("redis Sentinel on port " + std::to_string(port) + " did not answer within 10 s; its log: " +
+                                     log_tail(log));
+        std::this_thread::sleep_for(5ms);
+    }
+    std::ifstream in(log);
+    const std::string text((std::istreambuf_iterator<char>(in)), {});
+    if (text.find("Address already in use") != std::string::npos) return false;
+    throw std::runtime_error("redis Sentinel on port " + std::to_string(port) + " exited during start-up; its log: " +
+                             log_tail(log));
+}
+
 }  // namespace
 
 SentinelGroup::SentinelGroup(const std::string& master_name, Endpoint master, const std::filesystem::path& dir,
-                             const SentinelSettings& settings)
+                             const SentinelSettings& settings, const std::function<int()>& pick_port)
     : master_name_(master_name) {
     std::filesystem::create_directories(dir);
     const std::string binary = redis_server_binary();
     for (int i = 0; i < settings.count; ++i) {
-        const int port = find_free_port();
         const auto conf = dir / ("sentinel-" + std::to_string(i) + ".conf");
-        write_config(conf, port, master_name, master, dir, settings);
-        processes_.push_back(ChildProcess::spawn({{binary, conf.string(), "--sentinel"}, "", "", {}}));
-        endpoints_.push_back({"127.0.0.1", port});
+        for (int attempt = 0;; ++attempt) {
+            const int port = pick_port ? pick_port() : find_free_port();
+            write_config(conf, port, master_name, master, dir, settings);
+            ChildProcess sentinel = ChildProcess::spawn({{binary, conf.string(), "--sentinel"}, "", "", {}});
+            const auto log = dir / ("sentinel-" + std::to_string(port) + ".log");
+            if (answers(sentinel, port, log)) {
+                processes_.push_back(std::move(sentinel));
+                endpoints_.push_back({"127.0.0.1", port});
+                break;
+            }
+            if (attempt == kFreePortRetries)
+                throw std::runtime_error("redis Sentinel: every free port found was taken before it could bind it (last " +
+                                         std::to_string(port) + ")");
+        }
     }
     for (const Endpoint& e : endpoints_) {
         const auto deadline = std::chrono::steady_clock::now() + 10s;
         while (!ready(e.port, master_name, endpoints_.size() - 1)) {
             if (std::chrono::steady_clock::now() > deadline)
-                throw std::runtime_error("redis Sentinel on port " + std::to_string(e.port) + " did not start; its log: " +
+                throw std::runtime_error("redis Sentinel on port " + std::to_string(e.port) +
+                                         " did not name the master and meet the others within 10 s; its log: " +
                                          log_tail(dir / ("sentinel-" + std::to_string(e.port) + ".log")));
             std::this_thread::sleep_for(10ms);
         }

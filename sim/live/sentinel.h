@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -44,9 +45,10 @@ class SentinelGroup {
 public:
     // Starts settings.count Sentinels watching `master_name` at `master` (the replication
     // proxy) and waits until each knows the master and the others (about 2 s when there are
-    // several). Throws one clear line on failure.
+    // several). Each on a port `pick_port` gives (unset: find_free_port()); one that finds its
+    // port taken starts again on the next. Throws one clear line on failure.
     SentinelGroup(const std::string& master_name, Endpoint master, const std::filesystem::path& dir,
-                  const SentinelSettings& settings);
+                  const SentinelSettings& settings, const std::function<int()>& pick_port = {});
     ~SentinelGroup() = default;
     SentinelGroup(SentinelGroup&&) = default;
 

@@ -267,6 +267,25 @@ TEST_F(ExternalTest, AMatrixChecksAnAdapterAloneOnlyInItsFirstRepetition) {
     EXPECT_EQ(adapters[2], adapters[0]);
 }
 
+// Side by side, only the first repetition started with an adapter checks it alone: the
+// others started beside it go without, as the later ones do.
+TEST_F(ExternalTest, SideBySideOnlyTheFirstRepetitionWithAnAdapterChecksIt) {
+    const std::string kRedisPyB = R"("algorithm": "external", "name": "redis-py-b", "command": ["/usr/bin/python3", "adapters/redis_py_lock.py"])";
+    const fs::path out = dir() / "m";
+    const Result m = run({"matrix", scenario("{" + kRedisPy + "}, {" + kRedisPyB + "}", "", 2, 300).string(), "--jobs",
+                          "2", "--out", out.string()});
+    ASSERT_EQ(m.exit_code(), 0) << m.describe();
+    int checked = 0;
+    std::vector<std::pair<long long, long long>> spans;  // when each ran: side by side, they overlap
+    for (const char* run_name : {"redis-py", "redis-py-b"}) {
+        const Json timing = read_json(out / "cells" / "ext" / run_name / "rep-0" / "runs" / run_name / "timing.json");
+        checked += timing.at("phases_s").contains("adapter_check") ? 1 : 0;
+        spans.emplace_back(timing.at("between_unix_ms").at(0).get<long long>(), timing.at("between_unix_ms").at(1).get<long long>());
+    }
+    ASSERT_LT(std::max(spans[0].first, spans[1].first), std::min(spans[0].second, spans[1].second)) << "not side by side";
+    EXPECT_EQ(checked, 1);
+}
+
 TEST_F(ExternalTest, MatrixAndReportShowEachLibraryByItsName) {
     const std::string bad = (kSource / "tests" / "data" / "bad_adapter.py").string();
     const std::string runs =

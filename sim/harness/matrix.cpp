@@ -3,6 +3,7 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -45,9 +46,11 @@ double rep_weight(const Json& scenario_source, const std::string& run) {
     return static_cast<double>(w.value("duration_ms", 3000)) / 1000.0 + 2.0;
 }
 
-// A repetition this long or longer starts in the first part of its round, so that the round
-// ends on short ones and the next round's (or the alone cases') wait for it is short.
+// A repetition this long or longer starts within the first three quarters of its round, so
+// that the round ends on short ones and the next round's (or the alone cases') wait for it is
+// short.
 constexpr double kLongRepetitionS = 6.0;
+constexpr double kLongWithin = 0.75;
 
 struct Todo {
     const MatrixCell* cell;
@@ -61,22 +64,11 @@ bool runs_alone(const MatrixSpec& spec, const MatrixCell& cell) {
     return source.is_object() && source.value("alone", false);
 }
 
-// Repetitions that run side by side are best of different cases: one case's cells load the
-// machine alike (the baseline's eight clients each, a case's JVMs), so a round takes its cases
-// in turn, one cell of each, rather than case after case.
-void interleave_cases(std::vector<Todo>::iterator first, std::vector<Todo>::iterator last) {
-    std::map<std::size_t, std::vector<Todo>> by_case;
-    for (auto it = first; it != last; ++it) by_case[it->cell->scenario_index].push_back(*it);
-    for (std::size_t i = 0; first != last; ++i)
-        for (auto& [index, cells] : by_case)
-            if (i < cells.size()) *first++ = cells[i];
-}
-
 // Every repetition not yet done, in rounds: every cell's first repetition, then every
 // cell's second, and so on, so that a time budget that ends the work early leaves every
 // cell with the same number of repetitions.
-// Within a round, with repetitions side by side, the cases take turns (interleave_cases), the
-// long repetitions first, and the repetitions of cases that run alone come last.
+// Within a round, with repetitions side by side, round_order (matrix.h) sets the order; one at
+// a time, the repetitions of cases that run alone come last.
 std::vector<Todo> todo_in_rounds(const MatrixSpec& spec, const MatrixOptions& opts, size_t& kept, size_t& shard_cells) {
     std::vector<Todo> todo;
     for (int k = 0; k < spec.repeat; ++k) {
@@ -89,10 +81,14 @@ std::vector<Todo> todo_in_rounds(const MatrixSpec& spec, const MatrixOptions& op
         }
         const auto round = todo.begin() + static_cast<std::ptrdiff_t>(round_start);
         if (opts.jobs > 1) {
-            interleave_cases(round, todo.end());
-            std::stable_partition(round, todo.end(), [](const Todo& t) { return t.weight >= kLongRepetitionS; });
+            std::vector<RoundRepetition> reps;
+            for (auto it = round; it != todo.end(); ++it) reps.push_back({it->cell->scenario_index, it->weight, it->alone});
+            std::vector<Todo> ordered;
+            for (const std::size_t i : round_order(reps)) ordered.push_back(round[static_cast<std::ptrdiff_t>(i)]);
+            std::ranges::copy(ordered, round);
+        } else {
+            std::stable_partition(round, todo.end(), [](const Todo& t) { return !t.alone; });
         }
-        std::stable_partition(round, todo.end(), [](const Todo& t) { return !t.alone; });
     }
     return todo;
 }
@@ -213,6 +209,7 @@ public:
                     continue;
                 }
                 running.push_back(spawn(t, logs));
+                adapters_started_.insert(adapter_of(spec_, *t.cell));
                 continue;
             }
             // A repetition that ended is read and written into the tree only once its slot
@@ -221,7 +218,6 @@ public:
                 Running r = std::move(ended.front());
                 ended.erase(ended.begin());
                 Json summary = finished(r);
-                adapters_started_.insert(adapter_of(spec_, *r.todo->cell));
                 done(*r.todo, summary);
                 continue;
             }
@@ -286,7 +282,10 @@ private:
     }
 
     // An adapter is started alone before the clients (to fail in one line if it cannot start)
-    // until a repetition with it has run here; after that the clients' own start says it.
+    // in the first repetition with it that this process starts; after that the clients' own
+    // start says it. Side by side, the repetitions that start while that first one still runs
+    // go without (when every one of a lock's first repetitions side by side checked it, the
+    // checks took 83 s of a round's 1,970 s of repetitions: 10 s of the round's 276).
     bool preflight(const Todo& t) const { return !adapters_started_.contains(adapter_of(spec_, *t.cell)); }
 
     static size_t wait_any(std::vector<Running>& running) {
@@ -323,10 +322,28 @@ private:
     double round_started_s_ = 0;  // when the round now starting began (progress_'s clock)
     bool stopped_ = false;
     int stop_round_ = 0;
-    std::set<std::string> adapters_started_;  // adapter_of() of every repetition that ran
+    std::set<std::string> adapters_started_;  // adapter_of() of every repetition started
 };
 
 }  // namespace
+
+std::vector<std::size_t> round_order(const std::vector<RoundRepetition>& round) {
+    std::map<std::size_t, double> of_case, seen;
+    for (const RoundRepetition& r : round) ++of_case[r.case_index];
+    // Each repetition's place in (0, 1): the k-th of a case's n at (k + 1/2) / n, a long one's
+    // drawn into the first three quarters; the alone ones' after every other's.
+    std::vector<std::pair<double, std::size_t>> at;
+    for (std::size_t i = 0; i < round.size(); ++i) {
+        const RoundRepetition& r = round[i];
+        double place = (seen[r.case_index]++ + 0.5) / of_case[r.case_index];
+        if (r.seconds >= kLongRepetitionS) place *= kLongWithin;
+        at.emplace_back(place + (r.alone ? 1.0 : 0.0), i);
+    }
+    std::ranges::stable_sort(at, {}, [](const auto& p) { return p.first; });
+    std::vector<std::size_t> order;
+    for (const auto& [place, i] : at) order.push_back(i);
+    return order;
+}
 
 Json run_tree_repetition(const MatrixSpec& spec, const fs::path& out, const MatrixCell& cell, int rep,
                          const std::string& self_exe, const fs::path& project_dir, bool adapter_preflight) {

@@ -89,6 +89,22 @@ void run_repetition_of_tree(const std::filesystem::path& out, std::size_t cell_i
                             const std::string& self_exe, const std::filesystem::path& project_dir,
                             bool adapter_preflight = true);
 
+// One repetition of a round, as the order of a round's starts sees it.
+struct RoundRepetition {
+    std::size_t case_index = 0;  // its case (the cells of one case load the machine alike)
+    double seconds = 0;          // expected length (its workload's duration, plus start-up)
+    bool alone = false;          // its case runs apart from the others' (`"alone": true`)
+};
+
+// The order in which a round's repetitions start when several run side by side (indices
+// into `round`): each case's repetitions spread evenly through the round, so that neighbours
+// are of different cases and no case crowds one part of it (long repetitions that load the
+// machine little, a Sentinel's failover waiting seconds, once filled a round's first minute
+// and left a core idle); the long ones (6 s or more) within its first three quarters, so that
+// it ends on short ones; the alone cases' last, in the same order among themselves. Ties
+// keep the given order.
+std::vector<std::size_t> round_order(const std::vector<RoundRepetition>& round);
+
 // Runs the shard's cells that are not done yet and returns the tree's summary (also written
 // to OUT/summary.json as repetitions end, at most every 5 s, and at the end). Throws
 // std::runtime_error on bad input or a failed run; what was done stays done.

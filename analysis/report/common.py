@@ -174,20 +174,24 @@ class Image_:
 
 
 def save_fig(fig, name, alt, outdir):
-    """PNG of the figure, reduced to a 255-colour palette (a third of the size, no visible loss on plots)."""
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI)
-    plt().close(fig)
-    buf.seek(0)
+    """PNG of the figure, reduced to a 255-colour palette (a third of the size, no visible loss
+    on plots). The pixels go from the canvas to the palette directly, and the palette is an
+    octree's: matplotlib's own PNG, decoded again and reduced by median cut, took a third of
+    the report's CPU."""
     try:
         from PIL import Image
-        img = Image.open(buf).convert("RGB")
-        q = img.quantize(colors=255, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+        fig.canvas.draw()
+        width, height = fig.canvas.get_width_height()
+        img = Image.frombuffer("RGBA", (width, height), fig.canvas.buffer_rgba(), "raw", "RGBA", 0, 1).convert("RGB")
+        q = img.quantize(colors=255, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
         out = io.BytesIO()
         q.save(out, format="PNG", optimize=True)
         data = out.getvalue()
-    except Exception:  # PIL trouble: keep matplotlib's PNG
+    except ImportError:  # no PIL: matplotlib's PNG
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=DPI)
         data = buf.getvalue()
+    plt().close(fig)
     with open(os.path.join(outdir, name), "wb") as f:
         f.write(data)
     return Image_(name, data, alt)

@@ -21,6 +21,9 @@
 //   start/<service>     how long a fresh service takes to answer (and, for three servers, to
 //                       elect a leader), as a run starts it: start/redis, start/zookeeper,
 //                       start/zookeeper-3, start/etcd, start/etcd-3 (ms per start).
+//   lock/<name>         every external lock file of locks/ (its command, params, service and
+//   ready/<name>        pooler, on servers started once): its cycle, and its adapter's start
+//                       from spawn to the ready line (ms per start, 5 starts).
 //   cycle/echo-python   the same protocol with an adapter that answers at once and touches
 //   cycle/echo-node     no Redis (bench/echo_adapter.*): the protocol's own cost per cycle,
 //                       in each adapter language (a cycle is two round trips).
@@ -65,6 +68,7 @@
 #include <unistd.h>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "analysis/checker.h"
@@ -75,7 +79,9 @@
 #include "sim/harness/compose.h"
 #include "sim/harness/explore.h"
 #include "sim/virtual/sim_env.h"
+#include "sim/engine/lock_file.h"
 #include "sim/engine/recorder.h"
+#include "sim/live/lock_service.h"
 #include "sim/live/redis_node.h"
 #include "tests/history_gen.h"
 
@@ -192,12 +198,13 @@ void bm_cycle(benchmark::State& state, const std::string& name, const std::strin
 // for it; at exit they stop and their folder goes.
 class Services {
 public:
-    static LockService& get(Service which, int size) {
+    static LockService& get(Service which, int size, const std::string& pgbouncer = "") {
         static Services services;
-        auto& s = services.started_[{which, size}];
+        auto& s = services.started_[{which, size, pgbouncer}];
         if (!s) {
-            const ServiceConfig config{size, services.dir_ / (std::string(service_name(which)) + std::to_string(size))};
-            s = which == Service::zookeeper ? start_zookeeper(config) : start_etcd(config);
+            ServiceConfig config{size, services.dir_ / (std::string(service_name(which)) + std::to_string(size) + pgbouncer)};
+            config.pgbouncer = pgbouncer;
+            s = start_service(which, config);
         }
         return *s;
     }
@@ -209,7 +216,7 @@ public:
 
 private:
     fs::path dir_ = make_run_temp_dir();
-    std::map<std::pair<Service, int>, std::unique_ptr<LockService>> started_;
+    std::map<std::tuple<Service, int, std::string>, std::unique_ptr<LockService>> started_;
 };
 
 // Where an adapter finds the servers: the first `nodes` Redis nodes, or a service's servers.
@@ -260,6 +267,70 @@ void bm_external(benchmark::State& state, const std::string& name, std::vector<s
         }
     }
     set_cycle_rate(state);
+}
+
+// What a lock file's adapter is given, as a run's client 0 gets it, on the servers this
+// benchmark binary keeps (the lock's key cleared first on the Redis nodes).
+struct LockBench {
+    std::unique_ptr<LiveEnv> env;
+    AdapterSpec spec;
+};
+
+LockBench lock_bench(const LockFile& lock) {
+    const std::optional<Service> which = lock.service == Service::redis ? std::nullopt : std::optional(lock.service);
+    const std::string key = "lockbench:bench:" + lock.name;
+    LiveEnvConfig config;
+    config.nodes = Cluster::get().endpoints(which ? 1 : lock.nodes);
+    auto env = std::make_unique<LiveEnv>(std::move(config));
+    env->fan_out({"DEL", key}, kCommandTimeout, std::nullopt);
+    std::string addresses;
+    std::map<std::string, std::string> service_env;
+    if (which) {
+        LockService& service = Services::get(*which, lock.nodes, lock.pgbouncer);
+        for (const LockServer* s : service.servers()) addresses += (addresses.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(s->port());
+        service_env = service.client_env();
+    } else {
+        addresses = adapter_addresses(std::nullopt, lock.nodes);
+    }
+    nlohmann::json params = lock.params;
+    params[lock.ttl_param] = 1000;  // whole seconds too
+    AdapterSpec spec{lock.name, lock.command, lock.dir,
+                     {{"LOCKBENCH_NODES", addresses}, {"LOCKBENCH_KEY", key}, {"LOCKBENCH_CLIENT", "0"},
+                      {"LOCKBENCH_TTL_MS", "1000"}, {"LOCKBENCH_PARAMS", params.dump()},
+                      {"LOCKBENCH_COMMAND_TIMEOUT_MS", which ? "500" : "200"},
+                      {"LOCKBENCH_OP_TIMEOUT_MS", which ? "5000" : "2000"},
+                      {"LOCKBENCH_CONNECT_TIMEOUT_MS", "1000"},
+                      {"LOCKBENCH_KIT", (fs::path(LOCKBENCH_SOURCE_DIR) / "adapters" / "kit").string()}},
+                     std::chrono::milliseconds(which ? 5000 : 2000), {}, lock.fenced()};
+    for (const auto& [name, value] : service_env) spec.env[name] = value;
+    return {std::move(env), std::move(spec)};
+}
+
+// lock/<name>: a lock file's cycle through its adapter; ready/<name>: its adapter's start, from
+// spawn to its ready line (each start a fresh process, as every client of a run is).
+void bm_lock_file(benchmark::State& state, const LockFile& lock, bool start_only) {
+    try {
+        LockBench b = lock_bench(lock);
+        if (start_only) {
+            for (auto _ : state) ExternalLock started(b.spec, "lockbench:bench:" + lock.name, 1000);
+            return;
+        }
+        ExternalLock adapter(b.spec, "lockbench:bench:" + lock.name, 1000);
+        for (auto _ : state) {
+            const AcquireResult acquired = adapter.try_acquire(*b.env);
+            if (acquired.outcome != Outcome::ok || !acquired.lease) {
+                state.SkipWithError(("acquire " + std::string(outcome_name(acquired.outcome)) + ": " + acquired.detail).c_str());
+                break;
+            }
+            if (adapter.release(*b.env, *acquired.lease).outcome != Outcome::ok) {
+                state.SkipWithError("release failed");
+                break;
+            }
+        }
+        set_cycle_rate(state);
+    } catch (const std::exception& e) {  // a library or a server missing: scripts/setup installs them
+        state.SkipWithError(e.what());
+    }
 }
 
 // start/<service>: a fresh service until it answers (an ensemble: until it has a leader).
@@ -493,6 +564,14 @@ void register_benchmarks() {
                                      [e](benchmark::State& s) { bm_external(s, e.name, e.command, e.nodes); })
             ->UseRealTime();
     register_service_benchmarks();
+    // Every external lock of locks/, by its file: nothing here names a library.
+    for (const LockFile& lock : load_lock_folder(fs::path(LOCKBENCH_SOURCE_DIR) / "locks")) {
+        if (lock.command.empty()) continue;
+        benchmark::RegisterBenchmark(("lock/" + lock.name).c_str(), [lock](benchmark::State& s) { bm_lock_file(s, lock, false); })
+            ->UseRealTime();
+        benchmark::RegisterBenchmark(("ready/" + lock.name).c_str(), [lock](benchmark::State& s) { bm_lock_file(s, lock, true); })
+            ->UseRealTime()->Iterations(5)->Unit(benchmark::kMillisecond);
+    }
     for (const Cycle& c : cycles)
         benchmark::RegisterBenchmark((std::string("sim/") + c.name).c_str(),
                                      [c](benchmark::State& s) { bm_sim_cycle(s, c.algorithm, c.params); })

@@ -29,6 +29,7 @@
 #include "sim/harness/results_folder.h"
 #include "sim/harness/runner.h"
 #include "sim/harness/verdict.h"
+#include "sim/live/adapter_check.h"
 #include "sim/live/live_run.h"
 #include "sim/live/client_main.h"
 
@@ -452,7 +453,12 @@ std::vector<std::string> adapter_check(const LockFile& lock) {
     const fs::path tmp = make_run_temp_dir();
     std::vector<std::string> failures;
     try {
-        failures = check_adapter(s, s.runs.at(0), {{"extend", lock.offers.extend}, {"fencing", lock.offers.fencing}}, tmp,
+        // A lock whose record says it does not exclude even without a fault (its baseline):
+        // a second grant is that finding, not an adapter that ignores its library.
+        const RecordedOutcome* baseline = recorded_outcome(lock, "baseline", "", "baseline");
+        const bool excludes = !baseline || !baseline->verdict || *baseline->verdict == Verdict::safe;
+        failures = check_adapter(s, s.runs.at(0),
+                                 {{"extend", lock.offers.extend}, {"fencing", lock.offers.fencing}, {"excludes", excludes}}, tmp,
                                  {self_exe(), source_dir()});
     } catch (...) {
         std::error_code ec;
@@ -463,10 +469,11 @@ std::vector<std::string> adapter_check(const LockFile& lock) {
     return failures;
 }
 
-int report_adapter_check(const LockFile& lock, const std::vector<std::string>& failures) {
-    for (const std::string& f : failures) std::cout << "adapter-check: " << lock.name << ": " << f << "\n";
-    if (!failures.empty()) {
-        std::cout << lock.name << ": the adapter breaks the protocol in " << failures.size() << " place(s) (docs/adapters.md, The protocol)\n";
+int report_adapter_check(const LockFile& lock, const std::vector<std::string>& lines) {
+    for (const std::string& f : lines) std::cout << "adapter-check: " << lock.name << ": " << f << "\n";
+    const auto failures = std::ranges::count_if(lines, [](const std::string& l) { return !is_finding(l); });
+    if (failures > 0) {
+        std::cout << lock.name << ": the adapter breaks the protocol in " << failures << " place(s) (docs/adapters.md, The protocol)\n";
         return 2;
     }
     std::cout << "adapter-check: " << lock.name << ": speaks the protocol\n";
@@ -809,7 +816,8 @@ void add_lock_options(CLI::App* sub, LockArgs& a) {
     sub->add_option("lock", a.lock, "the lock: its name in locks/, or a lock file's path");
     sub->add_option("--name", a.name, "without a lock file: the lock's name (its row)");
     sub->add_option("--command", a.command, "without a lock file: the adapter's command, e.g. \"node my/adapter.js\"");
-    sub->add_option("--service", a.service, "redis (default), zookeeper or etcd")->check(CLI::IsMember({"redis", "zookeeper", "etcd"}));
+    sub->add_option("--service", a.service, "redis (default), zookeeper, etcd or postgresql")
+        ->check(CLI::IsMember({"redis", "zookeeper", "etcd", "postgresql"}));
     sub->add_option("--nodes", a.nodes, "lock nodes (default 1)");
     sub->add_option("--ttl-unit", a.ttl_unit, "ms (default) or s: a library that takes whole seconds")->check(CLI::IsMember({"ms", "s"}));
     sub->add_flag("--sentinel", a.sentinel, "it can find a master through Sentinel");

@@ -2,8 +2,9 @@
 //
 //   spawn():  build argv/envp ── block signals ── fork ──┬─ parent: setpgid, register, unblock,
 //                                                        │          read the error pipe
-//                                                        └─ child:  setpgid, PDEATHSIG, parent
-//                                                                   check, stdio, signals, exec
+//                                                        └─ child:  setpgid, stdio, [user],
+//                                                                   PDEATHSIG, parent check,
+//                                                                   signals, exec
 //                                                                   (errno → error pipe on failure)
 //
 // Between fork and exec the child may only make async-signal-safe calls (another thread may
@@ -11,6 +12,8 @@
 #include "faults/process.h"
 
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -21,6 +24,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <utility>
@@ -79,7 +83,7 @@ void cleanup_and_reraise(int sig) {
 // ---- What the child needs, prepared before fork ---------------------------------------------
 
 // Why the child could not exec; sent through the error pipe.
-enum class ChildStage : int { stdin_open, stdout_open, stderr_open, exec };
+enum class ChildStage : int { stdin_open, stdout_open, stderr_open, user, exec };
 
 struct ChildFailure {
     ChildStage stage;
@@ -93,6 +97,8 @@ struct ExecPlan {
     std::vector<char*> envp;         // null-terminated, points into env
     const char* stdout_path;
     const char* stderr_path;
+    std::optional<uid_t> uid;        // SpawnOptions::user, looked up before fork
+    gid_t gid = 0;
 };
 
 std::string env_name(const std::string& entry) { return entry.substr(0, entry.find('=')); }
@@ -128,6 +134,14 @@ ExecPlan make_plan(const SpawnOptions& opts) {
     plan.envp.push_back(nullptr);
     plan.stdout_path = opts.stdout_path.empty() ? "/dev/null" : opts.stdout_path.c_str();
     plan.stderr_path = opts.stderr_path.empty() ? "/dev/null" : opts.stderr_path.c_str();
+    if (!opts.user.empty()) {
+        const passwd* user = getpwnam(opts.user.c_str());
+        if (!user) throw std::runtime_error("cannot start " + program + ": no user " + opts.user + " on this machine");
+        if (geteuid() != 0 && geteuid() != user->pw_uid)
+            throw std::runtime_error("cannot start " + program + " as " + opts.user + ": lockbench is not root");
+        plan.uid = user->pw_uid;
+        plan.gid = user->pw_gid;
+    }
     return plan;
 }
 
@@ -163,13 +177,18 @@ void reset_signals() {
 
 [[noreturn]] void run_child(const ExecPlan& plan, pid_t parent, int error_fd) {
     setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    // The parent may have died before prctl took effect; then no signal will ever come.
-    if (getppid() != parent) _exit(127);
+    // Its output files are opened as lockbench: they stay lockbench's, in a folder the user
+    // it runs as need not reach.
     const int out = O_WRONLY | O_CREAT | O_APPEND;
     if (!redirect("/dev/null", O_RDONLY, STDIN_FILENO)) child_fail(error_fd, ChildStage::stdin_open);
     if (!redirect(plan.stdout_path, out, STDOUT_FILENO)) child_fail(error_fd, ChildStage::stdout_open);
     if (!redirect(plan.stderr_path, out, STDERR_FILENO)) child_fail(error_fd, ChildStage::stderr_open);
+    // A change of user clears the parent-death signal: it comes first.
+    if (plan.uid && (setgroups(0, nullptr) != 0 || setgid(plan.gid) != 0 || setuid(*plan.uid) != 0))
+        child_fail(error_fd, ChildStage::user);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    // The parent may have died before prctl took effect; then no signal will ever come.
+    if (getppid() != parent) _exit(127);
     // Descriptors the parent opened without O_CLOEXEC (sockets, files) must not leak into
     // the child: a leaked listening socket would keep a port busy after we close it.
     close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
@@ -186,6 +205,7 @@ std::string describe(const ChildFailure& f, const SpawnOptions& opts) {
         case ChildStage::stdin_open: return "cannot open /dev/null: " + why;
         case ChildStage::stdout_open: return "cannot open " + opts.stdout_path + ": " + why;
         case ChildStage::stderr_open: return "cannot open " + opts.stderr_path + ": " + why;
+        case ChildStage::user: return "cannot run as " + opts.user + ": " + why;
         case ChildStage::exec: return why;
     }
     return why;

@@ -176,6 +176,10 @@ class Env:
         self.sentinels = addresses("LOCKBENCH_SENTINELS")
         self.master_name = environ.get("LOCKBENCH_MASTER_NAME")
         self.address_map = {k: _address(v) for k, v in json.loads(environ.get("LOCKBENCH_ADDRESS_MAP") or "{}").items()}
+        # A service that takes a login (PostgreSQL): its user, password and database.
+        self.user = environ.get("LOCKBENCH_USER")
+        self.password = environ.get("LOCKBENCH_PASSWORD")
+        self.database = environ.get("LOCKBENCH_DATABASE")
 
     def own_path(self, host, port):
         """This client's own path to an address a Sentinel named."""

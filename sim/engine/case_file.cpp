@@ -18,7 +18,7 @@ using Json = nlohmann::json;
 const std::vector<std::string>& fact_names() {
     static const std::vector<std::string> names{"fence", "fencing", "renews", "extend", "release", "expiry",
                                                 "checks_elapsed", "validity", "replicated", "service", "nodes", "sentinel",
-                                                "check_lease_before_write", "algorithm", "lock"};
+                                                "pgbouncer", "check_lease_before_write", "algorithm", "lock"};
     return names;
 }
 
@@ -26,8 +26,9 @@ void check_when_value(Fields& f, const std::string& key, const Json& v) {
     static const std::map<std::string, std::vector<std::string>> choices{
         {"release", {"token", "plain", "client-clock"}},
         {"expiry", {"server", "client"}},
-        {"service", {"redis", "zookeeper", "etcd"}},
-        {"extend", {"add", "replace"}}};
+        {"service", {"redis", "zookeeper", "etcd", "postgresql"}},
+        {"extend", {"add", "replace"}},
+        {"pgbouncer", {"", "transaction", "session"}}};
     const auto one = [&](const Json& x) {
         if (!x.is_primitive() || x.is_null()) f.fail(f.at(key), "expected a value or an array of values, got " + excerpt(v));
         const auto it = choices.find(key);
@@ -106,7 +107,8 @@ CaseNeeds parse_needs(const Json& j, const std::string& file) {
         const Json names = s->is_array() ? *s : Json::array({*s});
         for (const Json& x : names) {
             const auto service = x.is_string() ? parse_service(x.get<std::string>()) : std::nullopt;
-            if (!service) f.fail(f.at("service"), "expected \"redis\", \"zookeeper\", \"etcd\" or an array of them, got " + excerpt(x));
+            if (!service)
+                f.fail(f.at("service"), "expected \"redis\", \"zookeeper\", \"etcd\", \"postgresql\" or an array of them, got " + excerpt(x));
             n.services.push_back(*service);
         }
     }
@@ -145,6 +147,12 @@ void parse_run_settings(Fields& f, CaseVariant& v, const WorkloadSpec& w, const 
         if (p != "none" && p != "aof-always" && p != "aof-everysec")
             f.fail(f.at("persistence"), "expected none, aof-always or aof-everysec, got " + quoted_excerpt(p));
         v.persistence = p;
+    }
+    if (const Json* settings = f.get("server_settings")) {
+        if (!settings->is_object() || settings->empty() ||
+            !std::ranges::all_of(settings->items(), [](const auto& kv) { return kv.value().is_string() || kv.value().is_number_integer(); }))
+            f.fail(f.at("server_settings"), "expected an object of a PostgreSQL setting → a string or an integer, got " + excerpt(*settings));
+        v.server_settings = *settings;
     }
     if (const Json* e = f.get("expect")) v.expect = parse_expect_object(*e, f.at("expect"), file);
     if (const Json* p = f.get("predict")) v.predict = parse_predict(*p, f.at("predict"), file, about);
@@ -249,6 +257,7 @@ CaseFile parse_case_file(const Json& j, const std::string& file) {
             if (!v.renew) v.renew = base.renew;
             if (!v.resource_check) v.resource_check = base.resource_check;
             if (!v.persistence) v.persistence = base.persistence;
+            if (!v.server_settings) v.server_settings = base.server_settings;
             const bool own_expect = (*variants)[c.variants.size() - 1].contains("expect");
             const bool own_predict = (*variants)[c.variants.size() - 1].contains("predict");
             if (!own_expect) v.expect = base.expect;

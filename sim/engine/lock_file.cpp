@@ -122,7 +122,7 @@ void parse_command(Fields& f, LockFile& lock) {
 }
 
 void parse_service_and_nodes(Fields& f, LockFile& lock) {
-    const std::string name = one_of(f, "service", "redis", {"redis", "zookeeper", "etcd"});
+    const std::string name = one_of(f, "service", "redis", {"redis", "zookeeper", "etcd", "postgresql"});
     lock.service = *parse_service(name);
     const bool external = lock.algorithm == &external_algorithm();
     if (lock.service != Service::redis && !external)
@@ -130,6 +130,12 @@ void parse_service_and_nodes(Fields& f, LockFile& lock) {
     lock.nodes = static_cast<int>(f.integer("nodes", lock.algorithm->default_nodes, 1, kMaxNodes));
     if (lock.service != Service::redis && (lock.nodes % 2 == 0 || lock.nodes > 5))
         f.fail(f.at("nodes"), "a " + name + " service has 1, 3 or 5 servers, got " + std::to_string(lock.nodes));
+    if (lock.service == Service::postgresql && lock.nodes != 1)
+        f.fail(f.at("nodes"), "a postgresql service is one server, got " + std::to_string(lock.nodes));
+    if (f.get("pgbouncer")) {
+        lock.pgbouncer = one_of(f, "pgbouncer", "", {"transaction", "session"});
+        if (lock.service != Service::postgresql) f.fail(f.at("pgbouncer"), "PgBouncer pools PostgreSQL connections: it needs \"service\": \"postgresql\"");
+    }
     const std::string topology = one_of(f, "topology", "plain", {"plain", "sentinel"});
     lock.needs_replica = topology == "sentinel";
     lock.sentinel = boolean(f, "sentinel", lock.needs_replica);
@@ -222,6 +228,7 @@ Json lock_facts(const LockFile& lock) {
             {"service", service_name(lock.service)},
             {"nodes", lock.nodes},
             {"sentinel", lock.sentinel},
+            {"pgbouncer", lock.pgbouncer},
             {"check_lease_before_write", lock.check_lease_before_write},
             {"fence", lock.fenced()},
             {"fencing", o.fencing},

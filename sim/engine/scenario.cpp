@@ -163,6 +163,31 @@ std::vector<std::string> parse_explore_fixed(const nlohmann::json& e, const std:
 
 namespace {
 
+// "server_settings" and "pgbouncer": how a PostgreSQL server starts, for that service only.
+void parse_postgresql_fields(Fields& f, RunSpec& r) {
+    const nlohmann::json* settings = f.get("server_settings");
+    const nlohmann::json* pgbouncer = f.get("pgbouncer");
+    if ((settings || pgbouncer) && r.service != Service::postgresql)
+        f.fail(f.at(settings ? "server_settings" : "pgbouncer"), "applies to a \"postgresql\" service only");
+    if (settings) {
+        static const std::regex setting_name("[a-z_][a-z0-9_.]{0,62}");
+        if (!settings->is_object()) f.fail(f.at("server_settings"), "expected an object of setting → value, got " + excerpt(*settings));
+        for (const auto& [name, value] : settings->items()) {
+            const std::string at = f.at("server_settings") + "." + name;
+            if (!std::regex_match(name, setting_name)) f.fail(at, "not a PostgreSQL setting's name");
+            if (value.is_string()) r.server_settings[name] = value.get<std::string>();
+            else if (value.is_number_integer()) r.server_settings[name] = std::to_string(value.get<long long>());
+            else f.fail(at, "expected a string (\"2s\") or an integer, got " + excerpt(value));
+        }
+    }
+    if (pgbouncer) {
+        r.pgbouncer = f.string("pgbouncer", "");
+        if (r.pgbouncer != "transaction" && r.pgbouncer != "session")
+            f.fail(f.at("pgbouncer"), "expected PgBouncer's pool mode, \"transaction\" or \"session\", got " +
+                                      quoted_excerpt(r.pgbouncer));
+    }
+}
+
 // "service": which servers the run locks on. ZooKeeper and etcd speak their own protocols:
 // only an external adapter locks there, and Redis's topology and persistence do not apply.
 // A fault by role (leader, follower) needs a service that has a leader; a peer link fault
@@ -171,8 +196,10 @@ namespace {
 void parse_run_service(Fields& f, RunSpec& r, const std::string& algorithm, const std::string& faults_at) {
     const std::string name = f.string("service", "redis");
     const std::optional<Service> service = parse_service(name);
-    if (!service) f.fail(f.at("service"), "expected \"redis\", \"zookeeper\" or \"etcd\", got " + quoted_excerpt(name));
+    if (!service)
+        f.fail(f.at("service"), "expected \"redis\", \"zookeeper\", \"etcd\" or \"postgresql\", got " + quoted_excerpt(name));
     r.service = *service;
+    parse_postgresql_fields(f, r);
     if (r.service == Service::redis) {
         for (size_t i = 0; i < r.faults.size(); ++i)
             if ((r.faults[i].node && *r.faults[i].node < 0) || r.faults[i].link_peers)
@@ -182,7 +209,10 @@ void parse_run_service(Fields& f, RunSpec& r, const std::string& algorithm, cons
     }
     if (algorithm != "external")
         f.fail(f.at("service"), "lockbench's own algorithms speak Redis; on " + name + " use an external adapter "
-                                "(adapters/kazoo-lock, adapters/etcd-lock)");
+                                "(adapters/kazoo-lock, adapters/etcd-lock, adapters/pg-advisory)");
+    if (r.service == Service::postgresql && r.nodes != 1)
+        f.fail(f.at("nodes"), "a postgresql service is one server (advisory locks live in its memory), got " +
+                              std::to_string(r.nodes));
     if (r.nodes % 2 == 0 || r.nodes > 5)
         f.fail(f.at("nodes"), "a " + name + " service has 1, 3 or 5 servers, got " + std::to_string(r.nodes));
     for (const char* redis_only : {"topology", "persistence"})

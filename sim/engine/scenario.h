@@ -5,6 +5,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -56,6 +57,10 @@ struct RunSpec {
     Service service = Service::redis;  // what the lock nodes are: redis-servers, or the servers of
                                        // a ZooKeeper or etcd service (external adapters only)
     int nodes = 1;                     // lock nodes, or the service's servers (1, 3 or 5)
+    // PostgreSQL only: settings the server starts with ("idle_session_timeout" → "2s"), and
+    // PgBouncer's pool mode in front of it ("transaction", "session"; empty: none).
+    std::map<std::string, std::string> server_settings;
+    std::string pgbouncer;
     std::vector<Expectation> expect;
     Persistence persistence = Persistence::none;   // of the lock nodes
     bool check_lease_before_write = false;          // the worker checks its lease's validity first

@@ -127,7 +127,7 @@ Json cell_expect(const CaseFile& c, const CaseVariant& v, const LockFile& lock, 
 // ---- whether a cell exists --------------------------------------------------------------------
 
 int cell_nodes(const CaseFile& c, const LockFile& lock) {
-    return lock.service != Service::redis && c.ensemble > 0 ? c.ensemble : lock.nodes;
+    return replicated(lock.service) && c.ensemble > 0 ? c.ensemble : lock.nodes;
 }
 
 std::string join(const std::vector<std::string>& v) {
@@ -223,6 +223,8 @@ std::optional<std::string> why_not_by_policy(const CaseFile& c, const CaseVarian
         return "the store checks the lock's token, the same for every lease of one client in reentrant";
     if (v.persistence && *v.persistence != "none" && lock.service != Service::redis)
         return "sets a Redis node's persistence; " + lock.name + " is on " + service_name(lock.service);
+    if (v.server_settings && lock.service != Service::postgresql)
+        return "sets a PostgreSQL server's settings; " + lock.name + " is on " + service_name(lock.service);
     return std::nullopt;
 }
 
@@ -258,6 +260,8 @@ Json cell_run(const CaseFile& c, const CaseVariant& v, const LockFile& lock, Exp
     }
     if (c.needs.sentinel || lock.needs_replica) run["topology"] = "sentinel";
     if (v.persistence) run["persistence"] = *v.persistence;
+    if (v.server_settings && lock.service == Service::postgresql) run["server_settings"] = *v.server_settings;
+    if (!lock.pgbouncer.empty()) run["pgbouncer"] = lock.pgbouncer;
     if (lock.check_lease_before_write) run["check_lease_before_write"] = true;
     if (const std::optional<Json>& policy = v.renew ? v.renew : lock.renew) {
         Json renew = *policy;

@@ -14,7 +14,12 @@
 //   unknown   an unknown op is answered {"ok": false, "error": ...}, and the adapter goes on
 //   release   B lets it go
 //
-// One line per failure, naming the step and what came back.
+// One line per failure, naming the step and what came back. A second client that gets the lock
+// while the first holds it is most often an adapter that ignores its library (a failure); for
+// a lock whose file records that it does not exclude without any fault (PostgreSQL's session
+// locks behind PgBouncer's transaction pooling) it is that lock's own failure: the line is a
+// finding (is_finding), which the verdict goes on to measure, and the check carries on with
+// both released.
 #pragma once
 
 #include <string>
@@ -32,9 +37,17 @@ struct AdapterCheckPlan {
     int nodes = 1;                     // lock nodes (a removed_on or nodes index must name one)
     long long ttl_ms = 2000;
     std::string key;
+    // The lock file records that it does not exclude even without a fault (its baseline is not
+    // safe): a second grant is then a finding rather than a failure.
+    bool excludes = true;
 };
 
-// The failures, one line each; none when the adapters speak the protocol.
+// The failures and findings, one line each; none when the adapters speak the protocol and
+// the lock excluded the second client.
 std::vector<std::string> hold_to_protocol(ExternalLock& a, ExternalLock& b, const AdapterCheckPlan& plan);
+
+// A line that reports what the lock did rather than a break of the protocol.
+inline constexpr const char* kFindingPrefix = "finding: ";
+inline bool is_finding(const std::string& line) { return line.starts_with(kFindingPrefix); }
 
 }  // namespace lockbench

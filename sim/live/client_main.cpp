@@ -34,7 +34,8 @@ std::string adapter_label(const RunSpec& run) {
 // file, in the project's.
 std::unique_ptr<ExternalLock> make_external(const RunSpec& run, const std::string& lock_key, const std::vector<int>& ports,
                                             int client, const fs::path& project_dir,
-                                            const std::optional<SentinelPorts>& discovery, const fs::path& stderr_path = {}) {
+                                            const std::optional<SentinelPorts>& discovery,
+                                            const std::map<std::string, std::string>& service_env, const fs::path& stderr_path = {}) {
     std::string nodes;
     for (int p : ports) nodes += (nodes.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(p);
     const long long ttl_ms = run.params.integer("ttl_ms");
@@ -51,6 +52,7 @@ std::unique_ptr<ExternalLock> make_external(const RunSpec& run, const std::strin
                    // The protocol kits (adapters/kit/): an adapter outside the project finds them here.
                    {"LOCKBENCH_KIT", (project_dir / "adapters" / "kit").string()}},
                   std::chrono::milliseconds(10 * t.command_ms), stderr_path, run.params.flag("fence")};
+    for (const auto& [name, value] : service_env) a.env[name] = value;
     a.probe_key_ttl = run.params.flag("probe_key_ttl");
     a.command_timeout = std::chrono::milliseconds(t.command_ms);
     if (discovery) {
@@ -69,11 +71,14 @@ std::unique_ptr<ExternalLock> make_external(const RunSpec& run, const std::strin
 int check_main(const RunSpec& run, const ClientSpec& spec) {
     const nlohmann::json& c = *spec.check;
     AdapterCheckPlan plan{c.value("extend", std::vector<std::string>{}), c.value("fencing", false),
-                          static_cast<int>(spec.lock_ports.size()), run.params.integer("ttl_ms"), spec.lock_key};
+                          static_cast<int>(spec.lock_ports.size()), run.params.integer("ttl_ms"), spec.lock_key,
+                          c.value("excludes", true)};
     nlohmann::json out = {{"failures", nlohmann::json::array()}, {"ready", nlohmann::json::object()}};
     try {
-        const auto a = make_external(run, spec.lock_key, spec.lock_ports, 0, spec.project_dir, spec.discovery, spec.adapter_stderr);
-        const auto b = make_external(run, spec.lock_key, spec.lock_ports, 1, spec.project_dir, spec.discovery, spec.adapter_stderr);
+        const auto a = make_external(run, spec.lock_key, spec.lock_ports, 0, spec.project_dir, spec.discovery,
+                                     spec.adapter_env, spec.adapter_stderr);
+        const auto b = make_external(run, spec.lock_key, spec.lock_ports, 1, spec.project_dir, spec.discovery,
+                                     spec.adapter_env, spec.adapter_stderr);
         out["ready"] = a->described();
         out["failures"] = hold_to_protocol(*a, *b, plan);
     } catch (const AdapterError& e) {
@@ -88,7 +93,7 @@ int preflight_main(const RunSpec& run, const ClientSpec& spec) {
     if (spec.check) return check_main(run, spec);
     try {
         const auto lock = make_external(run, spec.lock_key, spec.lock_ports, -1, spec.project_dir, spec.discovery,
-                                        spec.adapter_stderr);
+                                        spec.adapter_env, spec.adapter_stderr);
         // Read by lockbench only once this child has exited 0: no half-written file is seen.
         std::ofstream(spec.adapter_described) << lock->described().dump() << "\n";
     } catch (const AdapterError& e) {
@@ -148,7 +153,7 @@ int client_main(const fs::path& spec_file) {
     if (!run.command.empty()) {
         try {
             const auto lock = make_external(run, spec.lock_key, spec.lock_ports, spec.client, spec.project_dir,
-                                            spec.discovery, spec.adapter_stderr);
+                                            spec.discovery, spec.adapter_env, spec.adapter_stderr);
             if (!spec.adapter_described.empty()) std::ofstream(spec.adapter_described) << lock->described().dump() << "\n";
             run_worker(lock_env, store_env, *lock, rec, start());
         } catch (const AdapterError& e) {

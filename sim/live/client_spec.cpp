@@ -17,6 +17,7 @@ Json to_json(const ClientSpec& s) {
     }
     if (!s.adapter_stderr.empty()) j["adapter_stderr"] = s.adapter_stderr;
     if (!s.preflight && !s.adapter_described.empty()) j["adapter_described"] = s.adapter_described;
+    if (!s.adapter_env.empty()) j["adapter_env"] = s.adapter_env;
     if (s.discovery) {
         j["sentinels"] = s.discovery->sentinels;
         j["address_map"] = s.discovery->address_map;
@@ -45,6 +46,7 @@ ClientSpec client_spec_from_json(const Json& j) {
         s.history = j.at("history").get<std::string>();
         s.adapter_described = j.value("adapter_described", std::string());
     }
+    s.adapter_env = j.value("adapter_env", std::map<std::string, std::string>{});
     if (j.contains("sentinels"))
         s.discovery = SentinelPorts{j.at("sentinels").get<std::vector<int>>(),
                                     j.at("address_map").get<std::map<std::string, int>>()};

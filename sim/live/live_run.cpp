@@ -109,13 +109,13 @@ std::vector<std::string> clock_env(const std::vector<ClockControl>& clocks, int 
     return clocks.empty() ? std::vector<std::string>{} : clocks[static_cast<size_t>(i)].env();
 }
 
-// ZooKeeper or etcd: the service starts its servers on free ports (each has several), under
+// ZooKeeper, etcd or PostgreSQL: the service starts its servers on free ports (each has several), under
 // the clock shim where a fault skews them, their peer links through `peers` when given.
 void start_service(Nodes& n, const RunSpec& run, const fs::path& dir, const std::vector<ClockControl>& clocks,
                    ProxyHub* peers) {
-    ServiceConfig config{run.nodes, dir, {}, peers};
+    ServiceConfig config{run.nodes, dir, {}, peers, run.server_settings, run.pgbouncer};
     for (int i = 0; i < run.nodes; ++i) config.env.push_back(clock_env(clocks, i));
-    n.service = run.service == Service::zookeeper ? start_zookeeper(config) : start_etcd(config);
+    n.service = lockbench::start_service(run.service, config);
     n.servers = n.service->servers();
 }
 
@@ -176,6 +176,7 @@ nlohmann::json preflight_adapter(const Scenario& s, const RunSpec& run, const No
     spec.adapter_stderr = (run_dir / "adapter" / "preflight.stderr").string();
     spec.adapter_described = (tmp / (run.name + ".adapter.json")).string();
     if (nodes.sentinels) spec.discovery = sentinel_discovery(nodes, spec.lock_ports.at(0));
+    if (nodes.service) spec.adapter_env = nodes.service->client_env();
     const fs::path spec_file = tmp / (run.name + ".preflight.json");
     std::ofstream(spec_file) << to_json(spec).dump();
     const fs::path log = tmp / (run.name + ".preflight.log");
@@ -244,6 +245,7 @@ ClientSpec client_spec(const Scenario& s, const RunSpec& run, const Nodes& nodes
     if (client == 0) spec.adapter_described = launch.adapter_described.string();
     // What the Sentinels will name, and this client's own way to each.
     if (nodes.sentinels) spec.discovery = sentinel_discovery(nodes, spec.lock_ports.at(0));
+    if (nodes.service) spec.adapter_env = nodes.service->client_env();
     return spec;
 }
 

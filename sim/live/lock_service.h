@@ -1,5 +1,5 @@
-// The servers a run's clients lock on: Redis nodes (the default), a ZooKeeper ensemble, or
-// etcd members. lockbench starts them itself, on 127.0.0.1 only, in the run's temporary
+// The servers a run's clients lock on: Redis nodes (the default), a ZooKeeper ensemble, etcd
+// members, or a PostgreSQL server. lockbench starts them itself, on 127.0.0.1 only, in the run's temporary
 // folder, and nothing they start outlives it (faults/process.h). The nemesis reaches every
 // one of them the same way: kill and restart, pause and resume, and, where a service has
 // one, ask which server leads now.
@@ -7,11 +7,13 @@
 //   run ── service "redis" ───► RedisNode ×N   (sim/live/redis_node.h)
 //       ── service "zookeeper"► ZooKeeper ×1|3 (sim/live/zookeeper.h), peers through proxies
 //       ── service "etcd" ────► etcd ×1|3      (sim/live/etcd.h)
+//       ── service "postgresql" ► PostgreSQL ×1 [behind PgBouncer] (sim/live/postgres.h)
 #pragma once
 
 #include <sys/types.h>
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -54,6 +56,10 @@ struct ServiceConfig {
     // fault can cut them (ZooKeeper only: etcd's peer URLs must be the same cluster-wide).
     // Proxy names: "s<i>-s<j>-<what>" carries the connections server i opens to server j.
     ProxyHub* peer_proxies = nullptr;
+    // PostgreSQL only: settings given to the server ("idle_session_timeout" → "2s"), and
+    // PgBouncer's pool mode in front of it ("transaction", "session"; empty: no pooler).
+    std::map<std::string, std::string> settings;
+    std::string pgbouncer;
 };
 
 // A running service: its servers, by index, and who leads.
@@ -65,6 +71,9 @@ public:
     // themselves; none while no server does (an election in progress, or a service without
     // a leader).
     virtual std::optional<int> leader() = 0;
+    // What a client's adapter needs besides the servers' addresses ("NAME" → value, added to
+    // its environment): a PostgreSQL server's user, password and database.
+    virtual std::map<std::string, std::string> client_env() const { return {}; }
 };
 
 // Each returns once every server answers and (for an ensemble) a leader is elected. Throws
@@ -72,5 +81,8 @@ public:
 // or a server that did not come up in time (quotes the end of its log).
 std::unique_ptr<LockService> start_zookeeper(const ServiceConfig& config);
 std::unique_ptr<LockService> start_etcd(const ServiceConfig& config);
+std::unique_ptr<LockService> start_postgresql(const ServiceConfig& config);
+// The one a run's service names (not Redis, whose nodes a run starts itself).
+std::unique_ptr<LockService> start_service(Service service, const ServiceConfig& config);
 
 }  // namespace lockbench

@@ -1,0 +1,18 @@
+// The service a run names; see lock_service.h.
+#include "sim/live/lock_service.h"
+
+#include <stdexcept>
+
+namespace lockbench {
+
+std::unique_ptr<LockService> start_service(Service service, const ServiceConfig& config) {
+    switch (service) {
+        case Service::zookeeper: return start_zookeeper(config);
+        case Service::etcd: return start_etcd(config);
+        case Service::postgresql: return start_postgresql(config);
+        case Service::redis: break;
+    }
+    throw std::logic_error("start_service: a run starts its Redis nodes itself");
+}
+
+}  // namespace lockbench

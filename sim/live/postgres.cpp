@@ -1,0 +1,360 @@
+// A PostgreSQL server owned by lockbench; see postgres.h.
+//
+//   start_postgresql ── own folder (chown) ── initdb ── free port ── postgres ──┬─ postmaster.pid "ready" ─┐
+//                                                        ▲                      ├─ exited, port taken ─────┤
+//                                                        └──── another port ────┘                          │
+//                                     [pgbouncer on a free port, until it listens] ◀──────────────────────┘
+#include "sim/live/postgres.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "faults/process.h"
+#include "sim/live/lock_service.h"
+#include "sim/live/redis_node.h"
+
+namespace lockbench {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// Bounds, not expectations: initdb takes about 0.4 s, the server's start 0.1 s.
+constexpr auto initdb_timeout = 60s;
+constexpr auto start_timeout = 20s;
+constexpr auto poll_interval = 10ms;
+constexpr int start_attempts = 4;
+// A pool small enough that, in transaction pooling, clients' statements share server sessions.
+constexpr int pgbouncer_pool_size = 2;
+const std::string kUser = "lockbench";
+const std::string kDatabase = "postgres";
+
+std::string read_all(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::string fresh_password() {
+    std::random_device rd;
+    std::ostringstream out;
+    for (int i = 0; i < 4; ++i) out << std::hex << rd();
+    return out.str();
+}
+
+// A file of /proc, read with read(2): a process that ends meanwhile makes the read fail
+// (ESRCH), which std::filebuf would throw.
+std::string read_proc_file(const std::string& path) {
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return {};
+    char buf[1024];
+    const ssize_t n = read(fd, buf, sizeof buf);
+    close(fd);
+    return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
+// The processes whose parent is `pid`: a postmaster's backends, each its own group leader.
+std::vector<pid_t> children_of(pid_t pid) {
+    std::vector<pid_t> out;
+    DIR* proc = opendir("/proc");
+    if (!proc) return out;
+    while (const dirent* e = readdir(proc)) {
+        const pid_t child = static_cast<pid_t>(std::atoi(e->d_name));
+        if (child <= 0) continue;
+        const std::string stat = read_proc_file(std::string("/proc/") + e->d_name + "/stat");
+        // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so read after the last ')'.
+        const auto close = stat.rfind(')');
+        if (close == std::string::npos) continue;
+        std::istringstream rest(stat.substr(close + 1));
+        std::string state;
+        pid_t parent = 0;
+        if (rest >> state >> parent && parent == pid) out.push_back(child);
+    }
+    closedir(proc);
+    return out;
+}
+
+// Neither gone nor a zombie (which holds no memory any more).
+bool alive(pid_t pid) {
+    const std::string stat = read_proc_file("/proc/" + std::to_string(pid) + "/stat");
+    const auto close = stat.rfind(')');
+    return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z' && stat[close + 2] != 'X';
+}
+
+// Owned by the server's user, so that it may write there (nothing when it runs as lockbench).
+void give_to(const fs::path& path, const std::string& user) {
+    if (user.empty()) return;
+    const passwd* pw = getpwnam(user.c_str());
+    if (!pw) throw std::runtime_error("PostgreSQL: no user " + user + " on this machine: run scripts/setup "
+                                      "(apt-get install postgresql-15 makes it)");
+    if (chown(path.c_str(), pw->pw_uid, pw->pw_gid) != 0)
+        throw std::runtime_error("PostgreSQL: cannot give " + path.string() + " to " + user);
+}
+
+void write_file(const fs::path& path, const std::string& text, const std::string& user) {
+    {
+        std::ofstream out(path, std::ios::trunc);
+        out << text;
+        if (!out.flush()) throw std::runtime_error("PostgreSQL: cannot write " + path.string());
+    }
+    fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
+    give_to(path, user);
+}
+
+struct PortTaken : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+class PostgresServer final : public LockServer, public LockService {
+public:
+    PostgresServer(const ServiceConfig& config, std::string bin)
+        : bin_(std::move(bin)), user_(postgres_run_user()), log_dir_(config.dir / "pg0"), settings_(config.settings),
+          pool_mode_(config.pgbouncer), password_(fresh_password()) {
+        if (!config.env.empty()) extra_env_ = config.env.at(0);
+        fs::create_directories(log_dir_);
+        home_ = make_run_temp_dir();
+        give_to(home_, user_);
+    }
+    ~PostgresServer() override {
+        stop_all();
+        std::error_code ignored;
+        fs::remove_all(home_, ignored);
+    }
+
+    void start() {
+        initdb();
+        for (int attempt = 1;; ++attempt) {
+            port_ = find_free_port();
+            try {
+                launch();
+                break;
+            } catch (const PortTaken&) {
+                if (attempt == start_attempts) throw;
+            }
+        }
+        if (!pool_mode_.empty()) start_pgbouncer();
+    }
+
+    // LockServer
+    const std::string& name() const override { return name_; }
+    int port() const override { return pool_mode_.empty() ? port_ : bouncer_port_; }
+    pid_t pid() const override { return postmaster_.pid(); }
+    void kill() override {
+        // Stopped first, so that it forks no backend while they are killed.
+        postmaster_.signal(SIGSTOP);
+        for (pid_t backend : children_of(postmaster_.pid())) {
+            ::kill(backend, SIGKILL);
+            killed_.push_back(backend);
+        }
+        postmaster_.signal(SIGKILL);
+    }
+    void restart(bool /*keep_data*/) override;
+    void pause() override {
+        postmaster_.signal(SIGSTOP);
+        for (pid_t backend : children_of(postmaster_.pid())) ::kill(backend, SIGSTOP);
+    }
+    void resume() override {
+        for (pid_t backend : children_of(postmaster_.pid())) ::kill(backend, SIGCONT);
+        postmaster_.signal(SIGCONT);
+    }
+    fs::path log_path() const override { return log_dir_ / "postgres.log"; }
+
+    // LockService
+    std::vector<LockServer*> servers() override { return {this}; }
+    std::optional<int> leader() override { return std::nullopt; }
+    std::map<std::string, std::string> client_env() const override {
+        return {{"LOCKBENCH_USER", kUser}, {"LOCKBENCH_PASSWORD", password_}, {"LOCKBENCH_DATABASE", kDatabase}};
+    }
+
+private:
+    void initdb();
+    void launch();
+    bool ready();
+    void start_pgbouncer();
+    void stop_all() {
+        if (postmaster_.running()) kill();
+        postmaster_.kill_and_reap();
+        bouncer_.kill_and_reap();
+    }
+    std::runtime_error failure(const std::string& what, const fs::path& log) const {
+        return std::runtime_error("PostgreSQL server pg0 (port " + std::to_string(port_) + ") " + what +
+                                  "; its log ended: " + log_tail(log));
+    }
+
+    const std::string name_ = "pg0";
+    std::string bin_;
+    std::string user_;
+    fs::path log_dir_;
+    fs::path home_;
+    std::map<std::string, std::string> settings_;
+    std::string pool_mode_;
+    std::string password_;
+    std::vector<std::string> extra_env_;
+    int port_ = 0;
+    int bouncer_port_ = 0;
+    ChildProcess postmaster_;
+    ChildProcess bouncer_;
+    std::vector<pid_t> killed_;  // backends killed: the next server waits until they are gone
+};
+
+void PostgresServer::initdb() {
+    const fs::path pwfile = home_ / "password";
+    write_file(pwfile, password_ + "\n", user_);
+    const fs::path log = log_dir_ / "initdb.log";
+    ChildProcess child = ChildProcess::spawn(
+        {{bin_ + "/initdb", "-D", (home_ / "data").string(), "-U", kUser, "--pwfile", pwfile.string(),
+          "--auth-local=trust", "--auth-host=scram-sha-256", "--no-sync", "--no-instructions", "--locale=C", "-E", "UTF8"},
+         log.string(), log.string(), {}, user_});
+    const std::optional<int> status = child.wait_for(initdb_timeout);
+    fs::remove(pwfile);
+    if (!status) throw failure("initdb did not end within 60 s", log);
+    if (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0) throw failure("initdb failed", log);
+}
+
+void PostgresServer::launch() {
+    SpawnOptions opts;
+    opts.argv = {bin_ + "/postgres", "-D", (home_ / "data").string(), "-p", std::to_string(port_),
+                 "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=" + home_.string(),
+                 // fsync only matters when the machine itself goes down, which no fault does;
+                 // everything else keeps PostgreSQL's defaults, synchronous_commit among them (a
+                 // crash is a SIGKILL of its processes: what they had not written is lost).
+                 "-c", "fsync=off",
+                 "-c", "shared_buffers=16MB", "-c", "max_connections=60",
+                 "-c", "log_line_prefix=%m [%p] ", "-c", "log_connections=on", "-c", "log_disconnections=on"};
+    for (const auto& [name, value] : settings_) opts.argv.insert(opts.argv.end(), {"-c", name + "=" + value});
+    opts.stdout_path = opts.stderr_path = log_path().string();
+    opts.extra_env = extra_env_;
+    opts.user = user_;
+    const auto offset = fs::exists(log_path()) ? fs::file_size(log_path()) : 0;
+    postmaster_ = ChildProcess::spawn(opts);
+    const auto deadline = Clock::now() + start_timeout;
+    while (!ready()) {
+        if (!postmaster_.running()) {
+            if (read_all(log_path()).substr(offset).find("Address already in use") != std::string::npos)
+                throw PortTaken(failure("could not bind its port", log_path()).what());
+            throw failure("exited during start-up", log_path());
+        }
+        if (Clock::now() >= deadline) throw failure("was not ready within 20 s", log_path());
+        std::this_thread::sleep_for(poll_interval);
+    }
+}
+
+// postmaster.pid's first line is the postmaster's pid, its eighth its status once it has
+// started: "ready" when it accepts connections (PostgreSQL 10 and later).
+bool PostgresServer::ready() {
+    std::istringstream lines(read_all(home_ / "data" / "postmaster.pid"));
+    std::string line;
+    std::vector<std::string> fields;
+    while (std::getline(lines, line)) fields.push_back(line);
+    return fields.size() >= 8 && fields[0] == std::to_string(postmaster_.pid()) && fields[7].starts_with("ready");
+}
+
+// A server that crashed leaves its postmaster.pid, which the next one sees is stale; its
+// shared memory is gone with every process that held it.
+void PostgresServer::restart(bool /*keep_data*/) {
+    kill();
+    postmaster_.kill_and_reap();
+    // A backend attached to the old shared memory makes the new postmaster refuse to start
+    // ("pre-existing shared memory block is still in use"): it must be dead (a zombie no longer
+    // holds it) first.
+    const auto gone_by = Clock::now() + 5s;
+    std::erase_if(killed_, [](pid_t pid) { return !alive(pid); });
+    while (!killed_.empty() && Clock::now() < gone_by) {
+        std::this_thread::sleep_for(2ms);
+        std::erase_if(killed_, [](pid_t pid) { return !alive(pid); });
+    }
+    const auto deadline = Clock::now() + 2s;  // a backend may hold the port a moment longer
+    for (;;) {
+        try {
+            launch();
+            return;
+        } catch (const PortTaken&) {
+            if (Clock::now() >= deadline) throw;
+            std::this_thread::sleep_for(50ms);
+        }
+    }
+}
+
+// Transaction or session pooling in front of the server, to which it connects through the
+// socket (no password: only the server's user reaches it). Clients authenticate to PgBouncer
+// with the same user and password as to the server.
+void PostgresServer::start_pgbouncer() {
+    const std::string binary = find_on_path("pgbouncer").value_or("/usr/sbin/pgbouncer");
+    if (!is_executable_file(binary)) throw std::runtime_error("pgbouncer not found: run scripts/setup (or apt-get install pgbouncer)");
+    const fs::path log = log_dir_ / "pgbouncer.log";
+    write_file(home_ / "userlist.txt", "\"" + kUser + "\" \"" + password_ + "\"\n", user_);
+    for (int attempt = 1;; ++attempt) {
+        bouncer_port_ = find_free_port();
+        std::ostringstream ini;
+        ini << "[databases]\n"
+            << kDatabase << " = host=" << home_.string() << " port=" << port_ << " dbname=" << kDatabase << " user=" << kUser << "\n"
+            << "[pgbouncer]\n"
+            << "listen_addr = 127.0.0.1\nlisten_port = " << bouncer_port_ << "\nunix_socket_dir =\n"
+            << "auth_type = scram-sha-256\nauth_file = " << (home_ / "userlist.txt").string() << "\n"
+            << "pool_mode = " << pool_mode_ << "\ndefault_pool_size = " << pgbouncer_pool_size << "\n"
+            << "max_client_conn = 200\nserver_login_retry = 0\nignore_startup_parameters = extra_float_digits,options\n"
+            << "pidfile =\nlogfile =\n";
+        write_file(home_ / "pgbouncer.ini", ini.str(), user_);
+        const auto offset = fs::exists(log) ? fs::file_size(log) : 0;
+        bouncer_ = ChildProcess::spawn({{binary, (home_ / "pgbouncer.ini").string()}, log.string(), log.string(), {}, user_});
+        const auto deadline = Clock::now() + start_timeout;
+        for (;;) {
+            if (!bouncer_.running()) {
+                if (read_all(log).substr(offset).find("Address already in use") != std::string::npos &&
+                    attempt < start_attempts)
+                    break;
+                throw std::runtime_error("PgBouncer (port " + std::to_string(bouncer_port_) +
+                                         ") exited during start-up; its log ended: " + log_tail(log));
+            }
+            if (port_in_use(bouncer_port_)) return;
+            if (Clock::now() >= deadline)
+                throw std::runtime_error("PgBouncer (port " + std::to_string(bouncer_port_) +
+                                         ") did not listen within 20 s; its log ended: " + log_tail(log));
+            std::this_thread::sleep_for(poll_interval);
+        }
+    }
+}
+
+}  // namespace
+
+std::string postgres_bin_dir() {
+    if (const char* configured = std::getenv("LOCKBENCH_POSTGRES_BIN"); configured && *configured) {
+        if (!is_executable_file(std::string(configured) + "/postgres"))
+            throw std::runtime_error(std::string("LOCKBENCH_POSTGRES_BIN=") + configured + ": no postgres program there");
+        return configured;
+    }
+    const std::string debian = "/usr/lib/postgresql/15/bin";
+    if (!is_executable_file(debian + "/postgres") || !is_executable_file(debian + "/initdb"))
+        throw std::runtime_error("PostgreSQL 15 not found in " + debian + ": run scripts/setup (or apt-get install postgresql-15)");
+    return debian;
+}
+
+std::string postgres_run_user() { return geteuid() == 0 ? "postgres" : ""; }
+
+std::unique_ptr<LockService> start_postgresql(const ServiceConfig& config) {
+    if (config.size != 1)
+        throw std::runtime_error("postgresql: one server (advisory locks live in one server's memory), not " +
+                                 std::to_string(config.size));
+    if (config.peer_proxies) throw std::runtime_error("postgresql: a single server has no peer links");
+    if (!config.pgbouncer.empty() && config.pgbouncer != "transaction" && config.pgbouncer != "session")
+        throw std::runtime_error("postgresql: PgBouncer's pool mode is transaction or session, not " + config.pgbouncer);
+    auto server = std::make_unique<PostgresServer>(config, postgres_bin_dir());
+    server->start();
+    return server;
+}
+
+}  // namespace lockbench

@@ -1,0 +1,240 @@
+// Live tests for sim/live/postgres.h (a real PostgreSQL 15 server, and PgBouncer in front of
+// it) and the advisory-lock adapter (adapters/pg-advisory/adapter.py) end to end. Waits are
+// bounded polls for an outcome; nothing asserts how long anything took.
+#include <pwd.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <functional>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "faults/process.h"
+#include "sim/live/lock_service.h"
+#include "sim/live/postgres.h"
+#include "sim/live/redis_node.h"
+#include "adapter_process.h"
+
+namespace lockbench {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+using testing_util::AdapterProcess;
+
+bool eventually(const std::function<bool()>& condition) {
+    const auto deadline = Clock::now() + 20s;
+    while (!condition()) {
+        if (Clock::now() >= deadline) return false;
+        std::this_thread::sleep_for(20ms);
+    }
+    return true;
+}
+
+// /proc/PID/stat's state letter ('T' stopped, 'Z' a zombie), or 0 if it is gone.
+char state_of(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), {});
+    const auto close = stat.rfind(')');
+    return close == std::string::npos || close + 2 >= stat.size() ? 0 : stat[close + 2];
+}
+
+uid_t uid_of(pid_t pid) {
+    struct stat st {};
+    return ::stat(("/proc/" + std::to_string(pid)).c_str(), &st) == 0 ? st.st_uid : static_cast<uid_t>(-1);
+}
+
+// Every process whose parent is `pid` (a postmaster's backends).
+std::vector<pid_t> children(pid_t pid) {
+    std::vector<pid_t> out;
+    for (const auto& e : fs::directory_iterator("/proc")) {
+        const std::string name = e.path().filename();
+        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+        std::ifstream in(e.path() / "stat");
+        std::string stat((std::istreambuf_iterator<char>(in)), {});
+        const auto close = stat.rfind(')');
+        if (close == std::string::npos) continue;
+        std::istringstream rest(stat.substr(close + 1));
+        std::string state;
+        pid_t parent = 0;
+        if (rest >> state >> parent && parent == pid) out.push_back(std::stoi(name));
+    }
+    return out;
+}
+
+// adapters/pg-advisory/adapter.py on stdin/stdout pipes, given what the service says clients need.
+class Adapter : public AdapterProcess {
+public:
+    Adapter(LockService& service, const std::string& params = "{}")
+        : AdapterProcess({"/usr/bin/python3", (fs::path(LOCKBENCH_SOURCE_DIR) / "adapters" / "pg-advisory" / "adapter.py").string()},
+                         env_for(service, params), 3s) {}
+    json acquire() { return call({{"op", "acquire"}, {"key", "lock"}, {"ttl_ms", 1000}, {"wait_ms", 0}}); }
+    json release() { return call({{"op", "release"}, {"key", "lock"}}); }
+
+private:
+    static std::vector<std::string> env_for(LockService& service, const std::string& params) {
+        std::vector<std::string> env = {"LOCKBENCH_NODES=127.0.0.1:" + std::to_string(service.servers()[0]->port()),
+                                        "LOCKBENCH_CLIENT=0", "LOCKBENCH_COMMAND_TIMEOUT_MS=200",
+                                        "LOCKBENCH_OP_TIMEOUT_MS=2000", "LOCKBENCH_CONNECT_TIMEOUT_MS=1000",
+                                        "LOCKBENCH_PARAMS=" + params};
+        for (const auto& [name, value] : service.client_env()) env.push_back(name + "=" + value);
+        return env;
+    }
+};
+
+class PostgresTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        dir_ = fs::temp_directory_path() / ("lockbench-pg-test-" + std::to_string(getpid()));
+        fs::create_directories(dir_);
+    }
+    void TearDown() override { fs::remove_all(dir_); }
+    std::unique_ptr<LockService> start(std::map<std::string, std::string> settings = {}, std::string pgbouncer = "") {
+        ServiceConfig config{1, dir_};
+        config.settings = std::move(settings);
+        config.pgbouncer = std::move(pgbouncer);
+        return start_postgresql(config);
+    }
+    fs::path dir_;
+};
+
+TEST_F(PostgresTest, RunsAsItsOwnUserLocksAndLeavesNothingBehind) {
+    pid_t postmaster = 0;
+    std::vector<pid_t> backends;
+    {
+        auto service = start();
+        LockServer* pg = service->servers().at(0);
+        postmaster = pg->pid();
+        if (geteuid() == 0) {
+            const passwd* user = getpwnam("postgres");
+            ASSERT_NE(user, nullptr);
+            EXPECT_EQ(uid_of(postmaster), user->pw_uid) << "PostgreSQL refuses root: it runs as postgres";
+        }
+        EXPECT_TRUE(port_in_use(pg->port()));
+        EXPECT_FALSE(service->client_env().at("LOCKBENCH_PASSWORD").empty());
+        Adapter a(*service), b(*service);
+        ASSERT_EQ(a.read().value("ready", false), true);
+        ASSERT_EQ(b.read().value("ready", false), true);
+        const json first = a.acquire();
+        EXPECT_EQ(first.value("ok", false), true) << first;
+        EXPECT_EQ(b.acquire().value("error", ""), "held");
+        EXPECT_EQ(a.release().value("ok", false), true);
+        const json second = b.acquire();
+        EXPECT_EQ(second.value("ok", false), true) << second;
+        EXPECT_GT(second.value("fence", 0), first.value("fence", 0));
+        backends = children(postmaster);
+        EXPECT_GE(backends.size(), 2u) << "two clients' backends, at least";
+    }
+    EXPECT_TRUE(eventually([&] { return state_of(postmaster) == 0 || state_of(postmaster) == 'Z'; }));
+    for (pid_t b : backends) EXPECT_TRUE(eventually([&] { return state_of(b) == 0 || state_of(b) == 'Z'; })) << b;
+}
+
+TEST_F(PostgresTest, WithoutThePasswordNobodyConnects) {
+    auto service = start();
+    std::map<std::string, std::string> env = service->client_env();
+    std::vector<std::string> wrong = {"LOCKBENCH_NODES=127.0.0.1:" + std::to_string(service->servers()[0]->port()),
+                                      "LOCKBENCH_CLIENT=0", "LOCKBENCH_OP_TIMEOUT_MS=2000", "LOCKBENCH_USER=lockbench",
+                                      "LOCKBENCH_PASSWORD=not-" + env.at("LOCKBENCH_PASSWORD"), "LOCKBENCH_DATABASE=postgres"};
+    AdapterProcess a({"/usr/bin/python3", (fs::path(LOCKBENCH_SOURCE_DIR) / "adapters" / "pg-advisory" / "adapter.py").string()},
+                     wrong, 3s);
+    const json line = a.read();
+    EXPECT_EQ(line.value("ready", true), false) << line;
+    EXPECT_NE(line.value("error", "").find("password authentication failed"), std::string::npos) << line;
+}
+
+TEST_F(PostgresTest, ACrashStrikesEveryBackendAndTheRestartedServerHoldsNoLock) {
+    auto service = start();
+    LockServer* pg = service->servers().at(0);
+    Adapter a(*service), b(*service);
+    ASSERT_EQ(a.read().value("ready", false), true);
+    ASSERT_EQ(b.read().value("ready", false), true);
+    ASSERT_EQ(a.acquire().value("ok", false), true);
+    const pid_t old = pg->pid();
+    const std::vector<pid_t> backends = children(old);
+    ASSERT_FALSE(backends.empty());
+    pg->kill();
+    pg->restart(true);
+    EXPECT_NE(pg->pid(), old);
+    for (pid_t backend : backends) EXPECT_TRUE(state_of(backend) == 0 || state_of(backend) == 'Z') << backend;
+    // The holder is not told; the other client reconnects and takes the lock.
+    EXPECT_TRUE(eventually([&] { return b.acquire().value("ok", false); }));
+}
+
+TEST_F(PostgresTest, APauseStopsTheServerAndEveryBackend) {
+    auto service = start();
+    LockServer* pg = service->servers().at(0);
+    Adapter a(*service);
+    ASSERT_EQ(a.read().value("ready", false), true);
+    const std::vector<pid_t> backends = children(pg->pid());
+    ASSERT_FALSE(backends.empty());
+    pg->pause();
+    // A stop signal lands a moment after it is sent.
+    EXPECT_TRUE(eventually([&] { return state_of(pg->pid()) == 'T'; }));
+    for (pid_t backend : backends) EXPECT_TRUE(eventually([&] { return state_of(backend) == 'T'; })) << backend;
+    const json stalled = a.acquire();
+    EXPECT_EQ(stalled.value("ok", true), false) << "a paused server answers nothing: " << stalled;
+    pg->resume();
+    for (pid_t backend : backends) EXPECT_TRUE(eventually([&] { return state_of(backend) != 'T'; })) << backend;
+    EXPECT_TRUE(eventually([&] { return a.acquire().value("ok", false); }));
+}
+
+TEST_F(PostgresTest, ACaseSettingEndsAnIdleHoldersSessionAndItsLock) {
+    auto service = start({{"idle_session_timeout", "300ms"}});
+    Adapter a(*service), b(*service);
+    ASSERT_EQ(a.read().value("ready", false), true);
+    ASSERT_EQ(b.read().value("ready", false), true);
+    ASSERT_EQ(a.acquire().value("ok", false), true);
+    EXPECT_EQ(b.acquire().value("error", ""), "held");
+    // a stays idle: the server ends its session after 300 ms, and the lock with it.
+    EXPECT_TRUE(eventually([&] { return b.acquire().value("ok", false); }));
+}
+
+TEST_F(PostgresTest, BehindPgBouncerTransactionPoolingASessionLockDoesNotExclude) {
+    auto transaction = start({}, "transaction");
+    Adapter a(*transaction), b(*transaction);
+    ASSERT_EQ(a.read().value("ready", false), true);
+    ASSERT_EQ(b.read().value("ready", false), true);
+    ASSERT_EQ(a.acquire().value("ok", false), true);
+    // b's statement runs on a pooled server session, very likely the one a's lock is on (a
+    // session lock is re-entrant): within a few tries both hold it.
+    bool both = false;
+    for (int i = 0; i < 20 && !both; ++i) both = b.acquire().value("ok", false);
+    EXPECT_TRUE(both) << "transaction pooling hands a's session to b";
+}
+
+TEST_F(PostgresTest, BehindPgBouncerSessionPoolingTheLockExcludes) {
+    auto session = start({}, "session");
+    Adapter a(*session), b(*session);
+    ASSERT_EQ(a.read().value("ready", false), true);
+    ASSERT_EQ(b.read().value("ready", false), true);
+    ASSERT_EQ(a.acquire().value("ok", false), true);
+    for (int i = 0; i < 20; ++i) EXPECT_EQ(b.acquire().value("error", ""), "held");
+    EXPECT_EQ(a.release().value("ok", false), true);
+    EXPECT_EQ(b.acquire().value("ok", false), true);
+}
+
+TEST_F(PostgresTest, BadConfigurationIsOneLine) {
+    ServiceConfig three{3, dir_};
+    try {
+        start_postgresql(three);
+        FAIL() << "three servers accepted";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find("one server"), std::string::npos) << e.what();
+    }
+    try {
+        start({}, "statement");
+        FAIL() << "an unknown pool mode accepted";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find("transaction or session"), std::string::npos) << e.what();
+        EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+    }
+}
+
+}  // namespace
+}  // namespace lockbench

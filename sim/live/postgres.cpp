@@ -115,6 +115,28 @@ void write_file(const fs::path& path, const std::string& text, const std::string
     give_to(path, user);
 }
 
+// Whether every folder above `dir` lets others pass through (the server's user is not lockbench).
+bool others_reach(const fs::path& dir) {
+    for (fs::path p = fs::absolute(dir); ; p = p.parent_path()) {
+        struct stat st {};
+        if (::stat(p.c_str(), &st) != 0 || !(st.st_mode & S_IXOTH)) return false;
+        if (p == p.root_path()) return true;
+    }
+}
+
+// The cluster's own folder: a run folder of $TMPDIR like any (removed with lockbench's stale
+// folders after a kill -9), or of /tmp when the server's user could not reach $TMPDIR (a
+// private one, 0700, as the CLI's tests give each test).
+fs::path cluster_folder(const std::string& user) {
+    fs::path folder = make_run_temp_dir();
+    if (user.empty() || others_reach(folder.parent_path())) return folder;
+    fs::remove_all(folder);
+    folder = "/tmp/lockbench." + std::to_string(getpid()) + ".XXXXXX";
+    std::string pattern = folder.string();
+    if (!mkdtemp(pattern.data())) throw std::runtime_error("PostgreSQL: cannot make its folder in /tmp");
+    return pattern;
+}
+
 struct PortTaken : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
@@ -126,7 +148,7 @@ public:
           pool_mode_(config.pgbouncer), password_(fresh_password()) {
         if (!config.env.empty()) extra_env_ = config.env.at(0);
         fs::create_directories(log_dir_);
-        home_ = make_run_temp_dir();
+        home_ = cluster_folder(user_);
         give_to(home_, user_);
     }
     ~PostgresServer() override {

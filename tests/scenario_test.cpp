@@ -390,7 +390,6 @@ TEST(Scenario, EveryCaseIsSampledOrSaysWhyNot) {
         {"session-ended-under-holder", "a link cut, as partitioned-write's, on PostgreSQL (postgres_test ends an idle holder's session live)"},
         {"server-restart-under-holder", "a server crash, as node-restart-empty's, on PostgreSQL (postgres_test crashes one under a holder live)"},
         {"etcd-session-done", "a pause after the acquire, as redis-semaphore-refresh's, on etcd-go"},
-        {"curator-session-expiry-reconnect", "held replies, as held-replies', timed against Curator's own session expiry"},
     };
     for (const auto& e : fs::directory_iterator(std::string(LOCKBENCH_SOURCE_DIR) + "/scenarios")) {
         if (e.path().extension() != ".json") continue;

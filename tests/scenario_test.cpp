@@ -389,7 +389,6 @@ TEST(Scenario, EveryCaseIsSampledOrSaysWhyNot) {
         // Cases of locks that are verdict-only for now: the main job does not run them yet.
         {"session-ended-under-holder", "a link cut, as partitioned-write's, on PostgreSQL (postgres_test ends an idle holder's session live)"},
         {"server-restart-under-holder", "a server crash, as node-restart-empty's, on PostgreSQL (postgres_test crashes one under a holder live)"},
-        {"etcd-session-done", "a pause after the acquire, as redis-semaphore-refresh's, on etcd-go"},
     };
     for (const auto& e : fs::directory_iterator(std::string(LOCKBENCH_SOURCE_DIR) + "/scenarios")) {
         if (e.path().extension() != ".json") continue;

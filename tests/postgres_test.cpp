@@ -18,24 +18,16 @@
 #include "sim/live/postgres.h"
 #include "sim/live/redis_node.h"
 #include "adapter_process.h"
+#include "test_util.h"
 
 namespace lockbench {
 namespace {
 
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 using testing_util::AdapterProcess;
-
-bool eventually(const std::function<bool()>& condition) {
-    const auto deadline = Clock::now() + 20s;
-    while (!condition()) {
-        if (Clock::now() >= deadline) return false;
-        std::this_thread::sleep_for(20ms);
-    }
-    return true;
-}
+using testing_util::eventually;
 
 // /proc/PID/stat's state letter ('T' stopped, 'Z' a zombie), or 0 if it is gone.
 char state_of(pid_t pid) {

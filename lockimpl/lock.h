@@ -77,6 +77,14 @@ struct LockContext {
     Duration command_timeout = std::chrono::milliseconds(200);  // per single-node command
 };
 
+// An announcement a lock made on its own, as the worker takes it (which may be a while after
+// the lock heard it: when the worker or its renewal next looks).
+struct LockEvent {
+    std::string detail;        // the announcement's text (an adapter's line, excerpted)
+    bool lost = true;          // the lease is gone; else an announcement of another kind
+    long long heard_ns = 0;    // when it was heard (CLOCK_MONOTONIC); 0: not known, now
+};
+
 class Lock {
 public:
     virtual ~Lock() = default;
@@ -86,10 +94,9 @@ public:
     // while the worker works, so it must not change what try_acquire and release use.
     virtual ExtendResult extend(Env& env, const Lease& lease, Duration ttl, ExtendMode mode) = 0;
     // What the lock has announced on its own since the last call: its lease is lost (an
-    // external library's onLockLost), each with a detail. A detail that is a JSON object
-    // with an "event" other than "lost" is an announcement of another kind, kept but not a
+    // external library's onLockLost), or an announcement of another kind, kept but not a
     // loss. Most locks announce nothing.
-    virtual std::vector<std::string> take_lost_events() { return {}; }
+    virtual std::vector<LockEvent> take_events() { return {}; }
     // How many nested acquires (and releases) the worker makes around one critical section;
     // only a reentrant lock asks for more than one.
     virtual int nesting() const { return 1; }

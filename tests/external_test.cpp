@@ -459,6 +459,10 @@ TEST_F(ExternalTest, ALateLostEventCountsForTheReleasedLeaseAndOtherEventsAreKep
     ASSERT_EQ(lost_events.size(), 1u);
     EXPECT_EQ(lost_events[0].at("lease"), "c0.1");
     EXPECT_EQ(history_lines(run_dir, "write", "ok").size(), 2u);
+    // Recorded when it was heard, before the answer it came ahead of, not when it was taken.
+    const std::vector<Json> acquired = history_lines(run_dir, "acquire", "ok");
+    ASSERT_EQ(acquired.size(), 2u);
+    EXPECT_LT(lost_events[0].at("t_ns").get<long long>(), acquired[1].at("t_ns").get<long long>());
     // An answer with an "event" field is an answer; an event of another kind is kept.
     EXPECT_FALSE(history_lines(run_dir, "renew", "ok").empty());
     EXPECT_TRUE(history_lines(run_dir, "renew", "info").empty());

@@ -141,13 +141,16 @@ void Recorder::flush() {
 }
 
 HistoryLine Recorder::line(std::string_view op, std::string_view type) {
+    return line_at(clock_ ? clock_() : monotonic_ns(), op, type);
+}
+
+HistoryLine Recorder::line_at(long long t_ns, std::string_view op, std::string_view type) {
     if (events_) {
         HistoryLine line(*this, *events_);
-        line.skip_ = !line.event_->begin(clock_ ? clock_() : monotonic_ns(), client_, op, type);
+        line.skip_ = !line.event_->begin(t_ns, client_, op, type);
         return line;
     }
-    std::string prefix = "{\"t_ns\":" + std::to_string(clock_ ? clock_() : monotonic_ns()) + ",\"client\":" +
-                         std::to_string(client_) + ",\"op\":\"";
+    std::string prefix = "{\"t_ns\":" + std::to_string(t_ns) + ",\"client\":" + std::to_string(client_) + ",\"op\":\"";
     prefix += op;
     prefix += "\",\"type\":\"";
     prefix += type;

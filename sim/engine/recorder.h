@@ -55,6 +55,9 @@ public:
 
     // Starts a line with t_ns (CLOCK_MONOTONIC, or the clock set below), client, op and type.
     HistoryLine line(std::string_view op, std::string_view type);
+    // The same, at t_ns rather than now (CLOCK_MONOTONIC: an event heard earlier); a history
+    // is read back in t_ns order, whatever order its lines were written in.
+    HistoryLine line_at(long long t_ns, std::string_view op, std::string_view type);
     // Where t_ns comes from instead: the simulator's virtual time.
     void set_clock(std::function<long long()> clock) { clock_ = std::move(clock); }
     // Lines are kept in memory and written in large pieces (at the latest when this is

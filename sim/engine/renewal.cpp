@@ -49,15 +49,13 @@ void HeldLease::mark_lost() {
 }
 
 void note_lost_events(Lock& lock, Recorder& rec, const std::string& lease_id, HeldLease& held) {
-    for (const std::string& detail : lock.take_lost_events()) {
+    for (const LockEvent& e : lock.take_events()) {
+        // At the time the lock heard it (a loss may wait for the next look).
+        HistoryLine line = e.heard_ns ? rec.line_at(e.heard_ns, e.lost ? "lost" : "adapter", "info")
+                                      : rec.line(e.lost ? "lost" : "adapter", "info");
+        line.str("lease", lease_id).str("detail", e.detail).commit();
         // An announcement of another kind is kept for the reader, and loses nothing.
-        const nlohmann::json j = nlohmann::json::parse(detail, nullptr, false);
-        if (j.is_object() && j.contains("event") && j.at("event") != "lost") {
-            rec.line("adapter", "info").str("lease", lease_id).str("detail", detail).commit();
-            continue;
-        }
-        rec.line("lost", "info").str("lease", lease_id).str("detail", detail).commit();
-        held.mark_lost();
+        if (e.lost) held.mark_lost();
     }
 }
 

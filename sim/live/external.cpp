@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "lockimpl/params.h"
+#include "sim/engine/clock.h"
 
 extern char** environ;
 
@@ -266,9 +267,12 @@ bool ExternalLock::keep_if_event(const std::string& line) {
     const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
     // An answer may carry an "event" field of its own: only a line without "ok" is an event.
     if (!j.is_object() || !j.contains("event") || j.contains("ok")) return false;
-    // One of another kind goes to the history too (as an adapter info line), not lost.
+    // One of another kind goes to the history too (as an adapter info line), not lost. Its
+    // kind comes from the whole line, not the excerpt kept of it (a long line's excerpt is
+    // no JSON), and its time is now, not when the worker next looks.
+    const LockEvent e{adapter_text(line), j.at("event") == "lost", monotonic_ns()};
     const std::lock_guard hold(events_mutex_);
-    events_.push_back(adapter_text(line));
+    events_.push_back(e);
     return true;
 }
 
@@ -350,7 +354,7 @@ ExtendResult ExternalLock::extend(Env& env, const Lease&, Duration ttl, ExtendMo
 // Reads, without waiting, whatever the adapter has printed on its own since the last call.
 // A call in flight (the renewal's extend) holds the pipe: it reads those lines itself, and
 // this takes only what is already kept, rather than wait for its round trip.
-std::vector<std::string> ExternalLock::take_lost_events() {
+std::vector<LockEvent> ExternalLock::take_events() {
     if (std::unique_lock pipe(mutex_, std::try_to_lock); pipe.owns_lock()) read_unsolicited();
     const std::lock_guard hold(events_mutex_);
     return std::exchange(events_, {});

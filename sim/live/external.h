@@ -7,7 +7,7 @@
 //
 // The worker and its renewal task (on another thread) both talk to the one adapter, which
 // answers one request at a time: a mutex keeps each request and its answer together, and
-// event lines read while waiting for an answer are kept for take_lost_events() (under a
+// event lines read while waiting for an answer are kept for take_events() (under a
 // mutex of their own, so that taking them never waits for a call's round trip).
 //
 // The adapter is the client's child, in the client's process group, so a pause (SIGSTOP to
@@ -66,7 +66,7 @@ public:
     AcquireResult try_acquire(Env& env) override;
     ReleaseResult release(Env& env, const Lease& lease) override;
     ExtendResult extend(Env& env, const Lease& lease, Duration ttl, ExtendMode mode) override;
-    std::vector<std::string> take_lost_events() override;
+    std::vector<LockEvent> take_events() override;
 
     const std::string& library() const { return library_; }  // what the adapter said it runs
     // What the ready line said about the library, as run.json records it: "library" (name and
@@ -76,7 +76,8 @@ public:
 
 private:
     nlohmann::json call(const nlohmann::json& request);
-    // Keeps an event line's detail; false if the line is not an event.
+    // Keeps an event line (its kind decided from the whole line, its time now); false if the
+    // line is not an event.
     bool keep_if_event(const std::string& line);
     // The next line, by `deadline`; `allowed` is the wait it had, as a failure names it.
     std::string read_line(std::chrono::steady_clock::time_point deadline, std::chrono::milliseconds allowed,
@@ -98,7 +99,7 @@ private:
     std::string gone_why_;                 // fail()'s line, once the adapter is gone
     std::mutex mutex_;                     // the pipe: one request at a time, from either thread
     std::mutex events_mutex_;              // events_ alone: taking them never waits on a call
-    std::vector<std::string> events_;      // unsolicited event lines not yet taken
+    std::vector<LockEvent> events_;        // unsolicited event lines not yet taken
 };
 
 }  // namespace lockbench

@@ -7,7 +7,8 @@ $TMPDIR/lost-adapter.requests, so a test can see what lockbench sent.
 With the argument "late", it loses nothing while held: it announces a released lease lost
 only when the next acquire comes, before answering it (late, as a library's lost-lock
 callback may be), answers each extend with an answer that has an "event" field of
-its own after an unsolicited event of another kind, and writes its blocked signal mask
+its own after an unsolicited event of another kind (a line longer than the history's excerpt
+of it), and writes its blocked signal mask
 (SigBlk of /proc/self/status) to $TMPDIR/lost-adapter.sigblk.
 """
 import json
@@ -32,7 +33,8 @@ for line in sys.stdin:
         taken += 1
         print(json.dumps({"ok": True, "token": f"t{taken}"}), flush=True)
     elif req["op"] == "extend" and late:
-        print(json.dumps({"event": "reconnected", "reason": "the library says hello"}), flush=True)
+        # Longer than the excerpt the history keeps of a line: an event of another kind still.
+        print(json.dumps({"event": "reconnected", "reason": "the library says hello " + "at length " * 40}), flush=True)
         print(json.dumps({"ok": True, "event": "extended"}), flush=True)
     elif req["op"] == "extend":
         print(json.dumps({"event": "lost", "reason": "onLockLost"}), flush=True)  # while extend waits

@@ -398,7 +398,10 @@ int cmd_list(const std::optional<std::string>& lock) {
     std::cout << "\nlocks (" << locks_dir().string() << "; `lockbench list --lock NAME` shows the cases each meets):\n";
     if (fs::is_directory(locks_dir()))
         for (const LockFile& l : load_lock_folder(locks_dir()))
-            std::cout << "  " << l.name << (l.joins_all ? "" : " (joins only the cases that name it)") << " — " << l.description << "\n";
+            std::cout << "  " << l.name
+                      << (l.joins == Joins::named ? " (joins only the cases that name it)"
+                          : l.joins == Joins::none ? " (joins no case of the catalog: verdict only)" : "")
+                      << " — " << l.description << "\n";
     std::cout << "\ncases (" << (source_dir() / "scenarios").string() << "):\n";
     for (const CaseFile& c : catalog_cases()) {
         std::cout << "  " << c.name << (c.failure_class ? " [" + *c.failure_class + "]" : "");

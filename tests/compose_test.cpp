@@ -112,7 +112,7 @@ TEST(Catalog, EveryLockThatJoinsTheCatalogRacesInTheBaseline) {
     for (const Json& r : baseline.scenario.at("runs")) ran.insert(r.at("lock").get<std::string>());
     std::size_t joining = 0;
     for (const LockFile& l : locks) {
-        if (!l.joins_all) continue;
+        if (l.joins != Joins::all) continue;
         ++joining;
         EXPECT_TRUE(ran.contains(l.name)) << l.name << " has no baseline run";
     }
@@ -221,6 +221,14 @@ TEST(Catalog, EachMissingCellSaysWhyInOneLine) {
     const LockFile old = lock_named("redis-semaphore-5.3.0");
     EXPECT_NE(why_not(gc, gc.variants.front(), old, LockChoice::catalog).value_or("").find("joins only"), std::string::npos);
     EXPECT_FALSE(why_not(gc, gc.variants.front(), old, LockChoice::asked));
+    // One that joins none stays out of the catalog even where a case names it (CURATOR-604's
+    // case, about curator+wait), and its verdict still runs that case.
+    const CaseFile& expiry = case_named(cases, "curator-session-expiry-reconnect");
+    const LockFile waiting = lock_named("curator+wait");
+    ASSERT_EQ(waiting.joins, Joins::none);
+    EXPECT_NE(why_not(expiry, expiry.variants.front(), waiting, LockChoice::catalog).value_or("").find("joins no case"),
+              std::string::npos);
+    EXPECT_FALSE(why_not(expiry, expiry.variants.front(), waiting, LockChoice::asked));
     for (const CaseFile& c : cases)
         for (const CaseVariant& v : c.variants)
             for (const LockFile& l : load_lock_folder(kSource / "locks"))

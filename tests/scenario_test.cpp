@@ -386,7 +386,9 @@ TEST(Scenario, EveryCaseIsSampledOrSaysWhyNot) {
         {"node-restart-empty", "a crash and empty restart, as redlock-restart-empty's, of one node"},
         {"redlock-clock-jump", "a node clock step, as node-clock-jump's, on five nodes"},
         {"redlock-minority-partition", "a link cut to a minority, as held-replies', on five nodes"},
-        // Cases of locks that are verdict-only for now: the main job does not run them yet.
+        // Cases of locks that are verdict-only for now ("joins": "none"): their verdicts run them.
+        {"curator-session-expiry-reconnect", "held replies, as held-replies', until Curator expires its own session (curator+wait's verdict)"},
+        {"etcd-session-done", "a client pause, as gc-pause's, past the lease of etcd's Go session (etcd-go's verdicts)"},
         {"session-ended-under-holder", "a link cut, as partitioned-write's, on PostgreSQL (postgres_test ends an idle holder's session live)"},
         {"server-restart-under-holder", "a server crash, as node-restart-empty's, on PostgreSQL (postgres_test crashes one under a holder live)"},
     };

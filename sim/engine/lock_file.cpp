@@ -200,7 +200,8 @@ LockFile parse_lock_file(const Json& j, const fs::path& file) {
     if (lock.fenced() && !lock.offers.fencing)
         f.fail(f.at("params") + ".fence", "the store can check a fencing token only where the lock hands one out "
                                           "(\"offers\": {\"fencing\": true})");
-    lock.joins_all = one_of(f, "joins", "all", {"all", "named"}) == "all";
+    const std::string joins = one_of(f, "joins", "all", {"all", "named", "none"});
+    lock.joins = joins == "named" ? Joins::named : joins == "none" ? Joins::none : Joins::all;
     if (const Json* expected = f.get("expected")) lock.expected = parse_expected(*expected, path);
     f.finish();
     return lock;

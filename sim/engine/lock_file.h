@@ -54,6 +54,8 @@ struct LockOffers {
     bool replicated = false;          // a grant is acknowledged by a replica first (WAIT)
 };
 
+enum class Joins { all, named, none };
+
 struct LockFile {
     std::string name;                    // the file's stem: its row
     std::string path;                    // as given, for messages
@@ -75,9 +77,11 @@ struct LockFile {
     bool whole_seconds = false;          // "ttl_unit": "s": it takes only whole seconds
     long long min_ttl_ms = 1;            // the least TTL it works with
     LockOffers offers;
-    // false ("joins": "named"): it joins only the cases that name it in their "about" list
-    // (a version kept for one known bug); `lockbench verdict` runs it in every case.
-    bool joins_all = true;
+    // Which cases of the catalog (the main job's matrix) it joins: every one that applies
+    // (all), only those that name it in their "about" list (named: a version kept for one
+    // known bug), or none (a lock judged only when asked for: `lockbench verdict`, or
+    // `matrix --lock`). Asked for by name, a lock meets every case that applies.
+    Joins joins = Joins::all;
     std::map<std::string, RecordedOutcome> expected;  // by case, case+variant or failure class
     nlohmann::json source;
 

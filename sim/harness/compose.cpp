@@ -157,7 +157,9 @@ bool renews_within_run(const RenewSpec& r, const WorkloadSpec& w) {
 std::optional<std::string> why_not_by_needs(const CaseFile& c, const LockFile& lock, LockChoice choice) {
     if (!c.about.empty() && std::ranges::find(c.about, lock.name) == c.about.end())
         return "about " + join(c.about) + " only (a case that names the locks it is about)";
-    if (choice == LockChoice::catalog && !lock.joins_all && std::ranges::find(c.about, lock.name) == c.about.end())
+    if (choice == LockChoice::catalog && lock.joins == Joins::none)
+        return "joins no case of the catalog (\"joins\": \"none\"): its verdict runs it";
+    if (choice == LockChoice::catalog && lock.joins == Joins::named && std::ranges::find(c.about, lock.name) == c.about.end())
         return "joins only the cases that name it (\"joins\": \"named\")";
     const CaseNeeds& n = c.needs;
     if (!n.services.empty() && std::ranges::find(n.services, lock.service) == n.services.end())

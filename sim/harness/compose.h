@@ -43,7 +43,8 @@ struct Composed {
 };
 
 // How the locks are chosen: the catalog's (where a lock that "joins": "named" joins only the
-// cases naming it), or locks asked for by name or file (every case that applies).
+// cases naming it, and one that "joins": "none" none), or locks asked for by name or file
+// (every case that applies).
 enum class LockChoice { catalog, asked };
 
 // What a cell expects: the case's checks and its predictions (the catalog's check), or only

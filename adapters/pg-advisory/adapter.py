@@ -94,9 +94,11 @@ class Session:
 session = Session()
 key_sql = "hashtextextended(%s, 0)"
 try:
-    # The first client to get here creates the sequence; one that races it sees it exist.
+    # The first client to get here creates the sequence; one that races it sees it exist, or
+    # (IF NOT EXISTS checks before it creates) fails on the catalog's unique index or with
+    # "relation already exists" (1 of 10 held-replies runs of pg-advisory-xact, at 8 side by side).
     session.query("CREATE SEQUENCE IF NOT EXISTS lockbench_fence")
-except psycopg2.errors.UniqueViolation:
+except (psycopg2.errors.UniqueViolation, psycopg2.errors.DuplicateTable):
     pass
 except Exception as e:  # the server is not reachable: say so in the ready line's place
     not_ready(f"PostgreSQL at {host}:{port}: {type(e).__name__}: {e}")

@@ -35,7 +35,10 @@
  * state change is logged on stderr in any case, as are Curator's and ZooKeeper's own warnings
  * (slf4j-simple at WARN). "wait": true makes each acquire wait in the queue, as applications
  * call it (acquire(time, unit), for half the answer budget) rather than make one attempt: its
- * znode stays queued behind the holder's until the predecessor's deletion wakes it.
+ * znode stays queued behind the holder's until the predecessor's deletion wakes it. "warm": true
+ * takes and releases a lock of its own (a path of this process's) before the ready line, as the
+ * npm adapters do: a JVM's first acquire loads and compiles the recipe's classes (0.8 s on a
+ * loaded machine, against 0.3 s for the next), which is the JVM's start, not the lock's.
  *
  * Built by adapters/curator/build.sh into adapters/curator/classes; locks/curator*.json run it.
  */
@@ -160,6 +163,7 @@ public final class CuratorAdapter {
             // Said ready once the session is established (or, at the latest, after one answer's
             // budget: each operation waits for a connection itself).
             client.blockUntilConnected((int) budgetMs, TimeUnit.MILLISECONDS);
+            if (Boolean.TRUE.equals(env.params.get("warm"))) warm();
 
             String library = "Apache Curator " + version(InterProcessMutex.class, "org.apache.curator", "curator-recipes")
                              + " (ZooKeeper client " + version(ZooKeeper.class, "org.apache.zookeeper", "zookeeper") + ")";
@@ -260,6 +264,22 @@ public final class CuratorAdapter {
 
         static Map<String, Object> extend(Map<String, Object> req) {
             return obj("ok", false, "error", "nothing to extend: ZooKeeper's client keeps the session (the lease) alive");
+        }
+
+        // One lock taken and released on a path no other client uses, on the worker thread, within
+        // one answer's budget; a failure is only logged (the requests will meet it themselves).
+        static void warm() {
+            String path = "/lockbench-warm/" + ProcessHandle.current().pid();
+            try {
+                worker.submit(() -> {
+                    Mutex m = new Mutex(client, path);
+                    if (m.acquire(budgetMs, TimeUnit.MILLISECONDS)) m.release();
+                    client.delete().quietly().forPath(path);
+                    return null;
+                }).get(budgetMs, TimeUnit.MILLISECONDS);
+            } catch (Exception e) {
+                System.err.println("lockbench adapter: warming up: " + describe(e));
+            }
         }
 
         static void releaseQuietly(Mutex mutex) {

@@ -389,6 +389,7 @@ TEST(Scenario, EveryCaseIsSampledOrSaysWhyNot) {
         // Cases of locks that are verdict-only for now ("joins": "none"): their verdicts run them.
         {"curator-session-expiry-reconnect", "held replies, as held-replies', until Curator expires its own session (curator+wait's verdict)"},
         {"etcd-session-done", "a client pause, as gc-pause's, past the lease of etcd's Go session (etcd-go's verdicts)"},
+        {"curator-release-cut", "a link fault at a point, as partitioned-write's, on ZooKeeper (the Curator locks' verdicts)"},
         {"session-ended-under-holder", "a link cut, as partitioned-write's, on PostgreSQL (postgres_test ends an idle holder's session live)"},
         {"server-restart-under-holder", "a server crash, as node-restart-empty's, on PostgreSQL (postgres_test crashes one under a holder live)"},
     };

@@ -248,6 +248,19 @@ class ReadmeTableTest(unittest.TestCase):
                 self.assertEqual(f.read(), "top\n<!-- library-table -->\n| new |\n<!-- /library-table -->\nbottom\n")
             self.assertEqual(self.run_script("--check", "--report", rp, "--readme", rd).returncode, 0)
 
+    def test_a_named_section_takes_the_report_table_and_leaves_the_other(self):
+        with tempfile.TemporaryDirectory() as d:
+            readme = ("<!-- library-table -->\n| main |\n<!-- /library-table -->\nmiddle\n"
+                      "<!-- library-table verdict-only -->\n| old |\n<!-- /library-table verdict-only -->\nbottom\n")
+            rp, rd = self.files(d, "<!-- library-table -->\n| new |\n<!-- /library-table -->\n", readme)
+            r = self.run_script("--report", rp, "--section", "verdict-only", "--readme", rd)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(rd, encoding="utf-8") as f:
+                self.assertEqual(f.read(), readme.replace("| old |", "| new |"))
+            self.assertEqual(self.run_script("--check", "--report", rp, "--section", "verdict-only", "--readme", rd).returncode, 0)
+            r = self.run_script("--check", "--report", rp, "--readme", rd)  # the first section still says "main"
+            self.assertEqual(r.returncode, 1)
+
     def test_a_file_without_the_markers_is_one_line_and_nothing_written(self):
         with tempfile.TemporaryDirectory() as d:
             for report, readme in (("no markers\n", "<!-- library-table -->\nx\n<!-- /library-table -->\n"),

@@ -386,7 +386,7 @@ TEST(Scenario, EveryCaseIsSampledOrSaysWhyNot) {
         {"node-restart-empty", "a crash and empty restart, as redlock-restart-empty's, of one node"},
         {"redlock-clock-jump", "a node clock step, as node-clock-jump's, on five nodes"},
         {"redlock-minority-partition", "a link cut to a minority, as held-replies', on five nodes"},
-        // Cases of locks that are verdict-only for now ("joins": "none"): their verdicts run them.
+        // Cases of the verdict-only locks ("joins": "none"): their verdicts and scripts/run-verdict-only run them.
         {"curator-session-expiry-reconnect", "held replies, as held-replies', until Curator expires its own session (curator+wait's verdict)"},
         {"etcd-session-done", "a client pause, as gc-pause's, past the lease of etcd's Go session (etcd-go's verdicts)"},
         {"curator-release-cut", "a link fault at a point, as partitioned-write's, on ZooKeeper (the Curator locks' verdicts)"},

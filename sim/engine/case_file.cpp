@@ -129,7 +129,7 @@ void parse_run_settings(Fields& f, CaseVariant& v, const WorkloadSpec& w, const 
                         const std::vector<std::string>& about) {
     if (f.get("ttl_ms")) v.ttl_ms = f.integer("ttl_ms", 1, 1, kMaxDurationMs);
     if (const Json* faults = f.get("faults")) {
-        parse_faults(*faults, f.at("faults"), file, w);
+        parse_faults(with_node_roles(*faults, 5), f.at("faults"), file, w);  // roles checked as on five nodes
         v.faults = *faults;
     }
     if (const Json* renew = f.get("renew")) {
@@ -209,6 +209,40 @@ Json parse_duration_params(Fields& f) {
 
 bool is_case_file(const Json& j) { return j.is_object() && !j.contains("runs"); }
 
+namespace {
+// How many of `nodes` a role of a link's "nodes" names; none for what is not a role.
+std::optional<int> role_size(const Json& v, int nodes) {
+    if (v == "one") return 1;
+    if (v == "minority") return (nodes - 1) / 2;
+    if (v == "majority") return nodes / 2 + 1;
+    return std::nullopt;
+}
+}  // namespace
+
+Json with_node_roles(const Json& faults, int nodes) {
+    if (!faults.is_array()) return faults;
+    Json out = faults;
+    for (Json& f : out) {
+        if (!f.is_object()) continue;
+        if (const auto it = f.find("nodes"); it != f.end())
+            if (const auto size = role_size(*it, nodes)) {
+                Json picked = Json::array();
+                for (int n = 0; n < std::max(*size, 1); ++n) picked.push_back(n);
+                *it = picked;
+            }
+        if (const auto it = f.find("node"); it != f.end() && *it == "locked") *it = nodes - 1;
+    }
+    return out;
+}
+
+std::optional<std::string> node_roles_why_not(const Json& faults, int nodes) {
+    if (!faults.is_array()) return std::nullopt;
+    for (const Json& f : faults)
+        if (f.is_object() && f.value("nodes", Json()) == "minority" && nodes < 3)
+            return "cuts a minority of the lock nodes; a lock on " + std::to_string(nodes) + " has none to spare";
+    return std::nullopt;
+}
+
 CaseFile parse_case_file(const Json& j, const std::string& file) {
     Fields f(j, "", file);
     CaseFile c;
@@ -233,6 +267,12 @@ CaseFile parse_case_file(const Json& j, const std::string& file) {
     c.params = parse_duration_params(f);
     c.probe_key_ttl = f.value<bool>("probe_key_ttl", false, [](const Json& x) { return x.is_boolean(); }, "true or false");
     c.alone = f.value<bool>("alone", false, [](const Json& x) { return x.is_boolean(); }, "true or false");
+    // A case `explore --promote` wrote: where the search found it (kept as written, shown by the report).
+    if (const Json* d = f.get("discovered")) {
+        if (!d->is_object() || !d->contains("class") || !d->at("class").is_string())
+            f.fail(f.at("discovered"), "expected an object with the \"class\" the search found, got " + excerpt(*d));
+        c.discovered = *d;
+    }
     // What an explicit scenario has too: read the same way (the composed scenario holds them).
     f.integer("seed", 1, 0, kMaxLong);
     f.string("lock_key", "");

@@ -84,6 +84,7 @@ struct CaseFile {
     nlohmann::json params = nlohmann::json::object();  // *_ms parameters, for each lock that declares them
     bool probe_key_ttl = false;               // external locks: read the key's TTL after each acquire
     bool alone = false;                       // runs with no other repetition beside it (Scenario::alone)
+    nlohmann::json discovered;                // a promoted case's provenance (promote.h); null for a written one
     nlohmann::json expect = nlohmann::json::object();  // every lock's: the checks that the case happened
     std::vector<PredictRule> predict;
     // The case itself (named "", with the case's expect and predict), then its variants (each
@@ -98,6 +99,15 @@ bool is_case_file(const nlohmann::json& j);
 // Throws ScenarioError naming the file and the field.
 CaseFile parse_case_file(const nlohmann::json& j, const std::string& file);
 CaseFile load_case_file(const std::filesystem::path& file);
+
+// A case's faults name lock nodes by role, so that one story fits locks of any size: a link
+// fault's "nodes" may be "one", "minority" (the most a quorum survives: (n-1)/2), "majority"
+// (a bare one: n/2+1) or "all", each the lowest-numbered nodes; a crash's or a clock's "node"
+// may be "locked": the last node, which such a cut leaves to the client, so one it locked.
+// The faults with the roles made indices for a lock of `nodes` nodes (as it runs the case).
+nlohmann::json with_node_roles(const nlohmann::json& faults, int nodes);
+// Why a lock of `nodes` nodes cannot take the roles (a minority of fewer than three is none).
+std::optional<std::string> node_roles_why_not(const nlohmann::json& faults, int nodes);
 
 // Whether `facts` (lock_facts) match a rule's "when".
 bool matches(const nlohmann::json& when, const nlohmann::json& facts);

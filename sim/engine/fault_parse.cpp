@@ -15,7 +15,7 @@ int parse_node(Fields& f) {
         const std::string role = node->get<std::string>();
         if (role == "leader") return kLeaderNode;
         if (role == "follower") return kFollowerNode;
-        f.fail(f.at("node"), "expected a node index, \"leader\" or \"follower\", got " + quoted_excerpt(role));
+        f.fail(f.at("node"), "expected a node index, \"leader\" or \"follower\" (in a case also \"locked\"), got " + quoted_excerpt(role));
     }
     return static_cast<int>(f.integer("node", 0, 0, kMaxNodes - 1));
 }
@@ -54,7 +54,8 @@ void parse_link(Fields& f, FaultSpec& s, const WorkloadSpec& w) {
         s.link_all_nodes = true;
     } else if (nodes) {
         if (!nodes->is_array())
-            f.fail(f.at("nodes"), "expected an array of lock node indices or \"all\", got " + excerpt(*nodes));
+            f.fail(f.at("nodes"), "expected an array of lock node indices, \"all\", or in a case \"one\", \"minority\" or "
+                                  "\"majority\", got " + excerpt(*nodes));
         for (const auto& n : *nodes) {
             const auto index = integer_within(n, 0, kMaxNodes - 1);
             if (!index) f.fail(f.at("nodes"), "expected node indices from 0 to " + std::to_string(kMaxNodes - 1) + ", got " + excerpt(n));

@@ -178,9 +178,10 @@ std::optional<std::string> why_not_by_needs(const CaseFile& c, const LockFile& l
 
 std::optional<std::string> why_not_by_faults(const CaseFile& c, const CaseVariant& v, const LockFile& lock,
                                               const WorkloadSpec& w) {
-    const std::vector<FaultSpec> faults = parse_faults(v.faults.value_or(Json::array()), "faults", c.path, w);
-    const std::vector<std::string> points = points_reached(*lock.algorithm, lock.params);
     const int nodes = cell_nodes(c, lock);
+    if (auto why = node_roles_why_not(v.faults.value_or(Json::array()), nodes)) return why;
+    const std::vector<FaultSpec> faults = parse_faults(with_node_roles(v.faults.value_or(Json::array()), nodes), "faults", c.path, w);
+    const std::vector<std::string> points = points_reached(*lock.algorithm, lock.params);
     if (w.start_after && std::ranges::find(points, point_name(w.start_after->point)) == points.end())
         return std::string("starts the others once client ") + std::to_string(w.start_after->client) + " reaches " +
                point_name(w.start_after->point) + ", which " + lock.name + " never passes";
@@ -205,7 +206,8 @@ std::optional<std::string> why_not_by_faults(const CaseFile& c, const CaseVarian
 
 std::optional<std::string> why_not_by_policy(const CaseFile& c, const CaseVariant& v, const LockFile& lock,
                                               const WorkloadSpec& w) {
-    const std::vector<FaultSpec> faults = parse_faults(v.faults.value_or(Json::array()), "faults", c.path, w);
+    const std::vector<FaultSpec> faults =
+        parse_faults(with_node_roles(v.faults.value_or(Json::array()), cell_nodes(c, lock)), "faults", c.path, w);
     const auto renewing = [&](const std::optional<Json>& policy) {
         return policy && renews_within_run(scenario_parse::parse_renew(*policy, "renew", c.path), w);
     };
@@ -253,7 +255,7 @@ Json cell_run(const CaseFile& c, const CaseVariant& v, const LockFile& lock, Exp
                 {"params", cell_params(c, lock, own_ttl, k)},
                 {"service", service_name(lock.service)},
                 {"nodes", cell_nodes(c, lock)},
-                {"faults", scaled_faults(v.faults.value_or(Json::array()), k)},
+                {"faults", scaled_faults(with_node_roles(v.faults.value_or(Json::array()), cell_nodes(c, lock)), k)},
                 {"expect", cell_expect(c, v, lock, k, which)}};
     if (!v.name.empty()) run["variant"] = v.name;
     if (!lock.command.empty()) {

@@ -25,8 +25,10 @@ const fs::path kSource = LOCKBENCH_SOURCE_DIR;
 
 std::vector<CaseFile> catalog_cases() {
     std::vector<CaseFile> out;
-    for (const auto& e : fs::directory_iterator(kSource / "scenarios"))
-        if (e.path().extension() == ".json") out.push_back(load_case_file(e.path()));
+    for (const fs::path& d : {kSource / "scenarios", kSource / "scenarios" / "discovered"})
+        if (fs::is_directory(d))
+            for (const auto& e : fs::directory_iterator(d))
+                if (e.path().extension() == ".json") out.push_back(load_case_file(e.path()));
     std::ranges::sort(out, {}, &CaseFile::name);
     return out;
 }

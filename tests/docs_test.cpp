@@ -213,8 +213,10 @@ std::vector<FileKind> read_corpus() {
                      {{"", "lock", ""}, {"renew.", "renew", ""}}});
 
     std::vector<fs::path> cases;
-    for (const auto& e : fs::directory_iterator(kSource / "scenarios"))
-        if (e.path().extension() == ".json") cases.push_back(e.path());
+    for (const fs::path& d : {kSource / "scenarios", kSource / "scenarios" / "discovered"})
+        if (fs::is_directory(d))
+            for (const auto& e : fs::directory_iterator(d))
+                if (e.path().extension() == ".json") cases.push_back(e.path());
     std::ranges::sort(cases);
     record_fields_read(true);
     for (const fs::path& c : cases) load_case_file(c);

@@ -671,9 +671,10 @@ TEST(ScenarioParse, ARunsTableRowIsANameLikeItsOwn) {
 // Every column of the verdict table has a catalog file to fill it.
 TEST(ScenarioParse, EveryFailureClassHasACatalogFile) {
     std::set<std::string> named;
-    for (const auto& e : fs::directory_iterator(fs::path(LOCKBENCH_SOURCE_DIR) / "scenarios"))
-        if (e.path().extension() == ".json")
-            if (const auto c = load_case_file(e.path()).failure_class) named.insert(*c);
+    for (const char* sub : {"", "discovered"})
+        for (const auto& e : fs::directory_iterator(fs::path(LOCKBENCH_SOURCE_DIR) / "scenarios" / sub))
+            if (e.path().extension() == ".json")
+                if (const auto c = load_case_file(e.path()).failure_class) named.insert(*c);
     for (const std::string& c : failure_classes()) EXPECT_TRUE(named.contains(c)) << c;
 }
 

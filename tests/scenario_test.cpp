@@ -400,6 +400,8 @@ TEST(Scenario, EveryCaseIsSampledOrSaysWhyNot) {
         EXPECT_TRUE(sampled != left_to_the_main_job.contains(name))
             << name << ": sample it in kSamples, or say in left_to_the_main_job why the main job alone runs it";
     }
+    // A case promoted from a search is the simulator's own story: sim_test holds every one of
+    // scenarios/discovered/ to its predictions in simulated time, the main job runs it live.
 }
 
 // Work durations per section, per client, as recorded in the write invocations.

@@ -12,6 +12,7 @@
 //                 `--replay SEED` rebuilds that schedule byte for byte; fenced token-lua on one
 //                 node accepts no stale write in any schedule; each run's search is timed from
 //                 its own start; a repeating fault aimed at the holder is explored too
+#include <cctype>
 #include <optional>
 
 #include "cli_util.h"
@@ -22,10 +23,15 @@ using Json = nlohmann::json;
 
 const fs::path kScenarios = fs::path(LOCKBENCH_SOURCE_DIR) / "scenarios";
 
+// The catalog's cases by path under scenarios/, without ".json": the written ones, then those
+// promoted from a search (scenarios/discovered/).
 std::vector<std::string> catalog() {
     std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(kScenarios))
-        if (e.path().extension() == ".json") names.push_back(e.path().stem().string());
+    for (const char* sub : {"", "discovered"}) {
+        if (!fs::is_directory(kScenarios / sub)) continue;
+        for (const auto& e : fs::directory_iterator(kScenarios / sub))
+            if (e.path().extension() == ".json") names.push_back((fs::path(sub) / e.path().stem()).string());
+    }
     std::ranges::sort(names);
     return names;
 }
@@ -115,7 +121,8 @@ TEST_F(CliTest, TheStarvedWatchdogsHolderWritesWhileItsWatchdogIsPaused) {
 
 INSTANTIATE_TEST_SUITE_P(Scenarios, SimCatalog, ::testing::ValuesIn(catalog()), [](const auto& info) {
     std::string n = info.param;
-    std::ranges::replace(n, '-', '_');
+    for (char& ch : n)
+        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
     return n;
 });
 

@@ -25,7 +25,7 @@ from .common import RANK, css_of, slug, worst
 CLASSES = (("baseline", "no fault"), ("gc-pause", "GC pause"), ("delayed-write", "delayed write"),
            ("held-replies", "held replies"), ("client-clock-skew", "client clock skew"),
            ("node-clock-jump", "node clock jump"), ("restart-empty", "restart without data"),
-           ("failover", "failover"), ("slow-holder", "slow holder"))
+           ("failover", "failover"), ("slow-holder", "slow holder"), ("discovered", "discovered"))
 CLASS_WORD = dict(CLASSES)
 
 # What lockbench's own algorithms are, as lockimpl/registry.cpp's table sums them up: the

@@ -44,7 +44,8 @@ std::vector<std::string> points_reached(const AlgorithmInfo& algorithm, const nl
 const std::vector<std::string>& failure_classes() {
     static const std::vector<std::string> classes{
         "baseline", "gc-pause", "delayed-write", "held-replies", "client-clock-skew",
-        "node-clock-jump", "restart-empty", "failover", "slow-holder"};
+        "node-clock-jump", "restart-empty", "failover", "slow-holder",
+        "discovered"};  // the cases promoted from a search and kept (scenarios/discovered/)
     return classes;
 }
 

@@ -71,6 +71,12 @@ Outcome simulate(const Json& scenario, std::uint64_t seed) {
     return {};
 }
 
+}  // namespace
+
+std::string simulated_violation(const Json& scenario, std::uint64_t seed) { return simulate(scenario, seed).violation; }
+
+namespace {
+
 // Smaller variants of a violating schedule, biggest cuts first: fewer faults, a shorter run
 // (each later try is cheaper), half the clients, one client fewer, then shorter faults.
 std::vector<Json> smaller(const Json& s) {

@@ -58,6 +58,11 @@ nlohmann::json draw_schedule(const nlohmann::json& source, const std::string& ru
 // The scenario explore searches: opts.source, or the file.
 nlohmann::json explore_source(const ExploreOptions& opts);
 
+// A one-run scenario simulated in memory: what it violated ("mutual_exclusion_violations",
+// "stale_writes_accepted", "lost_updates"; a fenced run only the last two), "" when it held,
+// "invalid" when the scenario rules refuse it.
+std::string simulated_violation(const nlohmann::json& scenario, std::uint64_t seed);
+
 // Runs explore; writes OUT/explore.json and the witnesses; returns explore.json.
 nlohmann::json explore(const ExploreOptions& opts);
 

@@ -24,6 +24,8 @@
 #include "sim/harness/compose.h"
 #include "sim/harness/derived_files.h"
 #include "sim/harness/explore.h"
+#include "sim/harness/promote.h"
+#include "sim/harness/live_search.h"
 #include "sim/harness/matrix.h"
 #include "sim/harness/recheck.h"
 #include "sim/harness/results_folder.h"
@@ -106,8 +108,12 @@ std::vector<fs::path> catalog_files(const std::vector<std::string>& given) {
     if (!files.empty()) return files;
     const fs::path dir = source_dir() / "scenarios";
     if (!fs::is_directory(dir)) throw std::runtime_error(dir.string() + ": no scenarios folder; name scenario files");
-    for (const auto& e : fs::directory_iterator(dir))
-        if (e.path().extension() == ".json") files.push_back(e.path());
+    // The cases promoted from a search (`explore --promote`) and kept join too.
+    for (const fs::path& d : {dir, dir / "discovered"}) {
+        if (!fs::is_directory(d)) continue;
+        for (const auto& e : fs::directory_iterator(d))
+            if (e.path().extension() == ".json") files.push_back(e.path());
+    }
     std::ranges::sort(files);
     return files;
 }
@@ -224,6 +230,7 @@ struct ExploreArgs {
     std::optional<std::string> shard;
     bool schedules_given = false;
     std::vector<std::string> locks;
+    std::optional<std::string> promote;
 };
 
 int cmd_replay(const sim::ExploreOptions& o, const Scenario& s, const std::vector<std::string>& only, std::uint64_t seed) {
@@ -235,6 +242,25 @@ int cmd_replay(const sim::ExploreOptions& o, const Scenario& s, const std::vecto
     std::cout << "replayed into " << (o.out / "run").string() << " (scenario: " << (o.out / "scenario.json").string()
               << ")\n";
     return 0;
+}
+
+std::vector<CaseFile> catalog_cases();
+
+// `explore --promote DIR`: each class of the search as a case about no lock (promote.h).
+void promote_classes(const fs::path& explore_dir, const fs::path& dir) {
+    const std::vector<LockFile> locks = fs::is_directory(locks_dir()) ? load_lock_folder(locks_dir()) : std::vector<LockFile>{};
+    const auto held = lock_folders(dir, {});
+    const nlohmann::json p = sim::promote_explore(explore_dir, dir, sim::catalog_classes(catalog_cases(), locks));
+    int fresh = 0;
+    for (const auto& c : p.at("cases")) {
+        const bool is_new = c.at("covered_by").empty();
+        fresh += is_new;
+        std::cout << "  " << c.at("case").get<std::string>() << ": " << c.at("failure_class").get<std::string>()
+                  << (is_new ? " (no case of the catalog)" : "") << "; " << c.at("forced").get<std::string>() << ", violates in "
+                  << c.at("simulated").get<std::string>() << "\n";
+    }
+    std::cout << "promoted " << p.at("cases").size() << " class(es), " << fresh << " that no case of the catalog covers, into "
+              << dir.string() << " (promoted.json)\n";
 }
 
 int cmd_explore(const ExploreArgs& a) {
@@ -272,6 +298,7 @@ int cmd_explore(const ExploreArgs& a) {
                           << " s; witness " << (o.out / c.at("witness").get<std::string>()).string() << ")\n";
     }
     std::cout << "explore.json: " << (o.out / "explore.json").string() << "\n";
+    if (a.promote) promote_classes(o.out, *a.promote);
     return 0;
 }
 
@@ -497,6 +524,7 @@ struct VerdictArgs : LockArgs {
     int jobs = 4;
     std::optional<std::string> out;
     std::vector<std::string> cases;   // --case: only these (a quick look; the row is then partial)
+    std::optional<double> discover;   // --discover SECONDS: a live search after the cases (live_search.h)
 };
 
 // One line per class: its verdict and repetitions, or why it does not apply.
@@ -516,6 +544,19 @@ void print_verdict(const nlohmann::json& v) {
     }
 }
 
+// The live search's classes, each with when it was found and how often its witness violated.
+void print_discovered(const nlohmann::json& v) {
+    const auto& d = v.at("discover");
+    std::cout << "discovered, in " << d.at("schedules_tried") << " live schedules (" << static_cast<int>(d.at("wall_s").get<double>())
+              << " s" << (d.at("model").is_null() ? "" : ", the simulator's classes of " + d.at("model").get<std::string>() + " first")
+              << "):\n";
+    for (const auto& c : v.at("discovered"))
+        std::cout << "  " << c.at("failure_class").get<std::string>() << ": " << c.at("class").get<std::string>() << " (after "
+                  << static_cast<int>(c.at("first_found_s").get<double>()) << " s, violated " << c.at("repetitions_violating") << " of "
+                  << c.at("repetitions") << "; witness " << c.at("witness").get<std::string>() << ")\n";
+    if (v.at("discovered").empty()) std::cout << "  nothing: what was tried is verdict.json's discover.coverage\n";
+}
+
 int cmd_verdict(const VerdictArgs& a) {
     const LockFile lock = lock_from_args(a);
     const std::vector<LockFile> catalog = fs::is_directory(locks_dir()) ? load_lock_folder(locks_dir()) : std::vector<LockFile>{};
@@ -532,8 +573,16 @@ int cmd_verdict(const VerdictArgs& a) {
     std::cerr << "lockbench: verdict of " << lock.label() << ": checking its adapter against the protocol ...\n";
     if (const int status = report_adapter_check(lock, adapter_check(lock)); status != 0) return status;
     const auto held = lock_folders(opts.out, {});
-    const nlohmann::json v = run_verdict(lock, cases, reference_locks(catalog), opts);
+    nlohmann::json v = run_verdict(lock, cases, reference_locks(catalog), opts);
     print_verdict(v);
+    if (a.discover) {
+        const sim::LiveSearchOptions so{opts.out, *a.discover, self_exe(), source_dir()};
+        const nlohmann::json found = sim::live_search(lock, catalog_cases(), catalog, so);
+        v["discovered"] = found.at("discovered");
+        v["discover"] = found.at("discover");
+        write_atomically(opts.out / kVerdictFile, v.dump(2) + "\n");
+        print_discovered(v);
+    }
     for (const auto& d : v.at("differences")) std::cout << "differs: " << d.get<std::string>() << "\n";
     std::cout << "verdict: " << (opts.out / kVerdictFile).string() << "\n";
     const int status = v.at("differences").empty() ? 0 : 1;
@@ -786,6 +835,8 @@ Subcommand add_explore(CLI::App& app) {
     explore->add_option("--out", a->out, "where explore.json and the witnesses go (default: results/explore-<scenario>)");
     explore->add_option("--replay", a->replay_seed, "run the one schedule with this seed (from explore.json) into --out")->check(CLI::NonNegativeNumber);
     explore->add_flag("--first", a->first_only, "per run, stop at the first violating schedule");
+    explore->add_option("--promote", a->promote, "write each failure class found as a case about no lock into this folder "
+                        "(with promoted.json); keep the ones worth it under scenarios/discovered/");
     explore->add_option("--budget", a->budget,
                         "compose each schedule of up to N faults from the whole fault vocabulary, ignoring the scenario's")
         ->check(CLI::Range(1, 8));
@@ -839,6 +890,9 @@ Subcommand add_verdict(CLI::App& app) {
     sub->add_option("--repeat", a->repeat, "repetitions per case (default 3)");
     sub->add_option("--out", a->out, "where (default: results/verdict-<lock>); run again to resume");
     sub->add_option("--case", a->cases, "only this case (repeatable): a quick look, not the whole row");
+    sub->add_option("--discover", a->discover, "then search live for this many seconds: fault schedules of one or two faults, "
+                    "most likely first; each new failure class shrunk, replayed, kept as a witness (verdict.json: discovered)")
+        ->check(CLI::Range(1.0, 86400.0));
     sub->add_option("--jobs", a->jobs, "repetitions run at once, each with its own servers (default 4; a case marked "
                     "\"alone\" runs beside no other case's, two at most)")->check(CLI::Range(1, 16));
     return {sub, [a] { return cmd_verdict(*a); }};

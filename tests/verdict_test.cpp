@@ -70,6 +70,45 @@ TEST_F(VerdictTest, AVerdictThatDiffersFromTheRecordExitsOneNamingTheCase) {
     EXPECT_EQ(r.out.find("differs: baseline"), std::string::npos) << r.out;
 }
 
+// The live search, with no case written for it: on a one-node lease lock without fencing it
+// finds the GC-pause class and the held-replies class, each with a witness that replays, and
+// says what it tried. Asserted: the classes found, not when.
+TEST_F(VerdictTest, TheLiveSearchFindsTheGcPauseAndHeldRepliesClassesWithoutACase) {
+    const fs::path out = dir() / "verdict";
+    const Result r = run({"verdict", "token-lua", "--case", "baseline", "--repeat", "1", "--discover", "60", "--out", out.string()});
+    ASSERT_EQ(r.exit_code(), 0) << r.describe();
+    const nlohmann::json v = read_json(out / "verdict.json");
+    EXPECT_EQ(v.at("version"), 2);
+    std::map<std::string, nlohmann::json> found;
+    for (const auto& d : v.at("discovered")) found.emplace(d.at("failure_class").get<std::string>(), d);
+    for (const char* klass : {"gc-pause", "held-replies"}) {
+        ASSERT_TRUE(found.contains(klass)) << klass << " not found: " << v.at("discovered").dump(2);
+        const nlohmann::json& d = found.at(klass);
+        EXPECT_GE(d.at("repetitions_violating").get<int>(), 1) << d;
+        EXPECT_FALSE(d.at("faults").empty()) << d;
+        EXPECT_TRUE(fs::exists(out / d.at("witness").get<std::string>())) << d;
+    }
+    // The GC pause's witness replays live as it is: two holders again.
+    const Result replay = run({"run", (out / found.at("gc-pause").at("witness").get<std::string>()).string(), "--out",
+                               (dir() / "replay").string()});
+    ASSERT_TRUE(fs::exists(dir() / "replay" / "summary.json")) << replay.describe();
+    const nlohmann::json summary = read_json(dir() / "replay" / "summary.json");
+    EXPECT_EQ(summary.at("runs").at(0).at("verdict"), "2 holders") << summary.dump(2);
+    // Coverage: what was tried, every entry tried at least once and violated no more often.
+    const nlohmann::json& d = v.at("discover");
+    EXPECT_EQ(d.at("model"), "token-lua");
+    EXPECT_GE(d.at("schedules_tried").get<int>(), 2);
+    ASSERT_FALSE(d.at("coverage").empty());
+    long long tried = 0;
+    for (const auto& c : d.at("coverage")) {
+        EXPECT_GE(c.at("tried").get<int>(), 1) << c;
+        EXPECT_LE(c.at("violated").get<int>(), c.at("tried").get<int>()) << c;
+        tried += c.at("tried").get<int>();
+    }
+    EXPECT_GE(tried, d.at("schedules_tried").get<long long>());
+    EXPECT_NE(r.out.find("discovered, in "), std::string::npos) << r.out;
+}
+
 TEST_F(VerdictTest, BadInputIsOneLine) {
     expect_one_line_error(run({"verdict", "no-such-lock"}), "no lock of that name");
     expect_one_line_error(run({"verdict", "token-lua", "--case", "no-such-case"}), "no case of that name");

@@ -22,7 +22,8 @@ from .timeline import draw_timeline
 
 VERDICT_FILE = "verdict.json"
 VERDICT_FORMAT = "lockbench-verdict"
-VERDICT_VERSION = 1
+VERDICT_VERSION = 2
+VERDICT_VERSIONS = (1, 2)  # 1: before the live search (no "discovered"); read alike
 NOT_APPLICABLE = "not applicable"
 UNSAFE = ("2 holders", "unsafe")
 
@@ -36,7 +37,7 @@ def load_verdict(d):
     if not isinstance(v, dict) or v.get("format") != VERDICT_FORMAT:
         raise Fail(path, f'expected {{"format": "{VERDICT_FORMAT}", "version": {VERDICT_VERSION}, ...}}, what '
                          "`lockbench verdict LOCK --out DIR` writes")
-    if v.get("version") != VERDICT_VERSION:
+    if v.get("version") not in VERDICT_VERSIONS:
         raise Fail(path, f"version {v.get('version')!r} is not supported, expected {VERDICT_VERSION} (a newer lockbench "
                          "wrote it: use the report of that version)")
     for key, kind in (("lock", str), ("cases", list), ("classes", list)):
@@ -285,6 +286,32 @@ def write_not_applicable(v, page):
     page.table(["case (and variants)", "failure class", "why it does not apply"], rows, widths=["26%", "14%", "60%"])
 
 
+def write_discovered(v, page):
+    """The live search's classes (`verdict --discover`), and what it tried: its coverage."""
+    d = v.get("discover")
+    if not isinstance(d, dict):
+        return
+    page.heading(2, "Discovered by the live search", "discovered")
+    model = f"; the simulator's classes of {d['model']} first" if d.get("model") else ""
+    page.para(f"{plural(d.get('schedules_tried', 0), 'live schedule')} in {d.get('wall_s', 0):.0f} s of "
+              f"{d.get('seconds', 0):.0f}{model}; {d.get('not_applicable', 0)} drawn that do not apply to the lock, "
+              f"{d.get('skipped_known', 0)} skipped as of a class found already. Each class's witness replays with "
+              "`lockbench run DIR/WITNESS`.", cls="note")
+    rows = [[str(c.get("failure_class", "?")), str(c.get("class", "?")), f"{c.get('first_found_s', 0):.0f} s",
+             f"{c.get('repetitions_violating', 0)} of {c.get('repetitions', 0)}", str(c.get("source", "")),
+             str(c.get("witness", ""))] for c in v.get("discovered") or []]
+    if rows:
+        page.table(["catalog class", "class", "found after", "violated", "found as", "witness"], rows,
+                   widths=["12%", "40%", "9%", "9%", "14%", "16%"])
+    else:
+        page.para("Nothing found. What was tried:", cls="note")
+    cov = [[str(c.get("fault")), str(c.get("point")), str(c.get("target")), str(c.get("tried")), str(c.get("violated"))]
+           for c in d.get("coverage") or []]
+    if cov:
+        page.heading(3, "Coverage: what the search tried", "coverage")
+        page.table(["fault", "point", "target", "tried", "violated"], cov, widths=["40%", "16%", "24%", "10%", "10%"])
+
+
 # --------------------------------------------------------------------------------------------
 # the page
 
@@ -351,6 +378,7 @@ def build_verdict(v, tree, outdir, page):
         page.para("Cases of no failure class: each on its own, not counted in the row above.", cls="note")
         for c in others:
             write_case(c, timelines, page)
+    write_discovered(v, page)
     write_not_applicable(v, page)
     page.para(f"Generated {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')} from {VERDICT_FILE} and the results "
               f"tree beside it ({tree.name}, spec {tree.spec_id}).", cls="note")

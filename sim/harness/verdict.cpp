@@ -221,10 +221,11 @@ Json verdict_of_tree(const fs::path& tree, const LockFile& lock, const std::vect
         }
     Json refs = Json::array();
     for (const LockFile& r : reference) refs.push_back(reference_row(r, cases));
-    return {{"format", "lockbench-verdict"}, {"version", 1}, {"lock", lock.name}, {"lock_file", lock.path},
+    return {{"format", "lockbench-verdict"}, {"version", 2}, {"lock", lock.name}, {"lock_file", lock.path},
             {"description", lock.description}, {"facts", lock_facts(lock)}, {"library", library_of(tree, summary)},
             {"repeat", summary.value("repeat", 0)}, {"classes", class_entries(entries, missing)}, {"cases", entries},
-            {"not_applicable", missing}, {"reference", refs}, {"differences", differences(entries)}};
+            {"not_applicable", missing}, {"reference", refs}, {"differences", differences(entries)},
+            {"discovered", Json::array()}, {"discover", Json()}};
 }
 
 Json run_verdict(const LockFile& lock, const std::vector<CaseFile>& cases, const std::vector<LockFile>& reference,

@@ -7,7 +7,7 @@
 //            witness, replay command and remedy, the reference rows from their lock files
 //        ──► OUT/report.html, report.md (the report draws verdict.json: analysis/report)
 //
-// verdict.json ("format": "lockbench-verdict", version 1):
+// verdict.json ("format": "lockbench-verdict", version 2; version 1 had no discovered/discover):
 //   lock, lock_file, description, facts (what the lock file says it is and offers), library
 //   (what its adapter's ready line said, or "built-in"), repeat,
 //   classes: [{class, verdict, repetitions, counts: {word: reps}, cases, recorded?}, or
@@ -20,6 +20,8 @@
 //              class applies, "not recorded" where the lock records nothing for it
 //   differences: one line per case whose verdict differs from the lock's record, or that
 //                did not happen as written
+//   discovered:  what `--discover` found (live_search.h), [] without it; discover: what it
+//                tried (coverage), null without it
 #pragma once
 
 #include <filesystem>

@@ -116,6 +116,7 @@ Json to_json(const RunSummary& s) {
     run["faults"] = s.faults;
     run["expectations"] = to_json(s.expectations);
     run["expectations_held"] = s.expectations_held;
+    if (!s.not_as_written.empty()) run["not_as_written"] = s.not_as_written;
     run["verdict"] = verdict_word(s.verdict);
     return run;
 }
@@ -134,6 +135,7 @@ RunSummary run_summary_from_json(const Json& j) {
         s.expectations.push_back(std::move(e));
     }
     s.expectations_held = j.at("expectations_held").get<bool>();
+    s.not_as_written = j.value("not_as_written", std::vector<std::string>{});
     // Written since results version 6; an older summary's is what its figures give.
     const std::optional<Verdict> written = j.contains("verdict") ? parse_verdict(j.at("verdict").get<std::string>()) : std::nullopt;
     s.verdict = written.value_or(verdict_of(s.figures, s.clients_failed));

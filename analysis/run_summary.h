@@ -86,6 +86,11 @@ struct RunSummary : RunIdentity {
     nlohmann::json faults = nlohmann::json::array();   // per fault: label, fired, clients
     std::vector<ExpectationCheck> expectations;
     bool expectations_held = false;
+    // What did not happen as the case wrote it, outside the lock (summary.h: not_as_written):
+    // a fault that did not fire, a precondition that never came, an adapter that did not
+    // start. Non-empty: the run is no evidence, its verdict counts nowhere.
+    std::vector<std::string> not_as_written;
+    bool as_written() const { return not_as_written.empty(); }
     Verdict verdict = Verdict::safe;     // the checker's word for the run (analysis/verdict.h)
 
     double metric(std::string_view name) const { return figures.metric(name); }

@@ -770,5 +770,70 @@ TEST(RepeatingFault, ARepeatingLinkHealsAndACrashRestartsBetweenOccurrences) {
                                       "link c2-n0 blackhole", "link c2-n0 pass", "crash 1", "restart 1"}));
 }
 
+// A wait "until another enters" begins to count its bound only once no crashed node is still
+// coming back: nobody can enter before, and a restart's length is the machine's, not the lock's.
+// Its window (from the moment it counts) is in the report, with whether its bound ended it.
+TEST(FaultSchedule, AWaitUntilAnotherEntersCountsItsBoundFromTheRestartedNodeBeingBack) {
+    FaultSpec crash = at_point(FaultSpec::Kind::crash, Point::after_acquire);
+    crash.node = 0;
+    crash.restart_after_ms = 0;
+    ScheduleRun r({crash, gate_until_another_enters(25)});
+    r.world.restart_takes_asks = 3;  // back at the third ask, 15 ms after the crash
+    EXPECT_EQ(r.schedule.reach(0, Point::after_acquire, 100 * kMs), FaultSchedule::Answer::held);
+    r.advance(139);
+    EXPECT_EQ(r.world.calls, (Strings{"crash 0", "hold 0", "restart 0", "ask 0", "ask 0", "ask 0"}));
+    r.advance(140);  // 115 + 25: the bound, counted from the node being back
+    EXPECT_EQ(r.world.calls.back(), "let_go 0");
+    EXPECT_EQ(r.log, (Strings{"start crash c0 @100", "start gate c0 @100", "end crash c0 @115", "end gate c0 @140"}));
+    const nlohmann::json wait = r.schedule.report()[1]["waits"][0];
+    EXPECT_EQ(wait["from_ns"], 115 * kMs);
+    EXPECT_EQ(wait["to_ns"], 140 * kMs);
+    EXPECT_EQ(wait["bound"], true);
+    EXPECT_TRUE(r.schedule.unmet().empty());
+
+    ScheduleRun entered({crash, gate_until_another_enters(25)});  // another enters: not the bound
+    entered.schedule.reach(0, Point::after_acquire, 100 * kMs);
+    entered.advance(110);
+    entered.world.store_log.push_back(R"({"kind":"enter","client":1})");
+    entered.advance(112);
+    EXPECT_EQ(entered.schedule.report()[1]["waits"][0]["bound"], false);
+}
+
+// What did not happen as written, outside the lock: a node still coming back when the run
+// ended (so the wait never counted), a restart that failed, a start whose client never got
+// to its point; none of them when the story happened.
+TEST(FaultSchedule, WhatDidNotHappenAsWrittenIsNamed) {
+    FaultSpec crash = at_point(FaultSpec::Kind::crash, Point::after_acquire);
+    crash.node = 0;
+    crash.restart_after_ms = 0;
+    ScheduleRun slow({crash, gate_until_another_enters(25)});
+    slow.world.restart_takes_asks = 1000;
+    slow.schedule.reach(0, Point::after_acquire, 100 * kMs);
+    slow.advance(300);
+    EXPECT_EQ(slow.world.calls.back(), "ask 0");  // still held: the bound has not begun
+    slow.schedule.heal(300 * kMs);
+    ASSERT_EQ(slow.schedule.unmet().size(), 1u);
+    EXPECT_NE(slow.schedule.unmet()[0].find("still coming back"), std::string::npos);
+
+    ScheduleRun failed({crash});
+    failed.world.restart_works = false;
+    failed.schedule.reach(0, Point::after_acquire, 100 * kMs);
+    failed.advance(200);
+    ASSERT_EQ(failed.schedule.unmet().size(), 1u);
+    EXPECT_NE(failed.schedule.unmet()[0].find("did not come back"), std::string::npos);
+
+    ScheduleRun late({}, 3, 0, StartAfter{0, Point::after_acquire, 500});
+    late.schedule.reach(1, Point::before_acquire, 0);
+    late.advance(500);
+    ASSERT_EQ(late.schedule.unmet().size(), 1u);
+    EXPECT_EQ(late.schedule.unmet()[0], "client 0 did not reach after_acquire within 500 ms of the start (start_after)");
+
+    ScheduleRun on_time({}, 3, 0, StartAfter{0, Point::after_acquire, 500});
+    on_time.schedule.reach(1, Point::before_acquire, 0);
+    on_time.schedule.reach(0, Point::after_acquire, 20 * kMs);
+    on_time.advance(600);
+    EXPECT_TRUE(on_time.schedule.unmet().empty());
+}
+
 }  // namespace
 }  // namespace lockbench

@@ -139,6 +139,7 @@ void check_repeat(Fields& f, const FaultSpec& s) {
 void parse_until(Fields& f, FaultSpec& s, const WorkloadSpec& w) {
     if (!f.get("until")) {
         if (f.get("max_ms")) f.fail(f.at("max_ms"), "only a fault with \"until\" has a max_ms");
+        if (f.get("lease_live")) f.fail(f.at("lease_live"), "only a fault with \"until\" waits for another to enter");
         return;
     }
     const std::string until = f.string("until", "");
@@ -147,6 +148,7 @@ void parse_until(Fields& f, FaultSpec& s, const WorkloadSpec& w) {
         f.fail(f.at("until"), "only a gate, a pause or a link fault lasts until another client enters");
     if (s.repeats()) f.fail(f.at("until"), "a repeating fault ends by its own drawn length, not \"until\"");
     s.until_another_enters = true;
+    s.lease_live = f.value<bool>("lease_live", false, [](const auto& x) { return x.is_boolean(); }, "true or false");
     if (!f.get("max_ms")) f.fail(f.at("max_ms"), "required with \"until\": the longest the fault lasts");
     s.max_ms = f.integer("max_ms", 0, 1, w.duration_ms, run_ends(w));
     if (s.kind == FaultSpec::Kind::link && !f.get("duration_ms"))

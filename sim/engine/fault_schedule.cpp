@@ -209,9 +209,27 @@ bool FaultSchedule::hold_until_another_enters(std::size_t i, int client, long lo
     world_.hold(client);
     s.waiting = true;
     mark_store_log(i);
-    s.hold_ends_ns = now_ns + specs_[i].max_ms * kNsPerMs;
-    book(std::min(now_ns + kHoldPollNs, s.hold_ends_ns), Timer::What::until_check, i, client);
+    s.bound_left_ns = specs_[i].max_ms * kNsPerMs;
+    start_counting(i, now_ns);
+    check_end(i, client, now_ns);
     return false;  // check_end lets it go
+}
+
+// A wait's bound counts only once no crashed node is still coming back: another client can
+// enter only then, and how long a node takes to restart is the machine's, not the lock's. Until
+// then the wait is unbounded; heal() ends it at the run's end, which the case did not write.
+void FaultSchedule::start_counting(std::size_t i, long long now_ns) {
+    State& s = state_[i];
+    if (healing_ || s.counting_from_ns || node_coming_back()) return;
+    s.counting_from_ns = now_ns;
+    s.hold_ends_ns = now_ns + s.bound_left_ns;
+}
+
+bool FaultSchedule::node_coming_back() const {
+    for (std::size_t i = 0; i < specs_.size(); ++i)
+        if (specs_[i].kind == FaultSpec::Kind::crash && specs_[i].restart_after_ms && !state_[i].in_force.empty())
+            return true;
+    return false;
 }
 
 void FaultSchedule::mark_store_log(std::size_t i) {
@@ -232,23 +250,37 @@ void FaultSchedule::wait_for_another(const Timer& t, long long now_ns) {
     State& s = state_[t.fault];
     s.waiting = true;
     mark_store_log(t.fault);
-    s.hold_ends_ns = now_ns + (specs_[t.fault].max_ms - specs_[t.fault].duration_ms) * kNsPerMs;
+    s.bound_left_ns = (specs_[t.fault].max_ms - specs_[t.fault].duration_ms) * kNsPerMs;
+    start_counting(t.fault, now_ns);
     check_end(t.fault, t.client, now_ns);
 }
 
 void FaultSchedule::check_end(std::size_t i, int client, long long now_ns) {
     State& s = state_[i];
     if (!s.waiting) return;  // ended already (the run was healed, or its gated client is gone)
-    if (now_ns < s.hold_ends_ns && !another_entered(client, s.log_mark)) {
-        book(std::min(now_ns + kHoldPollNs, s.hold_ends_ns), Timer::What::until_check, i, client);
+    start_counting(i, now_ns);
+    const bool entered = another_entered(client, s.log_mark);
+    if (!entered && (!s.counting_from_ns || now_ns < s.hold_ends_ns)) {
+        const long long next_ns = now_ns + kHoldPollNs;
+        book(s.counting_from_ns ? std::min(next_ns, s.hold_ends_ns) : next_ns, Timer::What::until_check, i, client);
         return;
     }
-    end_waiting(i, client, now_ns);
+    end_waiting(i, client, now_ns, !entered);
 }
 
-// Ends a fault "until another enters": its client let go, resumed, or its links healed.
-void FaultSchedule::end_waiting(std::size_t i, int client, long long now_ns) {
-    state_[i].waiting = false;
+// Ends a fault "until another enters": its client let go, resumed, or its links healed. Its
+// window is kept for the report (and so for the check that others tried meanwhile); a wait
+// ended by the run's end before its bound began to count is a story that did not happen.
+void FaultSchedule::end_waiting(std::size_t i, int client, long long now_ns, bool by_bound) {
+    State& s = state_[i];
+    s.waiting = false;
+    if (!s.counting_from_ns) {
+        unmet_.push_back(specs_[i].label() + ": a crashed node was still coming back when the run ended");
+    } else {
+        waits_.resize(specs_.size());
+        waits_[i].push_back({{"client", client}, {"from_ns", *s.counting_from_ns}, {"to_ns", now_ns}, {"bound", by_bound}});
+    }
+    s.counting_from_ns.reset();
     switch (specs_[i].kind) {
         case FaultSpec::Kind::gate:
             std::erase(state_[i].held, client);
@@ -328,7 +360,14 @@ void FaultSchedule::run(const Timer& t, long long now_ns) {
             else heal_link(t.fault, t.client, now_ns, t.occurrence);
             break;
         case Timer::What::until_check: check_end(t.fault, t.client, now_ns); break;
-        case Timer::What::open_start: let_go_start(); break;
+        case Timer::What::open_start:
+            // Its bound, not its client: the others set out into a story that did not begin.
+            if (!start_open_)
+                unmet_.push_back("client " + std::to_string(start_after_->client) + " did not reach " +
+                                 point_name(start_after_->point) + " within " + std::to_string(start_after_->max_ms) +
+                                 " ms of the start (start_after)");
+            let_go_start();
+            break;
         case Timer::What::restart:
             // What the node's persistence kept (nothing, without AOF) comes back; a failed
             // restart is recorded, and the checker sees a node that stayed down.
@@ -346,6 +385,10 @@ void FaultSchedule::restart_outcome(const Timer& t, std::optional<bool> back, lo
         return;
     }
     ended(t.fault, t.client);
+    // The node answering is the event the waits were waiting for: their bounds count from now.
+    for (std::size_t i = 0; i < specs_.size(); ++i)
+        if (state_[i].waiting) start_counting(i, now_ns);
+    if (!*back) unmet_.push_back(specs_[t.fault].label() + ": node " + std::to_string(state_[t.fault].node) + " did not come back");
     log(now_ns, *back ? "end" : "failed", t.fault, t.client, t.occurrence);
 }
 
@@ -378,13 +421,14 @@ void FaultSchedule::client_gone(int gone, long long now_ns) {
 // Pending ends first, in the order they were set; then held gates and links set for good.
 // A node that is down stays down: the run is over.
 void FaultSchedule::heal(long long now_ns) {
+    healing_ = true;  // what ends now ends with the run: no wait begins to count
     for (Timer& t : timers_) {
         if (!t.pending) continue;
         t.pending = false;
         if (t.what == Timer::What::resume) end_pause(t.fault, t.client, now_ns, t.occurrence);
         if (t.what == Timer::What::release) release(t.fault, t.client, now_ns);
         if (t.what == Timer::What::heal_links) heal_link(t.fault, t.client, now_ns, t.occurrence);
-        if (t.what == Timer::What::until_check && state_[t.fault].waiting) end_waiting(t.fault, t.client, now_ns);
+        if (t.what == Timer::What::until_check && state_[t.fault].waiting) end_waiting(t.fault, t.client, now_ns, true);
         if (t.what == Timer::What::restart_check) restart_outcome(Timer(t), world_.restarted(state_[t.fault].node, true), now_ns);
     }
     let_go_start();
@@ -455,6 +499,8 @@ nlohmann::json FaultSchedule::report() const {
         out.push_back({{"fault", fault_kind_name(specs_[i].kind)}, {"label", specs_[i].label()},
                        {"fired", state_[i].fired_on.size()}, {"clients", state_[i].fired_on}});
         if (specs_[i].repeats()) out.back()["skipped"] = state_[i].skipped;
+        if (i < waits_.size() && !waits_[i].empty()) out.back()["waits"] = waits_[i];
+        if (specs_[i].lease_live) out.back()["lease_live"] = true;
     }
     return out;
 }

@@ -88,8 +88,14 @@ public:
     bool spent() const;
 
     bool killed(int client) const;
-    // Per fault: its label and how often it fired, on which clients.
+    // Per fault: its label and how often it fired, on which clients; a fault "until another
+    // enters" also lists each wait's window on the world's clock ("waits": from_ns, the moment
+    // its bound began to count, to_ns, and "bound": true when the bound ended it, not an enter).
     nlohmann::json report() const;
+    // What did not happen as the case wrote it, outside the lock: the start's client never got
+    // to its point, a crashed node that did not come back, a wait whose bound never began to
+    // count. One sentence each; empty when the story happened (summary.h: not_as_written).
+    const std::vector<std::string>& unmet() const { return unmet_; }
     long long injected() const;
 
 private:
@@ -98,7 +104,9 @@ private:
         std::vector<int> fired_on;  // the clients it struck
         std::vector<int> held;      // gate: the clients held now
         long long log_mark = 0;     // until another enters: the store's log length when it waits
-        long long hold_ends_ns = 0; // and when it ends at the latest
+        long long hold_ends_ns = 0; // and when it ends at the latest (once its bound counts)
+        long long bound_left_ns = 0;  // until another enters: the bound, while a node is still coming back
+        std::optional<long long> counting_from_ns;  // when its bound began to count
         bool waiting = false;       // until another enters: waiting for that enter now
         bool done = false;
         bool healed = false;        // a link set for good, healed at the end
@@ -133,9 +141,11 @@ private:
     void heal_link(std::size_t fault, int client, long long now_ns, std::optional<int> occurrence);
     void wait_for_another(const Timer& t, long long now_ns);
     void check_end(std::size_t fault, int client, long long now_ns);
-    void end_waiting(std::size_t fault, int client, long long now_ns);
+    void end_waiting(std::size_t fault, int client, long long now_ns, bool by_bound);
     void mark_store_log(std::size_t fault);
     bool another_entered(int client, long long log_mark);
+    void start_counting(std::size_t fault, long long now_ns);
+    bool node_coming_back() const;
     void fire_repeat(std::size_t fault, long long now_ns);
     std::optional<int> aim(std::size_t fault);
     long long draw_ns(std::size_t fault, const Distribution& d);
@@ -163,6 +173,9 @@ private:
     bool start_open_ = true;           // no start_after, or its client got there (or max_ms passed)
     std::vector<bool> start_reached_;  // the others: reached their first acquire already
     std::vector<int> start_held_;      // the others held there now
+    std::vector<std::string> unmet_;
+    bool healing_ = false;
+    std::vector<std::vector<nlohmann::json>> waits_;  // per fault: its waits (report())
     FaultActuator& world_;
     LogSink log_;
     TimerBooked booked_;

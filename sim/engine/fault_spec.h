@@ -38,6 +38,10 @@ struct FaultSpec {
     // another client has entered since. Each at most max_ms in all.
     bool until_another_enters = false;
     long long max_ms = 0;
+    // "lease_live": the story needs the held client's lease live when another enters (a node
+    // that forgot the lock, not a lease that ran out): an enter after its TTL makes the run
+    // not as written (as_written.h).
+    bool lease_live = false;
     long long jump_ms = 0;           // clock: step the wall clock by this much (negative: back)
     std::optional<double> rate;      // clock: then let it run this many seconds per second
     // clock: a lock node's clock rather than a client's; crash: the node; pause: a lock

@@ -19,6 +19,7 @@ Json to_json(const RunRecord& r) {
     }
     j["faults"] = r.faults;
     j["faults_injected"] = r.faults_injected;
+    if (!r.unmet.empty()) j["unmet"] = r.unmet;
     j["final_counter"] = r.final_counter;
     return j;
 }
@@ -42,6 +43,7 @@ RunRecord run_record_from_json(const Json& j) {
     if (j.contains("sim_events")) r.sim_events = j.at("sim_events").get<std::size_t>();
     r.faults = j.value("faults", Json::array());
     r.faults_injected = j.value("faults_injected", 0LL);
+    r.unmet = j.value("unmet", std::vector<std::string>{});
     r.final_counter = j.value("final_counter", 0LL);
     return r;
 }

@@ -30,6 +30,7 @@ struct RunRecord : RunIdentity {
     std::optional<std::size_t> sim_events;     // the simulator's: events it ran ("backend": "sim")
     nlohmann::json faults = nlohmann::json::array();     // per fault: label, fired, clients
     long long faults_injected = 0;
+    std::vector<std::string> unmet;            // what did not happen as the case wrote it (FaultSchedule::unmet)
     long long final_counter = 0;
 };
 

@@ -63,6 +63,7 @@ RunRecord run_record(const Scenario& s, const RunSpec& run, std::uint64_t seed, 
     r.sim_events = outcome.sim_events;
     r.faults = outcome.faults;
     r.faults_injected = outcome.faults_injected;
+    r.unmet = outcome.unmet;
     r.final_counter = outcome.final_counter;
     return r;
 }

@@ -47,6 +47,7 @@ struct RunOutcome {
     std::vector<ClientFailure> clients_failed;                // adapters that broke
     std::optional<std::size_t> sim_events;                    // the simulator's: events it ran
     nlohmann::json adapter;                                   // an external library's ready line (ExternalLock::described)
+    std::vector<std::string> unmet;                           // FaultSchedule::unmet(): what did not happen as written
 };
 
 // The run's record, run.json: what ran, with which seed, and what the world reported.

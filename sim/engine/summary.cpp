@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "analysis/metrics.h"
+#include "sim/engine/as_written.h"
 #include "sim/engine/scenario.h"
 
 namespace lockbench {
@@ -14,6 +15,7 @@ namespace {
 std::vector<ExpectationCheck> judge(const RunSummary& run, const std::vector<Expectation>& expect) {
     std::vector<ExpectationCheck> checks;
     for (const Expectation& x : expect) {
+        if (is_precondition(x)) continue;  // about the story, not the lock: as_written.h
         if (x.word) {   // "verdict == 2 holders": the run's verdict, a word
             const std::string word(verdict_word(run.verdict));
             checks.push_back({x.text(), 0, word == *x.word, word});
@@ -77,6 +79,7 @@ RunSummary run_summary(const RunRecord& record, const CheckResult& result, const
     run.verdict = verdict_of(run.figures, run.clients_failed);
     run.expectations = judge(run, record.expect);
     run.expectations_held = all_held(run);
+    run.not_as_written = not_as_written(record, h, record.clients_failed);
     return run;
 }
 
@@ -96,6 +99,7 @@ std::string table_line(const std::string& name, const std::vector<std::string>& 
 }
 
 std::string verdict_of(const RunSummary& r) {
+    if (!r.as_written()) return "NOT AS WRITTEN (no evidence): " + r.not_as_written.front().substr(0, 200);
     if (!r.clients_failed.empty())
         return "CLIENTS FAILED: " + std::to_string(r.clients_failed.size()) + " (" +
                r.clients_failed.at(0).error.substr(0, 120) + ")";
@@ -135,9 +139,13 @@ std::string format_table(const nlohmann::json& summary) {
 }
 
 int expectations_exit_code(const nlohmann::json& summary) {
-    for (const auto& r : summary.at("runs"))
-        if (!all_held(run_summary_from_json(r))) return 1;
-    return 0;
+    int code = 0;
+    for (const auto& r : summary.at("runs")) {
+        const RunSummary run = run_summary_from_json(r);
+        if (!run.as_written()) code = kNotForcedExit;
+        else if (!all_held(run)) return 1;
+    }
+    return code;
 }
 
 }  // namespace lockbench

@@ -391,6 +391,7 @@ RunOutcome run_live(const Scenario& s, const RunSpec& run, std::uint64_t seed, c
     out.clients_failed = std::move(failed_clients);
     out.faults = nemesis.report();
     out.faults_injected = nemesis.injected();
+    out.unmet = nemesis.unmet();
     out.final_counter = export_store(*nodes.store, run_dir);
     if (nodes.service) {
         // Asking who leads has each ZooKeeper server log "Processing srvr command" now, stamped

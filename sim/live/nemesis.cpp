@@ -378,6 +378,11 @@ nlohmann::json Nemesis::report() const {
     return schedule_.report();
 }
 
+std::vector<std::string> Nemesis::unmet() const {
+    std::lock_guard lock(mutex_);
+    return schedule_.unmet();
+}
+
 long long Nemesis::injected() const {
     std::lock_guard lock(mutex_);
     return schedule_.injected();

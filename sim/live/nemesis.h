@@ -100,6 +100,7 @@ public:
     // Per fault: its label and how often it fired, on which clients.
     nlohmann::json report() const;
     long long injected() const;
+    std::vector<std::string> unmet() const;
 
 private:
     struct Connection;

@@ -42,6 +42,7 @@ public:
     void set_start_after(std::optional<StartAfter> s) { schedule_.set_start_after(s); }
     nlohmann::json report() const { return schedule_.report(); }
     long long injected() const { return schedule_.injected(); }
+    std::vector<std::string> unmet() const { return schedule_.unmet(); }
     // See FaultSchedule::spent(); `changed` is called after every timer or point that may
     // have changed it (the early stop's watch, sim_run.cpp).
     bool spent() const { return schedule_.spent(); }

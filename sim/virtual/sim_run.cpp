@@ -203,6 +203,7 @@ SimRun simulate(const Scenario& s, const RunSpec& run, std::uint64_t seed, const
     SimRun out;
     out.out.faults = nemesis.report();
     out.out.faults_injected = nemesis.injected();
+    out.out.unmet = nemesis.unmet();
     out.out.sim_events = world.events_run();
     out.stopped_early = early.stopped();
     SimNode& st = net.node(store);

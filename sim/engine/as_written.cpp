@@ -1,0 +1,86 @@
+#include "sim/engine/as_written.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+namespace lockbench {
+namespace {
+
+using Json = nlohmann::json;
+
+std::string figure(double v) { return std::to_string(std::llround(v)); }
+
+bool tried_between(const RunHistory& h, int held, long long from_ns, long long to_ns) {
+    return std::ranges::any_of(h.events, [&](const ClientEvent& e) {
+        return e.client != held && e.op == OpKind::acquire && e.type == EventType::invoke && e.t_ns >= from_ns &&
+               e.t_ns <= to_ns;
+    });
+}
+
+// The lease a story holds live: the held client's last acquire before the wait, from its
+// invoke (the key was set no earlier, so it lives at least until then + TTL).
+std::optional<long long> lease_start_ns(const RunHistory& h, int held, long long before_ns) {
+    std::optional<long long> at;
+    for (const ClientEvent& e : h.events)
+        if (e.client == held && e.op == OpKind::acquire && e.type == EventType::invoke && e.t_ns <= before_ns) at = e.t_ns;
+    return at;
+}
+
+// The first section another client began after `after_ns` (its read's invoke: the earliest
+// its enter can have landed in the store).
+std::optional<long long> other_entered_ns(const RunHistory& h, int held, long long after_ns) {
+    for (const ClientEvent& e : h.events)
+        if (e.client != held && e.op == OpKind::read && e.type == EventType::invoke && e.t_ns >= after_ns) return e.t_ns;
+    return std::nullopt;
+}
+
+std::optional<long long> ttl_ms_of(const RunRecord& r) {
+    for (const char* key : {"ttl_ms", "lease_ms"})
+        if (r.params.is_object() && r.params.contains(key) && r.params.at(key).is_number()) return r.params.at(key).get<long long>();
+    return std::nullopt;
+}
+
+// The waits of one fault "until another enters" (FaultSchedule::report's "waits").
+void check_waits(const RunRecord& r, const RunHistory& h, const Json& fault, std::vector<std::string>& out) {
+    const std::string label = fault.value("label", std::string("a fault"));
+    for (const Json& w : fault.value("waits", Json::array())) {
+        const int held = w.value("client", 0);
+        const long long from_ns = w.value("from_ns", 0LL), to_ns = w.value("to_ns", 0LL);
+        if (w.value("bound", false)) {
+            if (!tried_between(h, held, from_ns, to_ns))
+                out.push_back(label + ": its bound let client " + std::to_string(held) +
+                              " go with no other client trying to acquire meanwhile");
+            continue;
+        }
+        if (!fault.value("lease_live", false)) continue;
+        const auto ttl_ms = ttl_ms_of(r);
+        const auto lease = lease_start_ns(h, held, from_ns);
+        if (!ttl_ms || !lease) continue;
+        const auto entered = other_entered_ns(h, held, *lease);
+        if (entered && *entered - *lease > *ttl_ms * 1'000'000)
+            out.push_back(label + ": another client entered " + figure((*entered - *lease) / 1e6) + " ms after client " +
+                          std::to_string(held) + " asked for its lease of " + std::to_string(*ttl_ms) +
+                          " ms: the lease the story needs live had ended");
+    }
+}
+
+}  // namespace
+
+bool is_precondition(const Expectation& x) { return x.metric == "faults_injected"; }
+
+std::vector<std::string> not_as_written(const RunRecord& r, const RunHistory& h, const std::vector<ClientFailure>& failed) {
+    std::vector<std::string> out;
+    for (const Expectation& x : r.expect)
+        if (is_precondition(x) && !x.holds(static_cast<double>(r.faults_injected)))
+            out.push_back("its faults did not all fire: " + x.text() + " (got " + std::to_string(r.faults_injected) + ")");
+    out.insert(out.end(), r.unmet.begin(), r.unmet.end());
+    for (const Json& fault : r.faults) check_waits(r, h, fault, out);
+    for (const ClientFailure& f : failed) {
+        const bool started = std::ranges::any_of(h.events, [&](const ClientEvent& e) { return e.client == f.client; });
+        if (!started) out.push_back("client " + std::to_string(f.client) + "'s adapter did not start: " + f.error);
+    }
+    return out;
+}
+
+}  // namespace lockbench

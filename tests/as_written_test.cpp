@@ -1,0 +1,88 @@
+// as_written.h: which runs are evidence. Hand-written records and histories, each with a known
+// answer: a precondition missed, a wait's bound with and without others trying, a lease the
+// story needs live, an adapter that never started.
+#include "sim/engine/as_written.h"
+
+#include <gtest/gtest.h>
+
+namespace lockbench {
+namespace {
+
+constexpr long long kMs = 1'000'000;
+
+ClientEvent event(long long t_ms, int client, OpKind op, EventType type = EventType::invoke) {
+    ClientEvent e;
+    e.t_ns = t_ms * kMs;
+    e.client = client;
+    e.op = op;
+    e.type = type;
+    return e;
+}
+
+RunRecord record_with_wait(bool bound, bool lease_live, long long from_ms, long long to_ms) {
+    RunRecord r;
+    r.params = {{"ttl_ms", 100}};
+    nlohmann::json fault = {{"label", "gate at after_acquire #1"},
+                            {"waits", {{{"client", 0}, {"from_ns", from_ms * kMs}, {"to_ns", to_ms * kMs}, {"bound", bound}}}}};
+    if (lease_live) fault["lease_live"] = true;
+    r.faults = nlohmann::json::array({fault});
+    return r;
+}
+
+TEST(AsWritten, AStoryThatHappenedHasNothingToSay) {
+    RunRecord r = record_with_wait(false, true, 10, 40);
+    r.expect = {{"faults_injected", "==", 1, std::nullopt}};
+    r.faults_injected = 1;
+    RunHistory h;
+    h.events = {event(0, 0, OpKind::acquire), event(30, 1, OpKind::read)};
+    EXPECT_TRUE(not_as_written(r, h, {}).empty());
+}
+
+TEST(AsWritten, AFaultThatDidNotFireIsAPreconditionMissed) {
+    RunRecord r;
+    r.expect = {{"faults_injected", "==", 3, std::nullopt}, {"mutual_exclusion_violations", ">=", 1, std::nullopt}};
+    r.faults_injected = 2;
+    EXPECT_TRUE(is_precondition(r.expect[0]));
+    EXPECT_FALSE(is_precondition(r.expect[1]));
+    EXPECT_EQ(not_as_written(r, {}, {}), std::vector<std::string>{"its faults did not all fire: faults_injected == 3 (got 2)"});
+}
+
+// Its bound reached while another client tried is an outcome (nobody could enter); with
+// nobody trying, the story did not happen.
+TEST(AsWritten, ABoundReachedCountsOnlyWhenAnotherClientTriedMeanwhile) {
+    const RunRecord r = record_with_wait(true, false, 10, 40);
+    RunHistory tried;
+    tried.events = {event(0, 0, OpKind::acquire), event(25, 2, OpKind::acquire)};
+    EXPECT_TRUE(not_as_written(r, tried, {}).empty());
+    RunHistory nobody;
+    nobody.events = {event(0, 0, OpKind::acquire), event(5, 2, OpKind::acquire), event(50, 1, OpKind::acquire)};
+    const auto why = not_as_written(r, nobody, {});
+    ASSERT_EQ(why.size(), 1u);
+    EXPECT_NE(why[0].find("no other client trying"), std::string::npos);
+}
+
+// lease_live: another client entering after the held client's TTL (from its acquire's invoke)
+// tells a lease that ran out, not the story.
+TEST(AsWritten, ALeaseTheStoryNeedsLiveMustNotHaveEndedWhenAnotherEnters) {
+    const RunRecord r = record_with_wait(false, true, 10, 140);
+    RunHistory late;
+    late.events = {event(0, 0, OpKind::acquire), event(130, 1, OpKind::read)};
+    const auto why = not_as_written(r, late, {});
+    ASSERT_EQ(why.size(), 1u);
+    EXPECT_NE(why[0].find("130 ms after client 0 asked for its lease of 100 ms"), std::string::npos);
+    RunHistory in_time;
+    in_time.events = {event(0, 0, OpKind::acquire), event(90, 1, OpKind::read)};
+    EXPECT_TRUE(not_as_written(r, in_time, {}).empty());
+    EXPECT_TRUE(not_as_written(record_with_wait(false, false, 10, 140), late, {}).empty());  // not asked for
+}
+
+TEST(AsWritten, AnAdapterThatFailedBeforeItsFirstOperationNeverStarted) {
+    RunHistory h;
+    h.events = {event(0, 0, OpKind::acquire)};
+    const std::vector<ClientFailure> failed{{0, "broke mid-run"}, {1, "no ready line within 10000 ms"}};
+    EXPECT_EQ(not_as_written({}, h, failed),
+              std::vector<std::string>{"client 1's adapter did not start: no ready line within 10000 ms"});
+}
+
+}  // namespace
+}  // namespace lockbench

@@ -251,6 +251,32 @@ TEST_F(MatrixTest, RepetitionsThatMissAnExpectationAreNamedAfterTheTable) {
         << "the unfenced cell held: " << r.out;
 }
 
+// One repetition's set-up never ends a matrix: an adapter that takes 12 s to print its ready
+// line once (its first start, which the matrix's check of the adapter makes) fails that attempt
+// at its 10 s; the repetition is run again, the adapter given 30 s, and happens as written.
+// The other cell runs too, and the slow one's entry says why it was run again.
+TEST_F(MatrixTest, AnAdapterSlowToStartOnceIsRunAgainAndTheMatrixRunsToItsEnd) {
+    const std::string marker = (dir() / "started-once").string();
+    const fs::path file = write_file("slow-start.json", R"({"name": "slow-start", "seed": 7,
+        "workload": {"clients": 2, "duration_ms": 300, "work_ms": {"uniform": [0.5, 2]}, "retry_ms": {"uniform": [1, 3]}},
+        "runs": [
+          {"algorithm": "external", "name": "slow", "expect": {"sections_completed": ">= 1"},
+           "command": ["/bin/sh", "-c", "mkdir )" + marker + R"( 2>/dev/null && sleep 12; exec /usr/bin/python3 adapters/redis_py_lock.py"]},
+          {"algorithm": "token-lua", "name": "quick", "expect": {"sections_completed": ">= 1"}}]})");
+    const fs::path out = dir() / "m";
+    const Result r = run({"matrix", file.string(), "--repeat", "1", "--out", out.string()});
+    ASSERT_EQ(r.exit_code(), 0) << r.describe();
+    const Json summary = read_json(out / "summary.json");
+    const Json& slow = cell(summary, "slow-start/slow");
+    EXPECT_EQ(slow.at("reps_as_written"), 1) << slow.dump(2);
+    ASSERT_EQ(slow.at("not_as_written").size(), 1u) << slow.dump(2);
+    EXPECT_EQ(slow.at("not_as_written")[0].at("attempt"), 1);
+    EXPECT_NE(slow.at("not_as_written")[0].at("reason").get<std::string>().find("10000 ms"), std::string::npos) << slow.dump(2);
+    EXPECT_TRUE(slow.at("could_not_force").empty());
+    EXPECT_EQ(cell(summary, "slow-start/quick").at("reps_as_written"), 1);
+    EXPECT_NE(r.out.find("not as written, run again: 1 attempt"), std::string::npos) << r.out;
+}
+
 TEST_F(MatrixTest, KilledMatrixResumesKeepingDoneRepetitions) {
     const fs::path out = dir() / "m";
     const std::vector<std::string> args{"matrix", kTiny.string(), "--repeat", "3", "--out", out.string()};

@@ -110,13 +110,19 @@ std::uint64_t rep_seed(const MatrixSpec& spec, const MatrixCell& cell, int rep) 
 // What a finished repetition found, on the progress line: its violations and whether its
 // expectations held (a sweep's steps run values the scenario's `expect` was not written for).
 std::string repetition_outcome(const MatrixSpec& spec, const Json& summary) {
+    const auto reruns = summary.value("attempts", Json::array()).size();
+    if (summary.value("runs", Json::array()).empty())
+        return "COULD NOT RUN: " + summary.value("could_not_run", std::string()).substr(0, 300);
     const RunSummary r = run_summary_from_json(summary.at("runs").at(0));
+    if (!r.as_written())
+        return "NOT AS WRITTEN in " + std::to_string(reruns + 1) + " attempts, no evidence: " + r.not_as_written.front().substr(0, 300);
+    const std::string again = reruns ? " (as written at attempt " + std::to_string(reruns + 1) + ")" : "";
     const auto v = static_cast<long long>(r.metric("mutual_exclusion_violations"));
     std::string text = std::to_string(v) + (v == 1 ? " violation" : " violations");
     if (spec.kind == "matrix") text += std::string(", expectations ") + (r.expectations_held ? "held" : "NOT held");
     if (spec.kind == "matrix" && !r.expectations_held)
         text += ": " + missed_expectations(summary.at("runs").at(0).value("expectations", Json::array()));
-    return text;
+    return text + again;
 }
 
 // The work's clock and its estimate of the time left, by the repetitions' weights.
@@ -267,8 +273,10 @@ private:
             ++done_;
             return summary;
         } catch (const std::exception& e) {
-            if (opts_.progress) std::cerr << " failed\n";
-            throw failure(t, e.what());
+            if (opts_.progress) std::cerr << " failed: " << e.what() << "\n";
+            record_could_not_run(opts_.out, *t.cell, t.rep, std::string("its repetition failed: ") + e.what(), Json::array());
+            ++done_;
+            return read_json_file(rep_dir(opts_.out, *t.cell, t.rep) / "summary.json");
         }
     }
 
@@ -296,10 +304,14 @@ private:
         }
     }
 
+    // A repetition that failed in a way its own attempts did not catch is that repetition's
+    // failure, recorded in its cell, and the rest runs; one killed by a signal ends the matrix.
     Json finished(const Running& r) {
         const std::optional<int> status = r.child.exit_status();
-        if (!status || !WIFEXITED(*status) || WEXITSTATUS(*status) != 0) throw failure(*r.todo, tail_of(r.log));
+        if (!status || !WIFEXITED(*status)) throw failure(*r.todo, tail_of(r.log));
         const fs::path summary = rep_dir(opts_.out, *r.todo->cell, r.todo->rep) / "summary.json";
+        if (WEXITSTATUS(*status) != 0 && !fs::is_regular_file(summary))
+            record_could_not_run(opts_.out, *r.todo->cell, r.todo->rep, "its repetition failed: " + tail_of(r.log), Json::array());
         Json s = read_json_file(summary);
         if (opts_.progress)
             std::cerr << progress_head(progress_, ++done_, todo_.size()) << repetition_name(spec_, *r.todo) << ": "
@@ -345,13 +357,78 @@ std::vector<std::size_t> round_order(const std::vector<RoundRepetition>& round) 
     return order;
 }
 
+namespace {
+
+// A repetition whose story did not happen as written is run again, at most this many times
+// in all; a set-up that failed (an adapter or a server too slow to start) is tried again with
+// its adapters given longer to say they are ready.
+constexpr int kAttempts = 3;
+constexpr int kAdapterReadyMs[kAttempts] = {10'000, 30'000, 60'000};
+
+std::string not_as_written_text(const Json& summary) {
+    std::string text;
+    for (const Json& why : summary.at("runs").at(0).value("not_as_written", Json::array()))
+        text += (text.empty() ? "" : "; ") + why.get<std::string>();
+    return text;
+}
+
+// An attempt that did not happen as written is kept for a reader, outside the cells:
+// OUT/not-as-written/<cell>/rep-<k>.attempt-<n>/.
+void set_attempt_aside(const fs::path& out, const MatrixCell& cell, int rep, int attempt) {
+    const fs::path aside = out / "not-as-written" / fs::path(cell.dir).lexically_relative("cells") /
+                           ("rep-" + std::to_string(rep) + ".attempt-" + std::to_string(attempt));
+    std::error_code ec;
+    fs::create_directories(aside.parent_path(), ec);
+    fs::remove_all(aside, ec);
+    fs::rename(rep_dir(out, cell, rep), aside, ec);
+    if (ec) fs::remove_all(rep_dir(out, cell, rep), ec);
+}
+
+}  // namespace
+
+void record_could_not_run(const fs::path& out, const MatrixCell& cell, int rep, const std::string& why, Json attempts) {
+    const fs::path dir = rep_dir(out, cell, rep);
+    fs::create_directories(dir);
+    const Json summary = {{"scenario", cell.scenario}, {"runs", Json::array()}, {"could_not_run", why},
+                          {"attempts", std::move(attempts)}};
+    write_atomically(dir / "summary.json", summary.dump(2) + "\n");
+}
+
 Json run_tree_repetition(const MatrixSpec& spec, const fs::path& out, const MatrixCell& cell, int rep,
                          const std::string& self_exe, const fs::path& project_dir, bool adapter_preflight) {
     const SpecScenario& entry = spec.scenario_of(cell);
     Scenario s = parse_scenario(entry.source, entry.file);
     std::erase_if(s.runs, [&](const RunSpec& r) { return r.name != cell.run; });
     const std::uint64_t seed = s.seed + static_cast<std::uint64_t>(rep);
-    return run_scenario(s, {rep_dir(out, cell, rep), seed, self_exe, false, project_dir, spec.simulated, adapter_preflight});
+    const RunOptions opts{rep_dir(out, cell, rep), seed, self_exe, false, project_dir, spec.simulated, adapter_preflight};
+    // The simulator replays a seed exactly: an attempt again would tell the same story.
+    const int attempts = spec.simulated ? 1 : kAttempts;
+    Json earlier = Json::array();  // the attempts that did not happen as written, each a reason
+    for (int attempt = 1;; ++attempt) {
+        ::setenv("LOCKBENCH_ADAPTER_READY_MS", std::to_string(kAdapterReadyMs[attempt - 1]).c_str(), 1);
+        std::string why;
+        try {
+            Json summary = run_scenario(s, opts);
+            why = not_as_written_text(summary);
+            if (why.empty() || attempt == attempts) {
+                if (!earlier.empty()) {
+                    summary["attempts"] = earlier;
+                    write_atomically(opts.out / "summary.json", summary.dump(2) + "\n");
+                }
+                return summary;
+            }
+            set_attempt_aside(out, cell, rep, attempt);
+        } catch (const std::exception& e) {
+            why = std::string("set-up failed: ") + e.what();
+            std::error_code ec;
+            fs::remove_all(opts.out, ec);  // an attempt that failed leaves nothing of itself
+            if (attempt == attempts) {
+                record_could_not_run(out, cell, rep, why, earlier);
+                return read_json_file(opts.out / "summary.json");
+            }
+        }
+        earlier.push_back({{"attempt", attempt}, {"reason", why}});
+    }
 }
 
 void run_repetition_of_tree(const fs::path& out, std::size_t cell_index, int rep, const std::string& self_exe,

@@ -83,6 +83,11 @@ nlohmann::json run_tree_repetition(const MatrixSpec& spec, const std::filesystem
                                    int rep, const std::string& self_exe, const std::filesystem::path& project_dir,
                                    bool adapter_preflight = true);
 
+// A repetition none of whose attempts could run (set-up failed each time): its summary.json
+// says why ("could_not_run") and holds no run; its cell counts it as could not force.
+void record_could_not_run(const std::filesystem::path& out, const MatrixCell& cell, int rep, const std::string& why,
+                          nlohmann::json attempts);
+
 // `lockbench repetition OUT CELL REP`: the same, the spec read from OUT's header; what
 // run_matrix starts in a child process for each repetition when it runs several at once.
 void run_repetition_of_tree(const std::filesystem::path& out, std::size_t cell_index, int rep,
@@ -137,8 +142,13 @@ std::string missed_expectations(const nlohmann::json& expectations);
 // names them.
 std::string format_missed(const nlohmann::json& summary);
 
-// 0 when every expectation held in every repetition of a matrix (a sweep's steps are meant
-// to cross the expectation, so a sweep only fails on errors), 1 otherwise.
+// The attempts that did not happen as written and were run again, and the repetitions that
+// could not be forced, a line each ("" when none).
+std::string format_not_as_written(const nlohmann::json& summary);
+
+// 1 when an expectation did not hold in a repetition that happened as written (a sweep's
+// steps are meant to cross the expectation, so a sweep only fails on errors); else 3
+// (kNotForcedExit) when a repetition could not be forced; else 0.
 int matrix_exit_code(const nlohmann::json& summary);
 
 }  // namespace lockbench

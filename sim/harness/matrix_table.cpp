@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "analysis/metrics.h"
+#include "sim/engine/summary.h"  // kNotForcedExit
 #include "sim/harness/matrix.h"
 
 namespace lockbench {
@@ -47,18 +48,22 @@ std::string header_line(int width, bool sweep) {
     return ended(line + " " + table_header(kAcquireP99) + "  " + (sweep ? "value" : "expected"));
 }
 
+// Over the repetitions that happened as written; those that could not be forced are named.
 std::string verdict_of(const Json& c, bool sweep) {
     const Json& a = c.at("aggregate");
-    const int done = c.at("reps_done").get<int>();
+    const int done = c.value("reps_as_written", c.at("reps_done").get<int>());
     if (sweep) return c.at("value").dump();
+    const auto unforced = c.value("could_not_force", Json::array()).size();
+    const std::string also = unforced ? ", " + std::to_string(unforced) + " could not be forced" : "";
+    if (done == 0 && unforced > 0) return "COULD NOT FORCE: " + c.at("could_not_force").at(0).value("reason", std::string()).substr(0, 160);
     if (const int failed = a.value("clients_failed_reps", 0); failed > 0)
-        return "CLIENTS FAILED in " + std::to_string(failed) + "/" + std::to_string(done);
+        return "CLIENTS FAILED in " + std::to_string(failed) + "/" + std::to_string(done) + also;
     if (done > 0 && a.at("has_expectations").get<bool>())
-        return a.at("expectation_held").get<bool>()
-                   ? "held"
-                   : "NOT HELD in " + std::to_string(done - a.at("expectations_held_reps").get<int>()) + "/" +
-                         std::to_string(done);
-    return "-";
+        return (a.at("expectation_held").get<bool>()
+                    ? "held"
+                    : "NOT HELD in " + std::to_string(done - a.at("expectations_held_reps").get<int>()) + "/" +
+                          std::to_string(done)) + also;
+    return "-" + also;
 }
 
 std::string cell_line(const Json& c, int width, bool sweep) {
@@ -116,20 +121,52 @@ std::string format_missed(const Json& summary) {
                      missed_expectations(r.value("expectations", Json::array())) + " (" +
                      r.value("dir", std::string()) + ")\n";
         }
-    if (count == 0) return "";
-    return "expectations NOT held in " + std::to_string(count) + (count == 1 ? " repetition" : " repetitions") +
-           ":\n" + lines;
+    std::string out;
+    if (count > 0)
+        out = "expectations NOT held in " + std::to_string(count) + (count == 1 ? " repetition" : " repetitions") +
+              ":\n" + lines;
+    return out + format_not_as_written(summary);
+}
+
+std::string format_not_as_written(const Json& summary) {
+    std::string rerun, forced;
+    int reruns = 0, unforced = 0;
+    for (const auto& c : summary.at("cells")) {
+        const std::string id = c.at("id").get<std::string>();
+        for (const auto& a : c.value("not_as_written", Json::array())) {
+            ++reruns;
+            if (reruns <= 20)
+                rerun += "  " + id + " rep " + std::to_string(a.value("rep", 0) + 1) + " attempt " +
+                         std::to_string(a.value("attempt", 0)) + ": " + a.value("reason", std::string()) + "\n";
+        }
+        for (const auto& r : c.value("could_not_force", Json::array())) {
+            ++unforced;
+            forced += "  " + id + " rep " + std::to_string(r.value("rep", 0) + 1) + ": could not force: " +
+                      r.value("reason", std::string()) + " (" + r.value("dir", std::string()) + ")\n";
+        }
+    }
+    std::string out;
+    if (reruns > 0)
+        out += "not as written, run again: " + std::to_string(reruns) + (reruns == 1 ? " attempt" : " attempts") +
+               (reruns > 20 ? " (the first 20; every one is in summary.json)" : "") + ":\n" + rerun;
+    if (unforced > 0)
+        out += "could not be forced (no evidence, counted in no verdict): " + std::to_string(unforced) +
+               (unforced == 1 ? " repetition" : " repetitions") + ":\n" + forced;
+    return out;
 }
 
 int matrix_exit_code(const Json& summary) {
     if (summary.at("kind") == "sweep") return 0;
+    int code = 0;
     for (const auto& c : summary.at("cells")) {
         const Json& a = c.at("aggregate");
-        if (c.at("reps_done").get<int>() > 0 && a.at("has_expectations").get<bool>() && !a.at("expectation_held").get<bool>())
+        if (c.value("reps_as_written", c.at("reps_done").get<int>()) > 0 && a.at("has_expectations").get<bool>() &&
+            !a.at("expectation_held").get<bool>())
             return 1;
         if (a.value("clients_failed_reps", 0) > 0) return 1;  // an adapter broke: that cell is not trusted
+        if (!c.value("could_not_force", Json::array()).empty()) code = kNotForcedExit;
     }
-    return 0;
+    return code;
 }
 
 }  // namespace lockbench

@@ -76,9 +76,9 @@ Json bare_entry(const MatrixCell& cell) {
     return entry;
 }
 
-// The one run of a repetition's summary.json.
-RunSummary rep_run(const fs::path& dir) {
-    const Json summary = read_json_file(dir / "summary.json");
+// The one run of a repetition's summary.json; none when every attempt failed to set up.
+std::optional<RunSummary> rep_run(const fs::path& dir, const Json& summary) {
+    if (summary.contains("could_not_run") && summary.value("runs", Json::array()).empty()) return std::nullopt;
     if (!summary.contains("runs") || summary.at("runs").size() != 1)
         throw std::runtime_error((dir / "summary.json").string() + ": not a one-run lockbench summary");
     return run_summary_from_json(summary.at("runs").at(0));
@@ -102,12 +102,23 @@ const std::vector<double>& acquire_samples(const fs::path& dir, const std::strin
 
 Json refresh_cell(const fs::path& out, const MatrixCell& cell, int repeat) {
     Json entry = bare_entry(cell);
-    Json reps = Json::array();
+    Json reps = Json::array(), not_as_written = Json::array(), could_not_force = Json::array();
     std::vector<double> acquire_ms;
     for (int k = 0; k < repeat; ++k) {
         const fs::path dir = rep_dir(out, cell, k);
         if (!rep_done(dir)) continue;
-        Json figures = rep_figures(rep_run(dir));
+        // Every attempt that did not happen as written (matrix.cpp: run_tree_repetition), then
+        // the repetition itself: counted only when its last attempt did.
+        const Json summary = read_json_file(dir / "summary.json");
+        for (const Json& a : summary.value("attempts", Json::array()))
+            not_as_written.push_back({{"rep", k}, {"attempt", a.value("attempt", 0)}, {"reason", a.value("reason", "")}});
+        const std::optional<RunSummary> run = rep_run(dir, summary);
+        if (!run || !run->as_written()) {
+            const std::string why = run ? run->not_as_written.front() : summary.value("could_not_run", std::string());
+            could_not_force.push_back({{"rep", k}, {"reason", why}, {"dir", fs::relative(dir, out).string()}});
+            continue;
+        }
+        Json figures = rep_figures(*run);
         figures["rep"] = k;
         figures["dir"] = fs::relative(dir, out).string();
         reps.push_back(std::move(figures));
@@ -115,8 +126,11 @@ Json refresh_cell(const fs::path& out, const MatrixCell& cell, int repeat) {
         acquire_ms.insert(acquire_ms.end(), samples.begin(), samples.end());
     }
     entry["repeat"] = repeat;
-    entry["reps_done"] = reps.size();
-    entry["complete"] = static_cast<int>(reps.size()) == repeat;
+    entry["reps_done"] = reps.size() + could_not_force.size();
+    entry["reps_as_written"] = reps.size();
+    entry["not_as_written"] = std::move(not_as_written);
+    entry["could_not_force"] = std::move(could_not_force);
+    entry["complete"] = entry["reps_done"].get<int>() == repeat;
     entry["aggregate"] = aggregate_reps(reps, acquire_ms);
     entry["reps"] = std::move(reps);
     write_atomically(out / cell.dir / "cell.json", entry.dump(2) + "\n");
@@ -142,7 +156,8 @@ Json cell_entry(const fs::path& out, const MatrixCell& cell, int repeat, CellEnt
     if (done > 0) return refresh_cell(out, cell, repeat);
     Json entry = bare_entry(cell);
     std::vector<double> none;
-    entry.update({{"repeat", repeat}, {"reps_done", 0}, {"complete", false}, {"reps", Json::array()},
+    entry.update({{"repeat", repeat}, {"reps_done", 0}, {"reps_as_written", 0}, {"not_as_written", Json::array()},
+                  {"could_not_force", Json::array()}, {"complete", false}, {"reps", Json::array()},
                   {"aggregate", aggregate_reps(Json::array(), none)}});
     return entry;
 }

@@ -21,8 +21,11 @@ int reps_done(const std::filesystem::path& out, const MatrixCell& cell, int repe
 // Makes OUT a tree of this spec, or checks that it is one already (to resume into it).
 void prepare_out(const std::filesystem::path& out, const MatrixSpec& spec);
 
-// Re-reads a cell's done repetitions into its entry (cell.json): each repetition's figures,
-// and their aggregate with every acquire latency pooled.
+// Re-reads a cell's done repetitions into its entry (cell.json): each repetition that happened
+// as written, with its figures, and their aggregate with every acquire latency pooled;
+// "reps_as_written"; "not_as_written", every attempt that did not, {rep, attempt, reason}
+// (each was run again); "could_not_force", the repetitions none of whose attempts did, {rep,
+// reason, dir}: no evidence, counted in no figure and no verdict.
 nlohmann::json refresh_cell(const std::filesystem::path& out, const MatrixCell& cell, int repeat);
 
 // Where a time budget ended a matrix: every cell has this many repetitions of `repeat`.

@@ -208,13 +208,19 @@ std::vector<LockFile> reference_locks(const std::vector<LockFile>& locks) {
 Json verdict_of_tree(const fs::path& tree, const LockFile& lock, const std::vector<CaseFile>& cases,
                      const std::vector<LockFile>& reference) {
     const Json summary = read_json_file(tree / "summary.json");
-    Json entries = Json::array(), missing = Json::array();
+    Json entries = Json::array(), missing = Json::array(), unforced = Json::array();
     for (const CaseFile& c : cases)
         for (const CaseVariant& v : c.variants) {
-            if (const Json* cell = find_cell(summary, c.name, run_name(lock, v)); cell && !cell->at("reps").empty()) {
+            const Json* cell = find_cell(summary, c.name, run_name(lock, v));
+            // A repetition that could not be forced is no evidence: named, never a verdict.
+            for (const Json& r : cell ? cell->value("could_not_force", Json::array()) : Json::array())
+                unforced.push_back(cell->at("id").get<std::string>() + " rep " + std::to_string(r.value("rep", 0) + 1) +
+                                   ": could not force: " + r.value("reason", std::string()));
+            if (cell && !cell->at("reps").empty()) {
                 entries.push_back(case_entry(tree, *cell, c, v, lock));
                 continue;
             }
+            if (cell && !cell->value("could_not_force", Json::array()).empty()) continue;
             const auto why = why_not(c, v, lock, LockChoice::asked);
             missing.push_back({{"case", c.name}, {"variant", v.name}, {"class", c.failure_class ? Json(*c.failure_class) : Json()},
                                {"why", why.value_or("not run")}});
@@ -225,6 +231,7 @@ Json verdict_of_tree(const fs::path& tree, const LockFile& lock, const std::vect
             {"description", lock.description}, {"facts", lock_facts(lock)}, {"library", library_of(tree, summary)},
             {"repeat", summary.value("repeat", 0)}, {"classes", class_entries(entries, missing)}, {"cases", entries},
             {"not_applicable", missing}, {"reference", refs}, {"differences", differences(entries)},
+            {"could_not_force", unforced},
             {"discovered", Json::array()}, {"discover", Json()}};
 }
 

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <utility>
@@ -20,6 +22,14 @@ extern char** environ;
 
 namespace lockbench {
 namespace {
+
+// How long an adapter has to print its ready line: 10 s, or LOCKBENCH_ADAPTER_READY_MS (1 s to
+// 10 min) when set; the client processes inherit it from the repetition that starts them.
+std::chrono::milliseconds adapter_ready_wait() {
+    const char* set = std::getenv("LOCKBENCH_ADAPTER_READY_MS");
+    const long long ms = set ? std::atoll(set) : 0;
+    return std::chrono::milliseconds(ms >= 1000 && ms <= 600'000 ? ms : 10'000);
+}
 
 using namespace std::chrono_literals;
 
@@ -157,8 +167,9 @@ ExternalLock::ExternalLock(AdapterSpec spec, std::string key, long long ttl_ms)
     to_ = in[1];
     from_ = out[0];
     const nlohmann::json hello = [&] {
-        // A library may take a while to load (a JVM, node_modules): at least 10 s.
-        const auto ready_wait = std::max(spec_.op_timeout, 10000ms);
+        // A library may take a while to load (a JVM, node_modules): at least 10 s, or what
+        // LOCKBENCH_ADAPTER_READY_MS says (a matrix's attempt after a set-up that failed).
+        const auto ready_wait = std::max(spec_.op_timeout, adapter_ready_wait());
         const std::string line = read_line(std::chrono::steady_clock::now() + ready_wait, ready_wait,
                                            "its first line, {\"ready\": true, ...}");
         nlohmann::json j = nlohmann::json::parse(line, nullptr, false);

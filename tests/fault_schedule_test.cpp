@@ -797,6 +797,18 @@ TEST(FaultSchedule, AWaitUntilAnotherEntersCountsItsBoundFromTheRestartedNodeBei
     entered.world.store_log.push_back(R"({"kind":"enter","client":1})");
     entered.advance(112);
     EXPECT_EQ(entered.schedule.report()[1]["waits"][0]["bound"], false);
+
+    // Another enters before the restart is reported done (the node answered first): the story
+    // happened, nothing unmet.
+    ScheduleRun early({crash, gate_until_another_enters(25)});
+    early.world.restart_takes_asks = 1000;
+    early.schedule.reach(0, Point::after_acquire, 100 * kMs);
+    early.advance(150);
+    early.world.store_log.push_back(R"({"kind":"enter","client":2})");
+    early.advance(152);
+    EXPECT_EQ(early.world.calls.back(), "let_go 0");
+    EXPECT_TRUE(early.schedule.unmet().empty());
+    EXPECT_EQ(early.schedule.report()[1]["waits"][0]["bound"], false);
 }
 
 // What did not happen as written, outside the lock: a node still coming back when the run

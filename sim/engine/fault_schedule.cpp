@@ -269,16 +269,19 @@ void FaultSchedule::check_end(std::size_t i, int client, long long now_ns) {
 }
 
 // Ends a fault "until another enters": its client let go, resumed, or its links healed. Its
-// window is kept for the report (and so for the check that others tried meanwhile); a wait
-// ended by the run's end before its bound began to count is a story that did not happen.
+// window is kept for the report (and so for the check that others tried meanwhile). Another
+// client entering is the story, whenever it comes (a node can answer before its restart is
+// reported done); a wait the run's end cut before its bound began to count is one that did not
+// happen.
 void FaultSchedule::end_waiting(std::size_t i, int client, long long now_ns, bool by_bound) {
     State& s = state_[i];
     s.waiting = false;
-    if (!s.counting_from_ns) {
+    if (!s.counting_from_ns && by_bound) {
         unmet_.push_back(specs_[i].label() + ": a crashed node was still coming back when the run ended");
     } else {
         waits_.resize(specs_.size());
-        waits_[i].push_back({{"client", client}, {"from_ns", *s.counting_from_ns}, {"to_ns", now_ns}, {"bound", by_bound}});
+        waits_[i].push_back({{"client", client}, {"from_ns", s.counting_from_ns.value_or(now_ns)}, {"to_ns", now_ns},
+                             {"bound", by_bound}});
     }
     s.counting_from_ns.reset();
     switch (specs_[i].kind) {

@@ -154,6 +154,55 @@ TEST_F(ExternalTest, BrokenAdaptersAreOneLineEachAndLeaveNothingRunning) {
     }
 }
 
+// The protocol is one answer a request: an adapter that answers twice, answers before it was
+// asked, or streams a line with no end breaks it, and its runs are no verdict ("adapter broke"),
+// never a grant read from a stray line (which made "2 holders" of a double answer, and "safe"
+// of three early ones).
+TEST_F(ExternalTest, AnAdapterThatAnswersTwiceOrUnaskedOrEndlesslyBrokeTheProtocol) {
+    const std::string bad = (kSource / "tests" / "data" / "bad_adapter.py").string();
+    std::string runs;
+    for (const char* mode : {"twice", "early", "stream"})
+        runs += std::string(runs.empty() ? "" : ",") + R"({"algorithm": "external", "name": ")" + mode +
+                R"(", "command": ["/usr/bin/python3", ")" + bad + R"(", ")" + mode + R"("]})";
+    const fs::path out = dir() / "out";
+    const Result r = run({"run", scenario(runs, "", 2).string(), "--out", out.string()});
+    EXPECT_EQ(r.exit_code(), 1) << r.describe();
+    const Json summary = read_json(out / "summary.json");
+    const std::map<std::string, std::string> expected = {
+        {"twice", "broke the protocol: a line that answers no request, after acquire #1: {\"ok\": true, \"token\": \"t1\"}"},
+        {"early", "broke the protocol: a line that answers no request, after its ready line: {\"ok\": true}"},
+        {"stream", "broke the protocol: a line longer than 16 MiB (waiting for its answer to acquire)"}};
+    for (const auto& run : summary.at("runs")) {
+        const std::string name = run.at("name");
+        EXPECT_EQ(run.at("verdict"), "adapter broke") << name;
+        ASSERT_EQ(run.at("clients_failed").size(), 2u) << name << ": " << run.dump(2);
+        for (const auto& f : run.at("clients_failed")) {
+            const std::string error = f.at("error");
+            EXPECT_TRUE(error.ends_with(expected.at(name))) << error;
+        }
+        // No grant read from a stray line: the double answer made 12 violations of a lock that grants
+        // only what it is asked (the sections before it broke were under real grants).
+        EXPECT_EQ(run.at("safety").at("mutual_exclusion_violations"), 0) << name;
+    }
+}
+
+// An adapter flooding its stderr (before: 954 MB in 0.6 s) cannot fill the disk: each file it
+// writes stops at 16 MiB, and the run says it cut it.
+TEST_F(ExternalTest, AnAdapterFloodingItsStderrIsCutAtTheCap) {
+    const std::string bad = (kSource / "tests" / "data" / "bad_adapter.py").string();
+    const std::string runs = R"({"algorithm": "external", "name": "flood", "command": ["/usr/bin/python3", ")" + bad + R"(", "flood"]})";
+    const fs::path out = dir() / "out";
+    const Result r = run({"run", scenario(runs, "", 2).string(), "--out", out.string()});
+    EXPECT_NE(r.exit_code(), 2) << r.describe();
+    int files = 0;
+    for (const auto& e : fs::directory_iterator(out / "runs" / "flood" / "adapter")) {
+        ++files;
+        EXPECT_LE(fs::file_size(e.path()), (16u << 20) + 200) << e.path();
+        EXPECT_NE(read_text(e.path()).find("[lockbench: cut at 16 MiB"), std::string::npos) << e.path();
+    }
+    EXPECT_GE(files, 2);
+}
+
 TEST_F(ExternalTest, AnAdapterThatCannotStartFailsTheRunInOneLine) {
     const std::string bad = (kSource / "tests" / "data" / "bad_adapter.py").string();
     const fs::path out = dir() / "out";

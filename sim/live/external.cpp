@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,6 +23,9 @@ extern char** environ;
 
 namespace lockbench {
 namespace {
+
+// The longest line the protocol takes: an adapter streaming bytes with no newline is broken.
+constexpr std::size_t kMaxLineBytes = 16 << 20;
 
 // How long an adapter has to print its ready line: 10 s, or LOCKBENCH_ADAPTER_READY_MS (1 s to
 // 10 min) when set; the client processes inherit it from the repetition that starts them.
@@ -146,6 +150,12 @@ ExternalLock::ExternalLock(AdapterSpec spec, std::string key, long long ttl_ms)
         sigemptyset(&none);
         ::sigprocmask(SIG_SETMASK, &none, nullptr);
         ::signal(SIGPIPE, SIG_DFL);
+        // No file it writes, its stderr first, grows past the cap: an adapter flooding its log
+        // cannot fill the disk. Past it a write fails (EFBIG: SIGXFSZ ignored, which exec keeps)
+        // and the rest is lost; the run says so in the file (live_run.cpp).
+        const rlimit cap{kAdapterFileCapBytes, kAdapterFileCapBytes};
+        ::setrlimit(RLIMIT_FSIZE, &cap);
+        ::signal(SIGXFSZ, SIG_IGN);
         ::dup2(in[0], STDIN_FILENO);
         ::dup2(out[1], STDOUT_FILENO);
         if (!err_path.empty()) {
@@ -271,6 +281,9 @@ std::string ExternalLock::read_line(std::chrono::steady_clock::time_point deadli
             fail(describe_status(reap()) + " while lockbench waited for " + waiting_for);
         }
         buffer_.append(chunk, static_cast<size_t>(n));
+        if (buffer_.size() > kMaxLineBytes && buffer_.find('\n') == std::string::npos)
+            fail("broke the protocol: a line longer than " + std::to_string(kMaxLineBytes >> 20) + " MiB (waiting for " +
+                 waiting_for + ")", false);
     }
 }
 
@@ -291,6 +304,12 @@ nlohmann::json ExternalLock::call(const nlohmann::json& request) {
     const std::lock_guard hold(mutex_);
     // fail() has killed it and closed the pipes: nothing to write to, nobody to reap.
     if (pid_ <= 0 || to_ < 0) throw AdapterError(gone_why_.empty() ? "adapter " + spec_.name + ": already gone" : gone_why_);
+    // What came since the last answer must be events only: a second answer read now as this
+    // request's would turn a release's reply into an acquire's grant.
+    read_unsolicited();
+    if (!stray_.empty()) fail_stray();
+    const std::string op = request.value("op", std::string("?"));
+    last_request_ = op + " #" + std::to_string(++requests_[op]);
     const std::string text = request.dump() + "\n";
     for (size_t done = 0; done < text.size();) {
         const ssize_t n = ::write(to_, text.data() + done, text.size() - done);
@@ -298,13 +317,14 @@ nlohmann::json ExternalLock::call(const nlohmann::json& request) {
         if (n <= 0) fail(describe_status(reap()) + " before it read " + request.dump());
         done += static_cast<size_t>(n);
     }
-    const std::string op = request.at("op");
     const auto deadline = std::chrono::steady_clock::now() + spec_.op_timeout;
     std::string line = read_line(deadline, spec_.op_timeout, "its answer to " + op);
     while (keep_if_event(line)) line = read_line(deadline, spec_.op_timeout, "its answer to " + op);
     nlohmann::json reply = nlohmann::json::parse(line, nullptr, false);
     if (reply.is_discarded() || !reply.is_object() || !reply.contains("ok") || !reply.at("ok").is_boolean())
         fail("answered " + op + " with something that is not the protocol (expected {\"ok\": true|false, ...})");
+    read_unsolicited();  // a second answer already there
+    if (!stray_.empty()) fail_stray();
     return reply;
 }
 
@@ -379,11 +399,17 @@ void ExternalLock::read_unsolicited() {
         buffer_.append(chunk, static_cast<size_t>(n));
     }
     for (size_t nl; (nl = buffer_.find('\n')) != std::string::npos;) {
-        const std::string line = buffer_.substr(0, nl);
+        std::string line = buffer_.substr(0, nl);
         buffer_.erase(0, nl + 1);
-        if (!line.empty()) last_line_ = line;
-        keep_if_event(line);  // any other unsolicited line answers nothing: dropped
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (line.empty()) continue;
+        last_line_ = line;
+        if (!keep_if_event(line) && stray_.empty()) stray_ = line;  // the next call fails on it
     }
+}
+
+void ExternalLock::fail_stray() {
+    fail("broke the protocol: a line that answers no request, after " + last_request_ + ": " + adapter_text(stray_), false);
 }
 
 }  // namespace lockbench

@@ -32,6 +32,9 @@
 
 namespace lockbench {
 
+// The most an adapter (and what it starts) may write to any one file, its stderr included.
+inline constexpr unsigned long kAdapterFileCapBytes = 16UL << 20;
+
 // The adapter broke the protocol: crashed, printed something else, or did not answer in
 // time. One line naming the adapter and the last thing it printed.
 struct AdapterError : std::runtime_error {
@@ -85,6 +88,9 @@ private:
     [[noreturn]] void fail(const std::string& what, bool with_last_line = true);
     int reap();
     void read_unsolicited();  // with mutex_ held
+    // The protocol is one answer to each request: a line that is neither an event nor awaited
+    // (a second answer, an answer before any request) breaks it, named by the request before.
+    [[noreturn]] void fail_stray();
 
     AdapterSpec spec_;
     std::string key_;
@@ -94,6 +100,9 @@ private:
     int from_ = -1;   // its stdout
     std::string buffer_;
     std::string last_line_;
+    std::string stray_;                    // the first line that answered no request, if any
+    std::string last_request_ = "its ready line";  // "acquire #12": what a stray line came after
+    std::map<std::string, long long> requests_;    // how many of each op were sent
     std::string library_;
     nlohmann::json described_ = nlohmann::json::object();
     std::string gone_why_;                 // fail()'s line, once the adapter is gone

@@ -1,5 +1,7 @@
 #include "sim/live/live_run.h"
 
+#include "sim/live/external.h"  // kAdapterFileCapBytes
+
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -153,8 +155,16 @@ SentinelPorts sentinel_discovery(const Nodes& nodes, int lock0_port) {
 // An adapter that wrote nothing on stderr leaves no file; a folder left empty goes too.
 void drop_empty_files(const fs::path& dir) {
     std::error_code ec;
-    for (const auto& e : fs::directory_iterator(dir, ec))
-        if (e.is_regular_file(ec) && e.file_size(ec) == 0) fs::remove(e.path(), ec);
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+        if (!e.is_regular_file(ec)) continue;
+        const auto size = fs::file_size(e.path(), ec);
+        if (ec) continue;
+        if (size == 0) fs::remove(e.path(), ec);
+        // Cut at the cap (ExternalLock: RLIMIT_FSIZE): what came after it is lost, and said so.
+        else if (size >= kAdapterFileCapBytes)
+            std::ofstream(e.path(), std::ios::app) << "\n[lockbench: cut at " << (kAdapterFileCapBytes >> 20)
+                                                   << " MiB: the adapter wrote more, which is lost]\n";
+    }
     if (fs::is_empty(dir, ec)) fs::remove(dir, ec);
 }
 

@@ -5,6 +5,10 @@
   garbage  ready, then answers the first acquire with a line that is not JSON
   hang     ready, then never answers
   noready  its first line is not {"ready": true}
+  twice    ready, then answers every request twice (a grant each time)
+  early    ready, then three {"ok": true} lines before any request
+  stream   ready, then answers the first acquire with 20 MiB and no newline
+  flood    writes 40 MiB to stderr (going on when a write is refused), then answers as it should
 
 Each writes its pid to $TMPDIR/bad-adapter.<pid> first, so a test can check that none is
 left running afterwards.
@@ -21,7 +25,32 @@ if mode == "noready":
     print("Starting up, please wait...", flush=True)
     time.sleep(60)
 print(json.dumps({"ready": True, "library": "bad " + mode}), flush=True)
+if mode == "flood":
+    chunk = "x" * (1 << 20) + "\n"
+    for _ in range(40):
+        try:
+            sys.stderr.write(chunk)
+            sys.stderr.flush()
+        except OSError:  # past the file size limit lockbench set: the write is refused
+            pass
+if mode == "early":
+    for _ in range(3):
+        print(json.dumps({"ok": True}), flush=True)
+taken = 0
 for line in sys.stdin:
+    if mode == "twice":
+        taken += 1
+        answer = json.dumps({"ok": True, "token": f"t{taken}"})
+        print(answer + "\n" + answer, flush=True)
+        continue
+    if mode in ("early", "flood"):
+        taken += 1
+        print(json.dumps({"ok": True, "token": f"t{taken}"}), flush=True)
+        continue
+    if mode == "stream":
+        sys.stdout.write("x" * (20 << 20))
+        sys.stdout.flush()
+        time.sleep(60)
     if mode == "crash":
         sys.stdout.write("about to crash")  # no newline: half a line, then gone
         sys.stdout.flush()

@@ -1,18 +1,23 @@
 // lockbench: run distributed locks (Redis, ZooKeeper, etcd; its own algorithms and real
 // libraries) under faults and judge them from the protected store's order.
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cctype>
+#include <cmath>
+#include <cstdlib>
 #include <cerrno>
 #include <cstring>
 
 #include <CLI/CLI.hpp>
 #include <array>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <sstream>
 #include <string_view>
@@ -588,9 +593,19 @@ int cmd_verdict(const VerdictArgs& a) {
     std::cout << "verdict: " << (opts.out / kVerdictFile).string() << "\n";
     // A case that could not be made to happen passes no check against the lock's record.
     const int status = !v.at("differences").empty() ? 1 : v.at("could_not_force").empty() ? 0 : kNotForcedExit;
-    // The one-page report (analysis/report draws verdict.json); its failure is reported, the verdict stands.
-    const std::string cmd = "/usr/bin/python3 " + (source_dir() / "analysis" / "report").string() + " " + opts.out.string() + " >&2";
-    if (std::system(cmd.c_str()) != 0) std::cerr << "lockbench: the report of " << opts.out.string() << " failed (see above)\n";
+    // The one-page report (analysis/report draws verdict.json), started with an argument vector
+    // (no shell: a path with a space or a ';' is a path) as a child that a signal to lockbench
+    // ends too, while the folder's lock is held; its failure is reported, the verdict stands.
+    bool drawn = false;
+    try {
+        ChildProcess report = ChildProcess::spawn(
+            {{"/usr/bin/python3", (source_dir() / "analysis" / "report").string(), opts.out.string()}, "/dev/stderr", "/dev/stderr"});
+        const std::optional<int> ended = report.wait_for(std::chrono::hours(24));
+        drawn = ended && WIFEXITED(*ended) && WEXITSTATUS(*ended) == 0;
+    } catch (const std::exception& e) {
+        std::cerr << "lockbench: " << e.what() << "\n";
+    }
+    if (!drawn) std::cerr << "lockbench: the report of " << opts.out.string() << " failed (see above)\n";
     else std::cout << "report: " << (opts.out / "report.html").string() << " (and report.md)\n";
     return status;
 }
@@ -782,6 +797,25 @@ Subcommand add_check(CLI::App& app) {
     return {check, [dir, write] { return cmd_check(*dir, *write); }};
 }
 
+// A number within [lo, hi] and finite (CLI::Range lets NaN through: no comparison fails it).
+CLI::Validator finite_range(double lo, double hi) {
+    return CLI::Validator(
+        [lo, hi](std::string& text) -> std::string {
+            char* end = nullptr;
+            const double v = std::strtod(text.c_str(), &end);
+            if (end == text.c_str() || *end != '\0' || !std::isfinite(v) || v < lo || v > hi) {
+                std::ostringstream why;
+                why << "expected a number from " << lo << " to " << hi;
+                return why.str();
+            }
+            return "";
+        },
+        "", "finite_range");
+}
+
+// Repetitions per cell: at most this many (a thousand takes hours already; 2^31 never ends).
+constexpr int kMaxRepeat = 1000;
+
 void add_jobs_option(CLI::App* sub, int& jobs) {
     sub->add_option("--jobs", jobs, "repetitions run at once, each with its own servers (default 1; a case marked "
                     "\"alone\" runs beside no other case's, two at most)")->check(CLI::Range(1, 16));
@@ -794,13 +828,14 @@ Subcommand add_matrix(CLI::App& app) {
     matrix->add_option("--lock", a->locks, "cases against these locks only, by name or lock file path (repeatable; "
                        "default: every lock of locks/)");
     matrix->add_option("--algorithm", a->only, "only runs of this algorithm, lock or run name (repeatable)");
-    matrix->add_option("--repeat", a->repeat, "repetitions per cell, seeds s, s+1, ... (default 1)");
+    matrix->add_option("--repeat", a->repeat, "repetitions per cell, seeds s, s+1, ... (default 1)")
+        ->check(CLI::Range(std::numeric_limits<int>::min(), kMaxRepeat));
     matrix->add_option("--out", a->out, "results tree (default: results/matrix); run again to resume");
     matrix->add_option("--shard", a->shard, "run only the cells whose index is I modulo N (I/N)");
     matrix->add_option("--backend", a->backend, "live (default) or sim: the deterministic simulator")
         ->check(CLI::IsMember({"live", "sim"}));
     matrix->add_option("--time-budget-s", a->budget_s, "start another round of repetitions only if it ends within this "
-                       "many seconds of the start (every cell runs at least once)")->check(CLI::PositiveNumber);
+                       "many seconds of the start (every cell runs at least once)")->check(finite_range(0.001, 7 * 86400));
     add_jobs_option(matrix, a->jobs);
     return {matrix, [a] { return cmd_matrix(*a); }};
 }
@@ -813,12 +848,12 @@ Subcommand add_sweep(CLI::App& app) {
     sweep->add_option("--steps", a->steps, "values from FROM to TO, evenly spaced")->required();
     sweep->add_option("--lock", a->locks, "a case: against these locks only, by name or path (repeatable)");
     sweep->add_option("--algorithm", a->only, "only runs of this algorithm, lock or run name (repeatable)");
-    sweep->add_option("--repeat", a->repeat, "repetitions per step and run (default 1)");
+    sweep->add_option("--repeat", a->repeat, "repetitions per step and run (default 1)")->check(CLI::Range(std::numeric_limits<int>::min(), kMaxRepeat));
     sweep->add_option("--out", a->out, "results tree (default: results/sweep-<scenario>); run again to resume");
     sweep->add_option("--shard", a->shard, "run only the cells whose index is I modulo N (I/N)");
     sweep->add_option("--backend", a->backend, "live (default) or sim: the deterministic simulator")
         ->check(CLI::IsMember({"live", "sim"}));
-    sweep->add_option("--time-budget-s", a->budget_s, "as for matrix")->check(CLI::PositiveNumber);
+    sweep->add_option("--time-budget-s", a->budget_s, "as for matrix")->check(finite_range(0.001, 7 * 86400));
     add_jobs_option(sweep, a->jobs);
     return {sweep, [a] { return cmd_sweep(*a); }};
 }
@@ -889,12 +924,12 @@ Subcommand add_verdict(CLI::App& app) {
     CLI::App* sub = app.add_subcommand("verdict", "one lock's verdict: its adapter checked, then every case that applies, "
                                                   "N times, into a results tree with a one-page report");
     add_lock_options(sub, *a);
-    sub->add_option("--repeat", a->repeat, "repetitions per case (default 3)");
+    sub->add_option("--repeat", a->repeat, "repetitions per case (default 3)")->check(CLI::Range(std::numeric_limits<int>::min(), kMaxRepeat));
     sub->add_option("--out", a->out, "where (default: results/verdict-<lock>); run again to resume");
     sub->add_option("--case", a->cases, "only this case (repeatable): a quick look, not the whole row");
     sub->add_option("--discover", a->discover, "then search live for this many seconds: fault schedules of one or two faults, "
                     "most likely first; each new failure class shrunk, replayed, kept as a witness (verdict.json: discovered)")
-        ->check(CLI::Range(1.0, 86400.0));
+        ->check(finite_range(1, 86400));
     sub->add_option("--jobs", a->jobs, "repetitions run at once, each with its own servers (default 4; a case marked "
                     "\"alone\" runs beside no other case's, two at most)")->check(CLI::Range(1, 16));
     return {sub, [a] { return cmd_verdict(*a); }};
@@ -983,8 +1018,14 @@ int main(int argc, char** argv) {
     try {
         // A worker runs in a process group of its own, which the run that started it kills on
         // Ctrl-C and the like: it needs no handler of its own.
+        // Every lockbench process adopts what its children leave behind (a daemon that left its
+        // group), and a command ends all of it before it returns (faults/process.h).
+        adopt_orphans();
         if (client.sub->parsed()) return client.run();
         install_cleanup_on_signals();
+        struct EndDescendants {
+            ~EndDescendants() { kill_all_descendants(); }
+        } end_descendants;
         for (const Subcommand& c : commands)
             if (c.sub->parsed()) return c.run();
     } catch (const std::exception& e) {

@@ -17,7 +17,9 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -67,9 +69,102 @@ void kill_all_groups() {  // async-signal-safe
     }
 }
 
+// ---- Descendants that left their group ------------------------------------------------------
+//
+// A daemon (a child that calls setsid) leaves its process group, so no group kill reaches it;
+// with PR_SET_CHILD_SUBREAPER it is re-parented to this process when its own parent ends, so
+// ending every child of this process, until none is left, ends everything it started. What
+// follows is async-signal-safe: raw open, getdents64, read, kill and waitpid, no allocation.
+
+struct LinuxDirent64 {
+    ino64_t d_ino;
+    off64_t d_off;
+    unsigned short d_reclen;
+    unsigned char d_type;
+    char d_name[];
+};
+
+// "123" as 123; -1 for anything else.
+long digits_of(const char* s) {
+    long n = 0;
+    if (!*s) return -1;
+    for (; *s; ++s) {
+        if (*s < '0' || *s > '9') return -1;
+        n = n * 10 + (*s - '0');
+    }
+    return n;
+}
+
+// The parent of `pid`, from /proc/<pid>/stat ("pid (comm) state ppid ..."); -1 if gone, or
+// dead already (a zombie: whoever adopted it reaps it).
+pid_t parent_of(long pid) {
+    char path[40] = "/proc/";
+    char digits[24];
+    int len = 0;
+    for (long p = pid; p > 0 && len < 20; p /= 10) digits[len++] = static_cast<char>('0' + p % 10);
+    int at = 6;
+    while (len > 0) path[at++] = digits[--len];
+    const char* tail = "/stat";
+    for (int i = 0; tail[i]; ++i) path[at++] = tail[i];
+    path[at] = '\0';
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    char stat[512];
+    const ssize_t n = read(fd, stat, sizeof stat - 1);
+    close(fd);
+    if (n <= 0) return -1;
+    stat[n] = '\0';
+    const char* close_paren = nullptr;  // the comm may hold spaces and parentheses: the last one ends it
+    for (const char* c = stat; *c; ++c)
+        if (*c == ')') close_paren = c;
+    if (!close_paren || close_paren[1] != ' ' || !close_paren[2] || close_paren[3] != ' ') return -1;
+    if (close_paren[2] == 'Z' || close_paren[2] == 'X') return -1;
+    long ppid = 0;
+    for (const char* c = close_paren + 4; *c >= '0' && *c <= '9'; ++c) ppid = ppid * 10 + (*c - '0');
+    return static_cast<pid_t>(ppid);
+}
+
+// One pass over /proc: SIGKILLs every live child of this process; how many it found. None is
+// reaped here: a handler must not take a status that the code it interrupted waits for.
+int kill_children_once() {
+    const pid_t self = getpid();
+    const int dir = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0) return 0;
+    int found = 0;
+    alignas(LinuxDirent64) char buf[8192];
+    for (long n; (n = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0;) {
+        for (long off = 0; off < n;) {
+            const auto* d = reinterpret_cast<const LinuxDirent64*>(buf + off);
+            off += d->d_reclen;
+            const long pid = digits_of(d->d_name);
+            if (pid <= 0 || parent_of(pid) != self) continue;
+            ::kill(static_cast<pid_t>(pid), SIGKILL);
+            ++found;
+        }
+    }
+    close(dir);
+    return found;
+}
+
+}  // namespace
+
+void adopt_orphans() { prctl(PR_SET_CHILD_SUBREAPER, 1); }
+
+// Until a pass finds none: a child killed in one pass may have had children of its own, which
+// come to this process as it dies.
+void kill_all_descendants() {
+    for (int pass = 0; pass < 100 && kill_children_once() > 0; ++pass) {
+        const timespec pause{0, 2'000'000};
+        nanosleep(&pause, nullptr);
+    }
+}
+
+namespace {
+
 void cleanup_and_reraise(int sig) {
     const int saved_errno = errno;
     kill_all_groups();
+    kill_all_descendants();
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
     sigemptyset(&dfl.sa_mask);

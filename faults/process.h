@@ -60,8 +60,17 @@ bool is_executable_file(const std::string& path);
 // Finds `program` (no '/') on PATH; returns the full path or nullopt.
 std::optional<std::string> find_on_path(const std::string& program);
 
-// Installs SIGINT/SIGTERM/SIGHUP handlers that kill every live ChildProcess group and
-// then re-raise the signal, so an interrupted run leaves nothing behind.
+// Makes this process the subreaper of what it starts (PR_SET_CHILD_SUBREAPER): a descendant
+// whose parent ends, a daemon that left its group with setsid among them, becomes its child.
+void adopt_orphans();
+// SIGKILLs every child of this process until none is left alive: with adopt_orphans(),
+// everything it started, whatever group it is in. Async-signal-safe; reaps none of them (a
+// zombie is dead: its status stays for whoever waits on it).
+void kill_all_descendants();
+
+// Installs SIGINT/SIGTERM/SIGHUP handlers that kill every live ChildProcess group, then every
+// descendant (kill_all_descendants), and then re-raise the signal, so an interrupted run leaves
+// nothing behind.
 void install_cleanup_on_signals();
 
 // For a child that starts programs of its own (a `lockbench client` and its adapter): once

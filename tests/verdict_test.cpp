@@ -61,6 +61,17 @@ TEST_F(VerdictTest, ALockFileOutsideTheCatalogGetsItsWholeVerdict) {
     EXPECT_TRUE(fs::exists(out / "report.md")) << r.describe();
 }
 
+// No shell between lockbench and its report: an --out with a space and a ';' is a folder's name
+// (before, `verdict --out "D;touch X"` created X and a space lost the report).
+TEST_F(VerdictTest, AnOutWithASpaceOrASemicolonIsAFolderNotAShellCommand) {
+    const fs::path x = dir() / "x", out = dir() / ("a verdict;touch " + x.string());
+    const Result r = run({"verdict", "token-lua", "--case", "baseline", "--repeat", "1", "--out", out.string()});
+    EXPECT_EQ(r.exit_code(), 0) << r.describe();
+    EXPECT_TRUE(fs::exists(out / "report.html")) << r.describe();
+    EXPECT_FALSE(fs::exists(x)) << "a shell ran part of --out";
+    EXPECT_FALSE(fs::exists(dir() / "a verdict")) << "a shell split --out";
+}
+
 // A lock whose record says otherwise: exit 1, one line naming the case that differs.
 TEST_F(VerdictTest, AVerdictThatDiffersFromTheRecordExitsOneNamingTheCase) {
     const fs::path lock = team_lock({{"expected", {{"gc-pause", "safe"}}}}), out = dir() / "verdict";

@@ -80,11 +80,23 @@ std::uint32_t node_mask(const nlohmann::json& j) {
     return mask;
 }
 
+}  // namespace
+
+std::ifstream open_results_file(const std::filesystem::path& path) {
+    std::error_code ec;
+    const auto status = std::filesystem::status(path, ec);
+    if (!ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
+        throw std::runtime_error(path.string() + ": not a regular file (lockbench reads only files it wrote)");
+    return std::ifstream(path);
+}
+
+namespace {
+
 // Calls f(json, line number) for each non-empty line; anything f throws comes back naming
 // the file and the line.
 template <typename F>
 void for_each_line(const std::filesystem::path& path, F&& f) {
-    std::ifstream in(path);
+    std::ifstream in = open_results_file(path);
     if (!in) throw std::runtime_error(path.string() + ": cannot open");
     std::string line;
     for (int n = 1; std::getline(in, line); ++n) {
@@ -283,7 +295,7 @@ namespace {
 
 // run.json's final counter and client count, or one line naming the file and the field.
 void read_run_record(const std::filesystem::path& run_json, RunHistory& h) {
-    std::ifstream in(run_json);
+    std::ifstream in = open_results_file(run_json);
     if (!in) throw std::runtime_error(run_json.string() + ": cannot open (not a lockbench run folder?)");
     const nlohmann::json run = nlohmann::json::parse(in, nullptr, false);
     if (run.is_discarded() || !run.is_object() || !run.contains("final_counter") || !run.contains("clients"))

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,6 +22,11 @@ namespace lockbench {
 // Throws std::runtime_error naming the file and line of anything malformed, or of the first
 // record a genuine run could not have written (analysis/record_check.h says what one writes).
 RunHistory load_run_history(const std::filesystem::path& run_dir);
+
+// A results file opened for reading, refused unless it is a regular file: a FIFO (or a device)
+// where a history or a summary should be would block a reader for ever. Throws one line naming
+// the file; a file that is not there opens as a stream that fails, for the caller to name.
+std::ifstream open_results_file(const std::filesystem::path& path);
 
 // Parses one history line / one store line into `h` (lease names interned).
 void parse_client_event(const nlohmann::json& j, RunHistory& h);

@@ -16,6 +16,8 @@
 //                 folder that is not results, or from another version, or a damaged history is
 //                 one line and leaves the previous report as it was; a cell that never ran is
 //                 shown as not run and no finding speaks for it
+#include <sys/stat.h>
+
 #include "cli_util.h"
 
 namespace {
@@ -277,6 +279,37 @@ TEST_F(MatrixTest, AnAdapterSlowToStartOnceIsRunAgainAndTheMatrixRunsToItsEnd) {
     EXPECT_NE(r.out.find("not as written, run again: 1 attempt"), std::string::npos) << r.out;
 }
 
+// A kept repetition is checked before it counts: one damaged since (here its summary.json cut
+// short) is run again rather than kept (before: "1 repetitions already done are kept", then a
+// report that refused the tree).
+TEST_F(MatrixTest, AResumedMatrixRunsADamagedRepetitionAgain) {
+    const fs::path out = dir() / "m";
+    ASSERT_EQ(run({"matrix", kTiny.string(), "--repeat", "1", "--out", out.string()}).exit_code(), 0);
+    const fs::path damaged = out / "cells" / kUnfenced / "rep-0" / "summary.json";
+    ASSERT_TRUE(fs::exists(damaged));
+    write_text(damaged, "{\"runs\": [");
+    const Result r = run({"matrix", kTiny.string(), "--repeat", "1", "--out", out.string()});
+    ASSERT_EQ(r.exit_code(), 0) << r.describe();
+    EXPECT_NE(r.err.find(kUnfenced + " rep 1 is damaged"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("1 repetitions already done are kept"), std::string::npos) << r.err;  // the fenced one
+    EXPECT_EQ(read_json(damaged).at("runs").size(), 1u);
+    EXPECT_EQ(run({"report", out.string()}).exit_code(), 0);
+}
+
+// A FIFO where a results file should be would block its reader for ever: check and report
+// refuse it in one line (before: both blocked).
+TEST_F(MatrixTest, AFifoInAResultsTreeIsRefusedNotWaitedOn) {
+    const fs::path out = dir() / "m";
+    ASSERT_EQ(run({"matrix", kTiny.string(), "--repeat", "1", "--out", out.string()}).exit_code(), 0);
+    const fs::path rep = out / "cells" / kUnfenced / "rep-0";
+    const fs::path history = rep / "runs" / "token-lua+ttl_ms=100" / "history" / "client-0.jsonl";
+    ASSERT_TRUE(fs::exists(history)) << history;
+    fs::remove(history);
+    ASSERT_EQ(::mkfifo(history.c_str(), 0644), 0);
+    expect_one_line_error(run({"check", rep.string()}), "not a regular file");
+    expect_one_line_error(run({"report", out.string()}), "not a regular file");
+}
+
 TEST_F(MatrixTest, KilledMatrixResumesKeepingDoneRepetitions) {
     const fs::path out = dir() / "m";
     const std::vector<std::string> args{"matrix", kTiny.string(), "--repeat", "3", "--out", out.string()};
@@ -435,6 +468,14 @@ TEST_F(MatrixTest, BadInputIsOneLineAndWritesNothing) {
                           "workload.clients");
     expect_one_line_error(run({"matrix", kTiny.string(), "--shard", "2/2", "--out", out.string()}), "--shard 2/2");
     expect_one_line_error(run({"matrix", kTiny.string(), "--repeat", "0", "--out", out.string()}), "--repeat 0");
+    // Bounds checked before anything is written (before, 2^31 - 1 repetitions ran silently and NaN
+    // was a budget).
+    expect_one_line_error(run({"matrix", kTiny.string(), "--repeat", "2147483647", "--out", out.string()}), "--repeat");
+    expect_one_line_error(run({"matrix", kTiny.string(), "--time-budget-s", "nan", "--out", out.string()}),
+                          "--time-budget-s");
+    expect_one_line_error(run({"sweep", kTiny.string(), "--param", "faults.0.duration_ms=1..2", "--steps", "2",
+                               "--time-budget-s", "inf", "--out", out.string()}),
+                          "--time-budget-s");
     expect_one_line_error(run({"matrix", kTiny.string(), "--algorithm", "nosuch", "--out", out.string()}),
                           "--algorithm nosuch");
     EXPECT_FALSE(fs::exists(out));

@@ -64,6 +64,30 @@ bool runs_alone(const MatrixSpec& spec, const MatrixCell& cell) {
     return source.is_object() && source.value("alone", false);
 }
 
+// A kept repetition is checked before it counts as done: one whose summary.json does not read
+// as a repetition's, or names a run folder that is not there, is run again (its folder removed).
+bool set_aside_if_damaged(const fs::path& out, const MatrixCell& cell, int rep, bool progress) {
+    const fs::path dir = rep_dir(out, cell, rep);
+    std::string why;
+    try {
+        const Json s = read_json_file(dir / "summary.json");
+        const Json runs = s.is_object() ? s.value("runs", Json()) : Json();
+        if (!runs.is_array() || (runs.size() != 1 && !(runs.empty() && s.contains("could_not_run"))))
+            why = "its summary.json holds no run";
+        for (const Json& r : runs.is_array() ? runs : Json::array())
+            if (!r.is_object() || !r.contains("run_dir") || !r.at("run_dir").is_string() ||
+                !fs::is_regular_file(dir / r.at("run_dir").get<std::string>() / "run.json"))
+                why = "its run folder is missing";
+    } catch (const std::exception& e) {
+        why = e.what();
+    }
+    if (why.empty()) return false;
+    if (progress) std::cerr << "lockbench: " << cell.id << " rep " << rep + 1 << " is damaged (" << why << "): run again\n";
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+    return true;
+}
+
 // Every repetition not yet done, in rounds: every cell's first repetition, then every
 // cell's second, and so on, so that a time budget that ends the work early leaves every
 // cell with the same number of repetitions.
@@ -76,7 +100,7 @@ std::vector<Todo> todo_in_rounds(const MatrixSpec& spec, const MatrixOptions& op
         for (const MatrixCell& cell : spec.cells) {
             if (static_cast<int>(cell.index) % opts.shard.count != opts.shard.index) continue;
             if (k == 0) ++shard_cells;
-            if (rep_done(rep_dir(opts.out, cell, k))) ++kept;
+            if (rep_done(rep_dir(opts.out, cell, k)) && !set_aside_if_damaged(opts.out, cell, k, opts.progress)) ++kept;
             else todo.push_back({&cell, k, rep_weight(spec.scenario_of(cell).source, cell.run), runs_alone(spec, cell)});
         }
         const auto round = todo.begin() + static_cast<std::ptrdiff_t>(round_start);

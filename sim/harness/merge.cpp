@@ -4,6 +4,7 @@
 #include <fstream>
 #include <set>
 
+#include "analysis/history_io.h"
 #include "sim/harness/matrix.h"
 #include "sim/harness/matrix_tree.h"
 #include "sim/harness/recheck.h"
@@ -138,7 +139,7 @@ std::vector<fs::path> trees_in(const fs::path& dir) {
 // version 3 added only files the report reads).
 constexpr int kSameCheckerSince = 2;
 bool same_checker(const fs::path& tree) {
-    std::ifstream header_in(header_path(tree));
+    std::ifstream header_in = open_results_file(header_path(tree));
     const Json header = Json::parse(header_in, nullptr, false);  // a bad one is the report's to name
     return header.is_object() && header.contains("version") && header.at("version").is_number_integer() &&
            header.at("version").get<int>() >= kSameCheckerSince;
@@ -149,7 +150,7 @@ bool same_checker(const fs::path& tree) {
 // with no end, equal fences, a witness's exit), so only damage refuses it, not its figures.
 void check_tree_reps(const fs::path& tree) {
     const bool figures_count = same_checker(tree);
-    std::ifstream in(tree / "summary.json");
+    std::ifstream in = open_results_file(tree / "summary.json");
     const Json summary = Json::parse(in, nullptr, false);
     if (!summary.is_object() || !summary.contains("cells") || !summary.at("cells").is_array()) return;
     for (const Json& cell : summary.at("cells")) {

@@ -42,7 +42,7 @@ Recheck recheck(const fs::path& dir) {
     const fs::path summary_file = dir / "summary.json";
     if (!fs::is_directory(dir / "runs") || !fs::is_regular_file(summary_file))
         throw std::runtime_error(dir.string() + ": not a complete lockbench results folder (no summary.json and runs/)");
-    std::ifstream summary_in(summary_file);
+    std::ifstream summary_in = open_results_file(summary_file);
     const nlohmann::json recorded = nlohmann::json::parse(summary_in, nullptr, false);
     if (recorded.is_discarded() || !recorded.is_object() || !recorded.contains("runs") || !recorded.at("runs").is_array())
         throw std::runtime_error(summary_file.string() + ": not a lockbench summary");
@@ -53,7 +53,7 @@ Recheck recheck(const fs::path& dir) {
         const std::string name = stored.is_object() ? stored.value("name", "") : "";
         if (run_dir.empty() || name.empty() || escapes(run_dir))
             throw std::runtime_error(summary_file.string() + ": a run without a name and a run_dir under runs/");
-        std::ifstream in(dir / run_dir / "run.json");
+        std::ifstream in = open_results_file(dir / run_dir / "run.json");
         const nlohmann::json record = nlohmann::json::parse(in, nullptr, false);
         if (record.is_discarded() || !record.is_object() || !record.contains("final_counter"))
             throw std::runtime_error((dir / run_dir / "run.json").string() + ": missing or not a lockbench run record");

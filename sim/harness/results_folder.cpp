@@ -1,6 +1,8 @@
 // One writer per results folder, and publishing by exchange; see results_folder.h.
 #include "sim/harness/results_folder.h"
 
+#include "analysis/history_io.h"  // open_results_file
+
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -223,7 +225,7 @@ void write_atomically(const fs::path& path, const std::string& text) {
 }
 
 nlohmann::json read_json_file(const std::filesystem::path& file) {
-    std::ifstream in(file);
+    std::ifstream in = open_results_file(file);
     if (!in) throw std::runtime_error(file.string() + ": cannot read");
     nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
     if (j.is_discarded()) throw std::runtime_error(file.string() + ": not valid JSON");

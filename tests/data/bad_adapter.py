@@ -24,7 +24,14 @@ with open(os.path.join(os.environ.get("TMPDIR", "/tmp"), f"bad-adapter.{os.getpi
 if mode == "noready":
     print("Starting up, please wait...", flush=True)
     time.sleep(60)
-print(json.dumps({"ready": True, "library": "bad " + mode}), flush=True)
+ready = json.dumps({"ready": True, "library": "bad " + mode}) + "\n"
+# Each answer below is one write(2) of whole lines: with PYTHONUNBUFFERED (CI sets it) a print
+# is two writes (text, then its newline), and lockbench could read a double answer's second
+# line only after the client had acted on the first, which makes a test of framing a race.
+if mode == "early":  # the ready line and three answers nobody asked for, at once
+    ready += (json.dumps({"ok": True}) + "\n") * 3
+sys.stdout.write(ready)
+sys.stdout.flush()
 if mode == "flood":
     chunk = "x" * (1 << 20) + "\n"
     for _ in range(40):
@@ -33,15 +40,13 @@ if mode == "flood":
             sys.stderr.flush()
         except OSError:  # past the file size limit lockbench set: the write is refused
             pass
-if mode == "early":
-    for _ in range(3):
-        print(json.dumps({"ok": True}), flush=True)
 taken = 0
 for line in sys.stdin:
     if mode == "twice":
         taken += 1
         answer = json.dumps({"ok": True, "token": f"t{taken}"})
-        print(answer + "\n" + answer, flush=True)
+        sys.stdout.write(answer + "\n" + answer + "\n")
+        sys.stdout.flush()
         continue
     if mode in ("early", "flood"):
         taken += 1

@@ -139,6 +139,28 @@ TEST_F(RedisNodeTest, KillThenRestartWithoutDataComesBackEmpty) {
     EXPECT_EQ(size->integer, 0);
 }
 
+// A restarted node is back for the clients once one asks it something: what a library sends
+// on connecting (and lockbench's own PING and INFO) is no question; a SET or a script's run is.
+TEST_F(RedisNodeTest, AskedSinceStartCountsAClientsQuestionNotItsConnecting) {
+    RedisNode node(config(), run_dir);
+    EXPECT_FALSE(node.asked_since_start());
+    const auto c = connect_to(node.port());
+    EXPECT_EQ(text(command(c, "PING")), "PONG");
+    command(c, "CLIENT SETNAME lib");
+    command(c, "HELLO 2");
+    command(c, "SELECT 0");
+    command(c, "INFO");
+    EXPECT_FALSE(node.asked_since_start());
+    command(c, "EVAL return 0");  // the script "return", no keys
+    EXPECT_TRUE(node.asked_since_start());
+    node.kill();
+    EXPECT_TRUE(eventually([&] { return !node.running(); }));
+    node.restart(false);
+    EXPECT_FALSE(node.asked_since_start());  // its counts begin again
+    EXPECT_EQ(text(command(connect_to(node.port()), "SET k v")), "OK");
+    EXPECT_TRUE(node.asked_since_start());
+}
+
 TEST_F(RedisNodeTest, AofAlwaysKeepsAKeyAcrossKillOnlyWhenKeepingData) {
     RedisNode node(config(Persistence::aof_always), run_dir);
     EXPECT_EQ(text(command(connect_to(node.port()), "SET k v")), "OK");

@@ -72,6 +72,9 @@ public:
     // After a restart that said nullopt: nullopt while the node starts, then as restart()
     // would have said. With `wait`, blocks until it says.
     virtual std::optional<bool> restarted(int /*node*/, bool /*wait*/) { return true; }
+    // Whether a client has asked the restarted node anything since it came back (its library
+    // reconnected): the event a wait's bound counts from. A world that cannot tell says yes.
+    virtual bool asked_since_restart(int /*node*/) { return true; }
     // A lock server stops where it is (SIGSTOP) until resumed; its connections stay open.
     virtual void pause_node(int node) = 0;
     virtual void resume_node(int node) = 0;

@@ -227,7 +227,8 @@ void FaultSchedule::start_counting(std::size_t i, long long now_ns) {
 
 bool FaultSchedule::node_coming_back() const {
     for (std::size_t i = 0; i < specs_.size(); ++i)
-        if (specs_[i].kind == FaultSpec::Kind::crash && specs_[i].restart_after_ms && !state_[i].in_force.empty())
+        if (specs_[i].kind == FaultSpec::Kind::crash && specs_[i].restart_after_ms &&
+            (!state_[i].in_force.empty() || state_[i].unasked))
             return true;
     return false;
 }
@@ -377,6 +378,7 @@ void FaultSchedule::run(const Timer& t, long long now_ns) {
             restart_outcome(t, world_.restart(state_[t.fault].node), now_ns);
             break;
         case Timer::What::restart_check: restart_outcome(t, world_.restarted(state_[t.fault].node, false), now_ns); break;
+        case Timer::What::asked_check: asked_outcome(t, now_ns); break;
     }
 }
 
@@ -388,11 +390,28 @@ void FaultSchedule::restart_outcome(const Timer& t, std::optional<bool> back, lo
         return;
     }
     ended(t.fault, t.client);
-    // The node answering is the event the waits were waiting for: their bounds count from now.
-    for (std::size_t i = 0; i < specs_.size(); ++i)
-        if (state_[i].waiting) start_counting(i, now_ns);
     if (!*back) unmet_.push_back(specs_[t.fault].label() + ": node " + std::to_string(state_[t.fault].node) + " did not come back");
     log(now_ns, *back ? "end" : "failed", t.fault, t.client, t.occurrence);
+    if (*back) {
+        state_[t.fault].unasked = true;
+        asked_outcome(t, now_ns);
+    }
+}
+
+// The node is back once a client has asked it something (a library reconnects on its own
+// schedule, under load a second or more after the node answers lockbench): that is the event
+// the waits were waiting for, and their bounds count from then. Until then it is asked again
+// in a few milliseconds.
+void FaultSchedule::asked_outcome(const Timer& t, long long now_ns) {
+    if (!world_.asked_since_restart(state_[t.fault].node)) {
+        if (healing_) return;
+        timers_.push_back({now_ns + kRestartPollNs, Timer::What::asked_check, t.fault, t.client, true, t.occurrence});
+        if (booked_) booked_(timers_.back().at_ns, timers_.size() - 1);
+        return;
+    }
+    state_[t.fault].unasked = false;
+    for (std::size_t i = 0; i < specs_.size(); ++i)
+        if (state_[i].waiting) start_counting(i, now_ns);
 }
 
 void FaultSchedule::end_pause(std::size_t fault, int client, long long now_ns, std::optional<int> occurrence) {

@@ -111,6 +111,7 @@ private:
         bool done = false;
         bool healed = false;        // a link set for good, healed at the end
         int node = 0;               // the server its `node` named when it fired
+        bool unasked = false;       // crash: back, but no client has asked the node anything yet
         std::vector<int> in_force;  // the clients (or the node) it holds now: a pause or link
                                     // not yet ended, a node not yet restarted
         int occurrences = 0;        // repeating: how often its timer came, skipped or not
@@ -119,7 +120,7 @@ private:
         Rng rng{0};                 // repeating: its draws
     };
     struct Timer {
-        enum class What { fire, resume, release, heal_links, restart, restart_check, until_check, open_start };
+        enum class What { fire, resume, release, heal_links, restart, restart_check, asked_check, until_check, open_start };
         long long at_ns = 0;
         What what = What::fire;
         std::size_t fault = 0;
@@ -154,6 +155,7 @@ private:
     long long length_ns(std::size_t fault) const;
     void ended(std::size_t fault, int client);
     void restart_outcome(const Timer& t, std::optional<bool> back, long long now_ns);
+    void asked_outcome(const Timer& t, long long now_ns);
     void log_skipped(long long t_ns, std::size_t fault, std::optional<int> client, const char* why);
     void book(long long at_ns, Timer::What what, std::size_t fault, int client);
     void run(const Timer& t, long long now_ns);

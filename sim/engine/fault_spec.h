@@ -36,7 +36,8 @@ struct FaultSpec {
     // holds its one client at the point until another client has entered a section since (the
     // protected store's log says so); a pause or a link fault lasts duration_ms, then on until
     // another client has entered since. Each at most max_ms in all, a bound that begins to count
-    // only once no crashed node is still coming back (fault_schedule.cpp: start_counting).
+    // only once no crashed node is still coming back (not yet asked anything by a client:
+    // fault_schedule.cpp, start_counting and asked_outcome).
     bool until_another_enters = false;
     long long max_ms = 0;
     // "lease_live": the story needs the held client's lease live when another enters (a node

@@ -41,6 +41,10 @@ public:
     // its data first (a Redis node without persistence). Throws std::runtime_error if it
     // does not come back.
     virtual void restart(bool keep_data) = 0;
+    // Whether a client (not lockbench) has asked it anything since it last started: after a
+    // restart, the moment the clients' libraries are back with it. A server that cannot tell
+    // says yes.
+    virtual bool asked_since_start() { return true; }
     virtual void pause() = 0;                     // SIGSTOP
     virtual void resume() = 0;                    // SIGCONT
     virtual std::filesystem::path log_path() const = 0;

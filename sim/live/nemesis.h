@@ -126,6 +126,7 @@ private:
     void crash(int node) override;
     std::optional<bool> restart(int node) override;
     std::optional<bool> restarted(int node, bool wait) override;
+    bool asked_since_restart(int node) override { return nodes_.at(static_cast<size_t>(node))->asked_since_start(); }
     void restart_loop();
     void pause_node(int node) override;
     void resume_node(int node) override;

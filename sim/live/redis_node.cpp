@@ -20,6 +20,8 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <set>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 #include <utility>
@@ -79,6 +81,25 @@ bool our_server_answers(int port, pid_t pid) {
     if (reply_text(c.get(), "PING") != "PONG") return false;  // LOADING while reading its AOF
     const std::string info = reply_text(c.get(), "INFO server");
     return info.find("process_id:" + std::to_string(pid) + "\r\n") != std::string::npos;
+}
+
+bool RedisNode::asked_since_start() {
+    // What a library sends on connecting (and lockbench's own PING and INFO) is no question.
+    static const std::set<std::string> setup = {"ping", "info", "hello", "client", "select", "auth", "echo", "command",
+                                                "config", "readonly", "script", "cluster", "role", "quit"};
+    const timeval timeout{0, 200'000};
+    Context c(redisConnectWithTimeout("127.0.0.1", port_, timeout), redisFree);
+    if (!c || c->err) return false;
+    redisSetTimeout(c.get(), timeout);
+    const std::string stats = reply_text(c.get(), "INFO commandstats");
+    // Lines "cmdstat_<name>:calls=<n>,...", <name> possibly "<command>|<subcommand>".
+    std::istringstream lines(stats);
+    for (std::string line; std::getline(lines, line);) {
+        if (!line.starts_with("cmdstat_")) continue;
+        const std::string name = line.substr(8, line.find_first_of(":|") - 8);
+        if (!setup.contains(name)) return true;
+    }
+    return false;
 }
 
 namespace {

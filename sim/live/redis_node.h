@@ -45,6 +45,9 @@ public:
     // Starts it again on the same port; keep_data=false removes its data files first.
     void restart(bool keep_data) override;
     bool running();
+    // Its INFO commandstats count a command other than a connection's set-up (PING, INFO,
+    // HELLO, CLIENT, SELECT, ...): a client asked it for a lock, a key, a script's run.
+    bool asked_since_start() override;
 
     int port() const override { return port_; }
     const std::string& name() const override { return config_.name; }

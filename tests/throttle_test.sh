@@ -33,6 +33,12 @@ check "the group is gone afterwards" test -n "$group" -a ! -d "/sys/fs/cgroup/cp
 orphan=$(cat "$out/orphan" 2>/dev/null)
 # Ended: gone, or a zombie its new parent has not reaped yet.
 check "what the command left running was ended" bash -c "[ -n '$orphan' ] && ! grep -qs '^State:[[:space:]]*[RSD]' /proc/$orphan/status"
+# scripts/cores: nproc, or less under a quota (this machine's own, if it has one; and the throttle's).
+whole=$("$root/scripts/cores")
+check "scripts/cores unthrottled is a number of cores up to nproc ($whole)" awk -v c="$whole" -v n="$(nproc)" 'BEGIN { exit !(c > 0 && c <= n) }'
+half=$(awk -v n="$(nproc)" -v w="$whole" 'BEGIN { h = n / 2; print (w < h ? w : h) }')
+cores=$("$throttle" 0.5 "$root/scripts/cores" 2>/dev/null)
+check "scripts/cores reads the quota under scripts/throttle 0.5: $half (${cores:-?})" [ "$cores" = "$half" ]
 "$throttle" 7 true 2>/dev/null
 check "a fraction over 1 is refused with status 2" [ $? -eq 2 ]
 "$throttle" 0.5 bash -c 'exit 5' 2>/dev/null

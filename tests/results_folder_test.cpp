@@ -31,4 +31,35 @@ TEST(ResultsFolder, TheNextWriterPutsBackWhatATwoStepSwitchSetAside) {
     fs::remove_all(parent);
 }
 
+// A refused command leaves no trace: its lock gone from a folder that was there, and the
+// folders it made (all of a/b/c, not only c) gone when nothing was written into them. A folder
+// written into keeps what was written.
+TEST(ResultsFolder, ALockLeavesNoTraceOfItselfOrOfTheFoldersItMadeEmpty) {
+    const fs::path parent = fs::temp_directory_path() / ("lockbench-trace-" + std::to_string(::getpid()));
+    fs::remove_all(parent);
+    fs::create_directories(parent / "there");
+    {
+        lockbench::FolderLock lock(parent / "there", true);
+        EXPECT_TRUE(fs::exists(parent / "there" / ".lockbench.lock"));
+    }
+    EXPECT_FALSE(fs::exists(parent / "there" / ".lockbench.lock"));
+    EXPECT_TRUE(fs::is_directory(parent / "there"));
+    {
+        lockbench::FolderLock lock(parent / "a" / "b" / "c", true);
+        EXPECT_TRUE(fs::is_directory(parent / "a" / "b" / "c"));
+    }
+    EXPECT_FALSE(fs::exists(parent / "a"));
+    {
+        lockbench::FolderLock lock(parent / "d" / "e", true);
+        std::ofstream(parent / "d" / "e" / "summary.json") << "{}\n";
+    }
+    EXPECT_TRUE(fs::is_regular_file(parent / "d" / "e" / "summary.json"));
+    EXPECT_FALSE(fs::exists(parent / "d" / "e" / ".lockbench.lock"));
+    // A lock file that was there before (another tool's, an older lockbench's) stays.
+    std::ofstream(parent / "there" / ".lockbench.lock") << "1\n";
+    { lockbench::FolderLock lock(parent / "there", true); }
+    EXPECT_TRUE(fs::exists(parent / "there" / ".lockbench.lock"));
+    fs::remove_all(parent);
+}
+
 }  // namespace

@@ -101,12 +101,21 @@ void restore_or_clean(const fs::path& target) {
 }  // namespace
 
 FolderLock::FolderLock(const fs::path& dir, bool create) : dir_(dir) {
-    if (create && !fs::exists(dir)) made_dir_ = fs::create_directories(dir);
+    if (create && !fs::exists(dir)) {
+        // The topmost folder this makes ("a" of a/b/c when none exists): it goes again if unused.
+        fs::path top = dir;
+        while (top.has_parent_path() && top.parent_path() != top && !fs::exists(top.parent_path()))
+            top = top.parent_path();
+        made_dir_ = fs::create_directories(dir);
+        if (made_dir_) made_top_ = top;
+    }
     if (fs::exists(dir) && !fs::is_directory(dir))
         throw std::runtime_error(dir.string() + ": exists and is not a folder; choose another");
     const fs::path file = dir / kLockFileName;
     for (;;) {
-        fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        made_file_ = fd_ >= 0;
+        if (fd_ < 0 && errno == EEXIST) fd_ = ::open(file.c_str(), O_RDWR | O_CLOEXEC);
         // A folder only read (a shard to merge) on storage we may not write: no lockbench of
         // ours can write it either, so there is nothing to exclude.
         if (fd_ < 0 && !create && (errno == EACCES || errno == EROFS)) return;
@@ -130,15 +139,27 @@ FolderLock::FolderLock(const fs::path& dir, bool create) : dir_(dir) {
 }
 
 FolderLock::FolderLock(FolderLock&& other) noexcept
-    : dir_(std::move(other.dir_)), fd_(std::exchange(other.fd_, -1)), made_dir_(other.made_dir_) {}
+    : dir_(std::move(other.dir_)),
+      made_top_(std::move(other.made_top_)),
+      fd_(std::exchange(other.fd_, -1)),
+      made_dir_(other.made_dir_),
+      made_file_(other.made_file_) {}
 
 FolderLock::~FolderLock() {
     if (fd_ < 0) return;
     std::error_code ec;
-    // A folder this lock made for a writer that then wrote nothing goes again, as if never made.
+    // A folder this lock made for a writer that then wrote nothing goes again, as if never made,
+    // with the folders made above it; a lock file it made in a folder that was there goes too
+    // (a refused command leaves no trace). Removed while still locked, and only the file the
+    // name still points to: a lockbench that opened it meanwhile finds the name gone after its
+    // flock, and makes a new one (the constructor's same_file).
+    const fs::path file = dir_ / kLockFileName;
     if (made_dir_ && empty_but_for_lock(dir_)) {
-        fs::remove(dir_ / kLockFileName, ec);
-        fs::remove(dir_, ec);
+        fs::remove(file, ec);
+        for (fs::path d = dir_; fs::remove(d, ec) && d != made_top_ && d.has_parent_path(); d = d.parent_path()) {
+        }
+    } else if (made_file_ && same_file(fd_, file)) {
+        fs::remove(file, ec);
     }
     ::close(fd_);
 }

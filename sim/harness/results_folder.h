@@ -32,7 +32,9 @@ public:
     // of the lockbench that holds it when another does. A folder not to be made that this
     // process may not write is left unlocked.
     FolderLock(const std::filesystem::path& dir, bool create);
-    ~FolderLock();  // removes DIR again when this lock made it and it holds nothing else
+    // Removes DIR (and the folders made above it) when this lock made it and it holds nothing
+    // else, or else the lock file when this lock made it.
+    ~FolderLock();
     FolderLock(FolderLock&& other) noexcept;
     FolderLock& operator=(FolderLock&&) = delete;
     FolderLock(const FolderLock&) = delete;
@@ -43,8 +45,10 @@ public:
 
 private:
     std::filesystem::path dir_;
+    std::filesystem::path made_top_;  // the topmost folder it made, when it made DIR
     int fd_ = -1;
     bool made_dir_ = false;
+    bool made_file_ = false;          // the lock file was not there before
 };
 
 // The locks for writing OUT (made if missing) and reading `inputs` (only those that exist;

@@ -296,6 +296,27 @@ TEST_F(MatrixTest, AResumedMatrixRunsADamagedRepetitionAgain) {
     EXPECT_EQ(run({"report", out.string()}).exit_code(), 0);
 }
 
+// A repetition that could not run is no evidence: resumed after its adapter was fixed, the
+// matrix runs it again rather than keeping "could not force" (before: kept as done).
+TEST_F(MatrixTest, AResumedMatrixRunsARepetitionThatCouldNotRunAgain) {
+    const std::string broken = (dir() / "broken").string();
+    const fs::path file = write_file("fixed-later.json", R"({"name": "fixed-later", "seed": 7,
+        "workload": {"clients": 2, "duration_ms": 300, "work_ms": {"uniform": [0.5, 2]}, "retry_ms": {"uniform": [1, 3]}},
+        "runs": [
+          {"algorithm": "external", "name": "fixed", "expect": {"sections_completed": ">= 1"},
+           "command": ["/bin/sh", "-c", "test -e )" + broken + R"( && exit 7; exec /usr/bin/python3 adapters/redis_py_lock.py"]}]})");
+    write_text(broken, "");
+    const fs::path out = dir() / "m";
+    const Result first = run({"matrix", file.string(), "--repeat", "1", "--out", out.string()});
+    ASSERT_EQ(first.exit_code(), 3) << first.describe();
+    fs::remove(broken);
+    const Result again = run({"matrix", file.string(), "--repeat", "1", "--out", out.string()});
+    ASSERT_EQ(again.exit_code(), 0) << again.describe();
+    EXPECT_NE(again.err.find("fixed-later/fixed rep 1 is no evidence (it could not run): run again"), std::string::npos)
+        << again.err;
+    EXPECT_EQ(read_json(out / "cells" / "fixed-later" / "fixed" / "rep-0" / "summary.json").at("runs").size(), 1u);
+}
+
 // A FIFO where a results file should be would block its reader for ever: check and report
 // refuse it in one line (before: both blocked).
 TEST_F(MatrixTest, AFifoInAResultsTreeIsRefusedNotWaitedOn) {

@@ -64,8 +64,12 @@ bool runs_alone(const MatrixSpec& spec, const MatrixCell& cell) {
     return source.is_object() && source.value("alone", false);
 }
 
+std::string not_as_written_text(const Json& summary);
+
 // A kept repetition is checked before it counts as done: one whose summary.json does not read
-// as a repetition's, or names a run folder that is not there, is run again (its folder removed).
+// as a repetition's, or names a run folder that is not there, is run again (its folder removed);
+// so is one that could not run or be forced (no evidence: its adapter or the machine may have
+// been fixed since).
 bool set_aside_if_damaged(const fs::path& out, const MatrixCell& cell, int rep, bool progress) {
     const fs::path dir = rep_dir(out, cell, rep);
     std::string why;
@@ -78,11 +82,15 @@ bool set_aside_if_damaged(const fs::path& out, const MatrixCell& cell, int rep, 
             if (!r.is_object() || !r.contains("run_dir") || !r.at("run_dir").is_string() ||
                 !fs::is_regular_file(dir / r.at("run_dir").get<std::string>() / "run.json"))
                 why = "its run folder is missing";
+        if (why.empty() && s.contains("could_not_run")) why = "it could not run";
+        else if (why.empty() && !not_as_written_text(s).empty()) why = "it could not be forced";
     } catch (const std::exception& e) {
         why = e.what();
     }
     if (why.empty()) return false;
-    if (progress) std::cerr << "lockbench: " << cell.id << " rep " << rep + 1 << " is damaged (" << why << "): run again\n";
+    if (progress)
+        std::cerr << "lockbench: " << cell.id << " rep " << rep + 1
+                  << (why.starts_with("it could not") ? " is no evidence (" : " is damaged (") << why << "): run again\n";
     std::error_code ec;
     fs::remove_all(dir, ec);
     return true;

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <cerrno>
@@ -23,6 +24,7 @@
 #include <string_view>
 
 #include "faults/process.h"
+#include "lockimpl/params.h"
 #include "lockimpl/registry.h"
 #include "sim/engine/scenario.h"
 #include "sim/engine/summary.h"
@@ -773,12 +775,29 @@ struct Subcommand {
     std::function<int()> run;
 };
 
+// A folder or file path: not empty (the filesystem's own answer names no option).
+CLI::Validator non_empty_path() {
+    return CLI::Validator([](std::string& text) -> std::string { return text.empty() ? "an empty path" : ""; }, "PATH");
+}
+
+// A seed: an integer from 0 to 2^64 - 1, all of it (not saturated at the top, not cut at a letter).
+CLI::Validator seed_range() {
+    return CLI::Validator(
+        [](std::string& text) -> std::string {
+            std::uint64_t v = 0;
+            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+            if (ec == std::errc() && end == text.data() + text.size()) return "";
+            return "expected an integer from 0 to 18446744073709551615, got " + excerpt_text(text);
+        },
+        "SEED");
+}
+
 Subcommand add_run(CLI::App& app) {
     auto a = std::make_shared<RunArgs>();
     CLI::App* run = app.add_subcommand("run", "run every algorithm a scenario names and check the results");
     run->add_option("scenario", a->scenario, "scenario file (JSON)")->required();
-    run->add_option("--out", a->out, "results folder (default: results/<scenario name>)");
-    run->add_option("--seed", a->seed, "seed (default: the scenario's)")->check(CLI::NonNegativeNumber);
+    run->add_option("--out", a->out, "results folder (default: results/<scenario name>)")->check(non_empty_path());
+    run->add_option("--seed", a->seed, "seed (default: the scenario's)")->check(seed_range());
     run->add_option("--lock", a->locks, "a case: run it against this lock only, by name (locks/NAME.json) or "
                     "lock file path (repeatable; default: every lock of locks/ it applies to)");
     run->add_option("--algorithm", a->only, "only runs of this algorithm, lock or run name (repeatable)");
@@ -830,7 +849,7 @@ Subcommand add_matrix(CLI::App& app) {
     matrix->add_option("--algorithm", a->only, "only runs of this algorithm, lock or run name (repeatable)");
     matrix->add_option("--repeat", a->repeat, "repetitions per cell, seeds s, s+1, ... (default 1)")
         ->check(CLI::Range(std::numeric_limits<int>::min(), kMaxRepeat));
-    matrix->add_option("--out", a->out, "results tree (default: results/matrix); run again to resume");
+    matrix->add_option("--out", a->out, "results tree (default: results/matrix); run again to resume")->check(non_empty_path());
     matrix->add_option("--shard", a->shard, "run only the cells whose index is I modulo N (I/N)");
     matrix->add_option("--backend", a->backend, "live (default) or sim: the deterministic simulator")
         ->check(CLI::IsMember({"live", "sim"}));
@@ -849,7 +868,7 @@ Subcommand add_sweep(CLI::App& app) {
     sweep->add_option("--lock", a->locks, "a case: against these locks only, by name or path (repeatable)");
     sweep->add_option("--algorithm", a->only, "only runs of this algorithm, lock or run name (repeatable)");
     sweep->add_option("--repeat", a->repeat, "repetitions per step and run (default 1)")->check(CLI::Range(std::numeric_limits<int>::min(), kMaxRepeat));
-    sweep->add_option("--out", a->out, "results tree (default: results/sweep-<scenario>); run again to resume");
+    sweep->add_option("--out", a->out, "results tree (default: results/sweep-<scenario>); run again to resume")->check(non_empty_path());
     sweep->add_option("--shard", a->shard, "run only the cells whose index is I modulo N (I/N)");
     sweep->add_option("--backend", a->backend, "live (default) or sim: the deterministic simulator")
         ->check(CLI::IsMember({"live", "sim"}));
@@ -868,9 +887,9 @@ Subcommand add_explore(CLI::App& app) {
     explore->add_option("--schedules", a->schedules, "schedules to draw per run (default 1000; unbounded with --seconds)")
         ->check(CLI::PositiveNumber)
         ->each([a](const std::string&) { a->schedules_given = true; });
-    explore->add_option("--seed", a->seed, "the search's seed (default 1)")->check(CLI::NonNegativeNumber);
-    explore->add_option("--out", a->out, "where explore.json and the witnesses go (default: results/explore-<scenario>)");
-    explore->add_option("--replay", a->replay_seed, "run the one schedule with this seed (from explore.json) into --out")->check(CLI::NonNegativeNumber);
+    explore->add_option("--seed", a->seed, "the search's seed (default 1)")->check(seed_range());
+    explore->add_option("--out", a->out, "where explore.json and the witnesses go (default: results/explore-<scenario>)")->check(non_empty_path());
+    explore->add_option("--replay", a->replay_seed, "run the one schedule with this seed (from explore.json) into --out")->check(seed_range());
     explore->add_flag("--first", a->first_only, "per run, stop at the first violating schedule");
     explore->add_option("--promote", a->promote, "write each failure class found as a case about no lock into this folder "
                         "(with promoted.json); keep the ones worth it under scenarios/discovered/");
@@ -925,7 +944,7 @@ Subcommand add_verdict(CLI::App& app) {
                                                   "N times, into a results tree with a one-page report");
     add_lock_options(sub, *a);
     sub->add_option("--repeat", a->repeat, "repetitions per case (default 3)")->check(CLI::Range(std::numeric_limits<int>::min(), kMaxRepeat));
-    sub->add_option("--out", a->out, "where (default: results/verdict-<lock>); run again to resume");
+    sub->add_option("--out", a->out, "where (default: results/verdict-<lock>); run again to resume")->check(non_empty_path());
     sub->add_option("--case", a->cases, "only this case (repeatable): a quick look, not the whole row");
     sub->add_option("--discover", a->discover, "then search live for this many seconds: fault schedules of one or two faults, "
                     "most likely first; each new failure class shrunk, replayed, kept as a witness (verdict.json: discovered)")
@@ -1010,6 +1029,23 @@ int main(int argc, char** argv) {
     app.failure_message([](const CLI::App*, const CLI::Error& e) {
         return "lockbench: " + std::string(e.what()) + " (see lockbench --help)\n";
     });
+    // What comes first must be a subcommand (or --help): CLI11 would answer anything else with
+    // "A subcommand is required", naming neither the word it did not know nor the choices.
+    if (argc > 1) {
+        const std::string first = argv[1];
+        std::string names;
+        bool known = false;
+        for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+            if (!sub->get_group().empty()) names += (names.empty() ? "" : ", ") + sub->get_name();
+            known = known || sub->get_name() == first;  // the hidden ones too (client, repetition)
+        }
+        if (!known && first != "-h" && first != "--help") {
+            std::cerr << "lockbench: " << (first.starts_with("-") ? "unknown option " : "no subcommand ")
+                      << excerpt_text(first) << (first.starts_with("-") ? " before the subcommand" : "")
+                      << " (lockbench SUBCOMMAND [OPTIONS]: " << names << "; see lockbench --help)\n";
+            return 2;
+        }
+    }
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

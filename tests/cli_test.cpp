@@ -215,7 +215,25 @@ TEST_F(CliTest, ANegativeSeedIsRefused) {
                           "--seed");
     expect_one_line_error(run({"explore", file.string(), "--out", out.string(), "--seed", "-1"}), "--seed");
     expect_one_line_error(run({"explore", file.string(), "--out", out.string(), "--replay", "-1"}), "--replay");
+    // 2^64 was saturated to 2^64 - 1 and run.
+    expect_one_line_error(run({"run", file.string(), "--out", out.string(), "--backend", "sim", "--seed",
+                               "18446744073709551616"}), "--seed");
     EXPECT_FALSE(fs::exists(out));
+}
+
+// A word lockbench does not know, before any subcommand, is named with the choices (before: "A
+// subcommand is required", naming neither); an empty --out is named as such (before: the
+// filesystem's "cannot create directories: Invalid argument []").
+TEST_F(CliTest, AnUnknownSubcommandOrOptionOrAnEmptyOutIsNamed) {
+    const Result word = run({"frobnicate"});
+    expect_one_line_error(word, "no subcommand frobnicate");
+    EXPECT_NE(word.err.find("run, check, matrix"), std::string::npos) << word.err;
+    expect_one_line_error(run({"--frobnicate"}), "unknown option --frobnicate before the subcommand");
+    expect_one_line_error(run({"fr\u202eob"}), "fr\\u202eob");  // shown escaped, never raw
+    const fs::path file = write_file("tiny.json", tiny_token_lua);
+    expect_one_line_error(run({"run", file.string(), "--out", ""}), "--out: an empty path");
+    expect_one_line_error(run({"matrix", file.string(), "--out", ""}), "--out: an empty path");
+    EXPECT_EQ(run({"--help"}).exit_code(), 0);
 }
 
 TEST_F(CliTest, CheckSaysWhichFiguresDifferFromSummaryJson) {

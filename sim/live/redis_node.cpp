@@ -84,9 +84,12 @@ bool our_server_answers(int port, pid_t pid) {
 }
 
 bool RedisNode::asked_since_start() {
-    // What a library sends on connecting (and lockbench's own PING and INFO) is no question.
-    static const std::set<std::string> setup = {"ping", "info", "hello", "client", "select", "auth", "echo", "command",
-                                                "config", "readonly", "script", "cluster", "role", "quit"};
+    // What a library sends on connecting (and lockbench's own PING and INFO) is no question; nor
+    // is what Sentinel (its hello messages) or a replica (its sync) sends.
+    static const std::set<std::string> setup = {"ping",   "info",      "hello",     "client",    "select", "auth",
+                                                "echo",   "command",   "config",    "readonly",  "script", "cluster",
+                                                "role",   "quit",      "publish",   "subscribe", "replconf", "psync",
+                                                "sync"};
     const timeval timeout{0, 200'000};
     Context c(redisConnectWithTimeout("127.0.0.1", port_, timeout), redisFree);
     if (!c || c->err) return false;

@@ -30,6 +30,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "proc_util.h"
+
 #ifndef LOCKBENCH_BINARY
 #error "LOCKBENCH_BINARY must be defined to the path of the lockbench executable"
 #endif
@@ -200,8 +202,9 @@ struct ProcInfo {
 };
 
 inline std::optional<ProcInfo> read_proc(pid_t pid) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-    std::string text((std::istreambuf_iterator<char>(in)), {});
+    const std::optional<std::string> stat = lockbench::testing_util::proc_stat(pid);
+    if (!stat) return std::nullopt;
+    const std::string& text = *stat;
     const auto open = text.find('(');
     const auto close = text.rfind(')');  // comm may itself hold ')' or spaces
     if (open == std::string::npos || close == std::string::npos || close < open) return std::nullopt;

@@ -18,6 +18,7 @@
 #include "sim/live/postgres.h"
 #include "sim/live/redis_node.h"
 #include "adapter_process.h"
+#include "proc_util.h"
 #include "test_util.h"
 
 namespace lockbench {
@@ -31,8 +32,7 @@ using testing_util::eventually;
 
 // /proc/PID/stat's state letter ('T' stopped, 'Z' a zombie), or 0 if it is gone.
 char state_of(pid_t pid) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), {});
+    const std::string stat = testing_util::proc_stat(pid).value_or("");
     const auto close = stat.rfind(')');
     return close == std::string::npos || close + 2 >= stat.size() ? 0 : stat[close + 2];
 }

@@ -18,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include "proc_util.h"
 #include "tests/test_util.h"
 #include "faults/process.h"
 #include "sim/live/redis_node.h"
@@ -46,9 +47,9 @@ using testing_util::EnvOverride;
 
 // The state letter from /proc/<pid>/stat ('R', 'S', 'T', 'Z', ...), or nullopt if it is gone.
 std::optional<char> process_state(pid_t pid) {
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string line;
-    if (!std::getline(stat, line)) return std::nullopt;
+    const std::optional<std::string> stat = testing_util::proc_stat(pid);
+    if (!stat) return std::nullopt;
+    const std::string line = stat->substr(0, stat->find('\n'));
     const auto paren = line.rfind(')');  // the command name may itself hold spaces or ')'
     if (paren == std::string::npos || paren + 2 >= line.size()) return std::nullopt;
     return line[paren + 2];

@@ -21,6 +21,7 @@
 #include "faults/process.h"
 #include "sim/live/lock_service.h"
 #include "sim/live/zookeeper.h"
+#include "proc_util.h"
 
 extern char** environ;
 
@@ -48,10 +49,9 @@ std::string mode_of(LockServer* server) {
 }
 
 bool process_gone(pid_t pid) {
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    const std::optional<std::string> stat = lockbench::testing_util::proc_stat(pid);
     if (!stat) return true;
-    std::string line;
-    std::getline(stat, line);
+    const std::string line = stat->substr(0, stat->find('\n'));
     const auto close = line.rfind(')');
     return close != std::string::npos && line.size() > close + 2 && line[close + 2] == 'Z';
 }

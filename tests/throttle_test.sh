@@ -39,6 +39,13 @@ check "scripts/cores unthrottled is a number of cores up to nproc ($whole)" awk 
 half=$(awk -v n="$(nproc)" -v w="$whole" 'BEGIN { h = n / 2; print (w < h ? w : h) }')
 cores=$("$throttle" 0.5 "$root/scripts/cores" 2>/dev/null)
 check "scripts/cores reads the quota under scripts/throttle 0.5: $half (${cores:-?})" [ "$cores" = "$half" ]
+# --jobs: 4 per core's worth, 1 to 16 (scripts/run's side by side).
+jobs=$("$root/scripts/cores" --jobs)
+check "scripts/cores --jobs is 4 per core, 1 to 16 ($jobs for $whole)" \
+  [ "$jobs" = "$(awk -v c="$whole" 'BEGIN { j = int(4 * c + 0.5); print (j < 1 ? 1 : (j > 16 ? 16 : j)) }')" ]
+half_jobs=$("$throttle" 0.5 "$root/scripts/cores" --jobs 2>/dev/null)
+check "scripts/cores --jobs under scripts/throttle 0.5 is half as many, at least 1 ($half_jobs)" \
+  awk -v h="$half_jobs" -v j="$jobs" 'BEGIN { exit !(h >= 1 && (h == int(j / 2 + 0.5) || h == int(j / 2))) }'
 "$throttle" 7 true 2>/dev/null
 check "a fraction over 1 is refused with status 2" [ $? -eq 2 ]
 "$throttle" 0.5 bash -c 'exit 5' 2>/dev/null

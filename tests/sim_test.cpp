@@ -350,4 +350,32 @@ TEST_F(CliTest, RenewalStopsAfterAFailureUnlessTheRunRetries) {
     EXPECT_EQ(renewals["retry"]["invoke"], 9);
 }
 
+// "until_sections": past its duration a workload goes on while the store counts fewer sections,
+// up to four durations in all. One client, 40 ms sections, 100 ms: three sections; with 5
+// wanted it goes on to at least five; with 1000 wanted it stops at its 400 ms bound.
+TEST_F(CliTest, AWorkloadGoesOnUntilTheStoreCountsItsSectionsWithinItsBound) {
+    const fs::path s = write_file("until.json", R"({"name": "until", "workload": {"clients": 1, "duration_ms": 100,
+        "work_ms": {"fixed": 40}, "retry_ms": {"fixed": 1}},
+        "runs": [{"algorithm": "token-lua", "name": "plain", "params": {"ttl_ms": 1000}},
+                 {"algorithm": "token-lua", "name": "five", "params": {"ttl_ms": 1000}, "workload": {"clients": 1,
+                  "duration_ms": 100, "until_sections": 5, "work_ms": {"fixed": 40}, "retry_ms": {"fixed": 1}}},
+                 {"algorithm": "token-lua", "name": "many", "params": {"ttl_ms": 1000}, "workload": {"clients": 1,
+                  "duration_ms": 100, "until_sections": 1000, "work_ms": {"fixed": 40}, "retry_ms": {"fixed": 1}}}]})");
+    const fs::path out = dir() / "out";
+    const Result r = run({"run", s.string(), "--backend", "sim", "--out", out.string()});
+    ASSERT_EQ(r.exit_code(), 0) << r.describe();
+    std::map<std::string, int> writes;
+    for (const char* name : {"plain", "five", "many"}) {
+        std::ifstream in(out / "runs" / name / "store.jsonl");
+        ASSERT_TRUE(in) << name;
+        for (std::string line; std::getline(in, line);)
+            if (const Json j = Json::parse(line); j.at("kind") == "write") ++writes[name];
+    }
+    EXPECT_EQ(writes["plain"], 3);
+    EXPECT_GE(writes["five"], 5);
+    EXPECT_LE(writes["five"], 6) << "it stops once the store has counted five";
+    EXPECT_GE(writes["many"], 8);
+    EXPECT_LE(writes["many"], 10) << "at most 400 ms of 40 ms sections";
+}
+
 }  // namespace

@@ -126,6 +126,8 @@ Reply Store::write_and_exit(const SectionId& s, long long read) {
                         timeout_);
 }
 
+Reply Store::counter() { return env_.command(NodeId{0}, {"GET", keys_.counter}, timeout_); }
+
 Reply Store::abandon(const SectionId& s) {
     return env_.command(NodeId{0}, {"EVAL", kAbandon, "1", keys_.log, std::to_string(s.client), s.lease}, timeout_);
 }

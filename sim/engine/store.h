@@ -73,6 +73,8 @@ public:
     // Logs only {exit}: the client leaves a section whose enter may or may not have
     // happened (its reply was lost), so that an open section does not outlive its client.
     Reply abandon(const SectionId& s);
+    // The counter as it stands (0 before the first write).
+    Reply counter();
 
 private:
     Env& env_;

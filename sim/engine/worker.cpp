@@ -1,6 +1,7 @@
 #include "sim/engine/worker.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 
 #include "sim/engine/renewal.h"
@@ -19,10 +20,12 @@ public:
         if (spec_.start_at) {
             // Everyone shares one deadline; a staggered client just starts later.
             deadline_ = *spec_.start_at + std::chrono::milliseconds(spec_.workload.duration_ms);
+            bound_ = *spec_.start_at + std::chrono::milliseconds(spec_.workload.longest_ms());
             env_.sleep(*spec_.start_at + std::chrono::milliseconds(spec_.workload.start_stagger_ms * spec_.client) -
                        env_.now());
         } else {
             deadline_ = env_.now() + std::chrono::milliseconds(spec_.workload.duration_ms);
+            bound_ = env_.now() + std::chrono::milliseconds(spec_.workload.longest_ms());
         }
         const auto limit = spec_.workload.sections_per_client;
         while (running() && (!limit || totals_.sections < *limit)) {
@@ -49,7 +52,26 @@ public:
     }
 
 private:
-    bool running() { return env_.now() < deadline_ && !(spec_.stop && *spec_.stop); }
+    bool running() {
+        if (spec_.stop && *spec_.stop) return false;
+        return env_.now() < deadline_ || go_on_for_sections();
+    }
+
+    // "until_sections": past the duration, a step more while the store's own counter is below
+    // it and the bound is not reached. The store decides, not this client's own count.
+    bool go_on_for_sections() {
+        const std::optional<long long> wanted = spec_.workload.until_sections;
+        if (!wanted || env_.now() >= bound_) return false;
+        const Reply r = store_.counter();
+        if (!r.ok()) return false;
+        long long counted = 0;  // nil before the first write
+        if (!r.value.is_nil() && std::from_chars(r.value.str.data(), r.value.str.data() + r.value.str.size(), counted).ec != std::errc())
+            return false;
+        if (counted >= *wanted) return false;
+        deadline_ = std::min(env_.now() + std::chrono::milliseconds(kSectionsStepMs), bound_);
+        return true;
+    }
+    static constexpr long long kSectionsStepMs = 100;
 
     double draw_work_ms() {
         const bool slow = work_rng_.uniform01() < spec_.workload.slow_probability;
@@ -188,6 +210,7 @@ private:
     Rng work_rng_;
     Rng retry_rng_;
     Instant deadline_;
+    Instant bound_;  // the longest the workload goes on (WorkloadSpec::longest_ms)
     WorkerTotals totals_;
     std::string released_lease_id_;  // the last lease released; empty before the first
 };

@@ -71,6 +71,14 @@ struct WorkloadSpec {
     int clients = 8;
     long long duration_ms = 3000;
     std::optional<long long> sections_per_client;  // stop after this many, if set
+    // Past duration_ms, go on while the store's counter is below this, up to kUntilSectionsBound
+    // times duration_ms in all: a case's progress is counted in sections, and how long a slower
+    // machine takes to reach them is not the lock's outcome. A lock that has not reached them
+    // by the bound has not: the case's "sections_completed" expectation says so.
+    std::optional<long long> until_sections;
+    static constexpr long long kUntilSectionsBound = 4;
+    // The longest a client loops: duration_ms, or its bound when it may go on.
+    long long longest_ms() const { return until_sections ? kUntilSectionsBound * duration_ms : duration_ms; }
     Distribution work_ms{Distribution::Kind::uniform, 1, 5};
     double slow_probability = 0;                   // a section is slow with this probability
     Distribution slow_work_ms{Distribution::Kind::fixed, 0, 0};

@@ -197,7 +197,7 @@ SimRun simulate(const Scenario& s, const RunSpec& run, std::uint64_t seed, const
         early.watch();
     }
     // Every worker stops at its deadline; the margin lets the last replies and faults land.
-    world.run(start_at + (run.workload.duration_ms + 60'000) * kMs);
+    world.run(start_at + (run.workload.longest_ms() + 60'000) * kMs);
     world.end_all();
 
     SimRun out;

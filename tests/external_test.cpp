@@ -122,7 +122,7 @@ TEST_F(ExternalTest, BrokenAdaptersAreOneLineEachAndLeaveNothingRunning) {
         runs += std::string(runs.empty() ? "" : ",") + R"({"algorithm": "external", "name": ")" + mode +
                 R"(", "command": ["/usr/bin/python3", ")" + bad + R"(", ")" + mode + R"("]})";
     const fs::path out = dir() / "out";
-    // One command timeout of 30 ms: a hung adapter is given 300 ms.
+    // One command timeout of 30 ms: the adapter's budget is 300 ms, and a hung one is given three.
     const Result r = run({"run", scenario(runs, R"( "client": {"command_timeout_ms": 30},)", 2).string(), "--out",
                           out.string()});
     EXPECT_EQ(r.exit_code(), 1) << "a run whose clients failed is not trusted\n" << r.describe();
@@ -130,7 +130,7 @@ TEST_F(ExternalTest, BrokenAdaptersAreOneLineEachAndLeaveNothingRunning) {
     const std::map<std::string, std::string> expected = {
         {"crash", "exited with status 3 while lockbench waited for its answer to acquire; the last thing it printed: about to crash"},
         {"garbage", "answered acquire with something that is not the protocol (expected {\"ok\": true|false, ...}); the last thing it printed: hello, I am not JSON"},
-        {"hang", "no answer within 300 ms (waiting for its answer to acquire); the last thing it printed: {\"ready\": true, \"library\": \"bad hang\"}"}};
+        {"hang", "no answer within 900 ms (waiting for its answer to acquire); the last thing it printed: {\"ready\": true, \"library\": \"bad hang\"}"}};
     for (const auto& run : summary.at("runs")) {
         const std::string name = run.at("name");
         EXPECT_FALSE(run.at("expectations_held").get<bool>()) << name;
@@ -233,6 +233,19 @@ TEST_F(ExternalTest, AnAdapterThatCannotStartFailsTheRunInOneLine) {
                                "/nonexistent/adapter: No such file or directory"),
               std::string::npos)
         << missing.describe();
+    // A folder to run in that is not there: named, with the reason (before: "exited with
+    // status 126 ... it printed nothing").
+    const Result no_cwd = run({"run",
+                               scenario(R"({"algorithm": "external", "name": "nocwd", "command": ["/bin/true"],
+                                           "cwd": "/nonexistent/folder"})")
+                                   .string(),
+                               "--out", out.string()});
+    EXPECT_EQ(no_cwd.exit_code(), 2) << no_cwd.describe();
+    EXPECT_EQ(lines_of(no_cwd.err).size(), 1u) << no_cwd.describe();
+    EXPECT_NE(no_cwd.err.find("run nocwd: adapter nocwd (/bin/true): not ready: cannot enter its folder (cwd) "
+                              "/nonexistent/folder: No such file or directory"),
+              std::string::npos)
+        << no_cwd.describe();
 }
 
 // The ready line may take max(op timeout, 10 s): a message about it names the wait it had,

@@ -32,6 +32,8 @@ std::string adapter_label(const RunSpec& run) {
 // and, under Sentinel, where to ask for the master (`discovery`, as sentinel_discovery gives).
 // Its command runs in the lock file's folder (run.cwd), or for a run written in a scenario
 // file, in the project's.
+constexpr int kOpWaitBudgets = 3;
+
 std::unique_ptr<ExternalLock> make_external(const RunSpec& run, const std::string& lock_key, const std::vector<int>& ports,
                                             int client, const fs::path& project_dir,
                                             const std::optional<SentinelPorts>& discovery,
@@ -51,7 +53,10 @@ std::unique_ptr<ExternalLock> make_external(const RunSpec& run, const std::strin
                    {"LOCKBENCH_CONNECT_TIMEOUT_MS", std::to_string(t.connect_ms)},
                    // The protocol kits (adapters/kit/): an adapter outside the project finds them here.
                    {"LOCKBENCH_KIT", (project_dir / "adapters" / "kit").string()}},
-                  std::chrono::milliseconds(10 * t.command_ms), stderr_path, run.params.flag("fence")};
+                  // The adapter's budget is ten command timeouts; lockbench calls it broken only
+                  // after three budgets: a library's retries on a slower machine run late, and a
+                  // late answer is an outcome (unavailability), not a broken adapter.
+                  std::chrono::milliseconds(kOpWaitBudgets * 10 * t.command_ms), stderr_path, run.params.flag("fence")};
     for (const auto& [name, value] : service_env) a.env[name] = value;
     a.probe_key_ttl = run.params.flag("probe_key_ttl");
     a.command_timeout = std::chrono::milliseconds(t.command_ms);

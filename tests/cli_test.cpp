@@ -8,6 +8,11 @@
 //   help ............. every subcommand's --help short and naming its page of docs/; `help`
 //                      naming every page there, `help TOPIC` its path and sections
 //   lifetime ......... SIGKILL or SIGINT to lockbench leaves no redis-server or client behind
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <regex>
 
 #include "cli_util.h"
@@ -135,6 +140,33 @@ TEST_F(CliTest, RunWithAlgorithmNamingNoRun) {
     EXPECT_EQ(lines_of(r.err).size(), 1u) << r.describe();
     EXPECT_NE(r.err.find("redlock"), std::string::npos) << r.describe();
     EXPECT_NE(r.err.find(file.string()), std::string::npos) << r.describe();
+    EXPECT_FALSE(fs::exists(out / "summary.json")) << r.describe();
+}
+
+// A scenario's base_port that another process holds: the file and its field named, so the user
+// knows what to change (before: "port N ... is already in use (node lock0)" naming neither).
+TEST_F(CliTest, APortInUseAtBasePortNamesTheFileAndTheField) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    ASSERT_EQ(::listen(fd, 1), 0);
+    socklen_t len = sizeof addr;
+    ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+    const int port = ntohs(addr.sin_port);
+    std::string text = tiny_token_lua;
+    text.insert(1, R"("base_port": )" + std::to_string(port) + ", ");
+    const fs::path file = write_file("ported.json", text);
+    const fs::path out = dir() / "out";
+    const Result r = run({"run", file.string(), "--out", out.string()});
+    ::close(fd);
+    EXPECT_EQ(r.exit_code(), 2) << r.describe();
+    ASSERT_EQ(lines_of(r.err).size(), 1u) << r.describe();
+    EXPECT_NE(r.err.find(file.string() + ": base_port " + std::to_string(port) + ": port " + std::to_string(port) +
+                         " on 127.0.0.1 is already in use"),
+              std::string::npos)
+        << r.describe();
     EXPECT_FALSE(fs::exists(out / "summary.json")) << r.describe();
 }
 

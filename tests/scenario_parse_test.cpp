@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/harness/compose.h"
 #include "sim/harness/matrix.h"
 #include "sim/engine/case_file.h"
 #include "sim/engine/scenario.h"
@@ -177,6 +178,49 @@ TEST(ScenarioParse, EveryDurationEndsWithinTheRun) {
     expect_refused(s, "workload.start_stagger_ms", {"the last client must start within the run"});
     s["workload"]["start_stagger_ms"] = 333;
     EXPECT_EQ(refusal(s), "");
+}
+
+// "explore.fixed" names fields of the scenario's faults: an index past them names nothing the
+// search could leave as written (before: accepted, and the search drew that fault anyway).
+TEST(ScenarioParse, ExploreFixedNamesOnlyFaultsTheScenarioHas) {
+    Json s = with_fault({{"fault", "pause"}, {"at_ms", 10}, {"client", 0}, {"duration_ms", 5}});
+    s["explore"] = {{"fixed", {"faults.0.at_ms", "faults.*.client", "seed"}}};
+    EXPECT_EQ(refusal(s), "");
+    s["explore"]["fixed"] = {"faults.1.at_ms"};
+    expect_refused(s, "explore.fixed", {"\"faults.1.at_ms\" names no fault: the runs have 1"});
+    s["explore"]["fixed"] = {"faults.99999999999999999999999.at_ms"};
+    expect_refused(s, "explore.fixed", {"names no fault"});
+    Json none = base();
+    none["explore"] = {{"fixed", {"faults.0.client"}}};
+    expect_refused(none, "explore.fixed", {"the runs have 0"});
+}
+
+// "until_sections" is a count of sections, at least one.
+TEST(ScenarioParse, UntilSectionsIsAPositiveCount) {
+    Json s = base();
+    s["workload"]["until_sections"] = 8;
+    EXPECT_EQ(parse_scenario(s, kFile).workload.until_sections, 8);
+    EXPECT_EQ(parse_scenario(s, kFile).workload.longest_ms(), 4000);
+    EXPECT_EQ(parse_scenario(base(), kFile).workload.longest_ms(), 1000);
+    s["workload"]["until_sections"] = 0;
+    expect_refused(s, "workload.until_sections");
+}
+
+// A scenario file's empty runs are its "runs" field's fault, said so (before: "applies to none
+// of the locks asked for", though none was asked for).
+TEST(ScenarioParse, EmptyRunsNameTheField) {
+    const fs::path dir = temp_dir("empty-runs");
+    Json s = base();
+    s["runs"] = Json::array();
+    std::ofstream(dir / kFile) << s.dump();
+    std::string m;
+    try {
+        scenario_for_file(dir / kFile, {}, LockChoice::catalog, nullptr);
+    } catch (const ScenarioError& e) {
+        m = e.what();
+    }
+    EXPECT_EQ(m, (dir / kFile).string() + ": runs: required, expected a non-empty array of runs");
+    fs::remove_all(dir);
 }
 
 TEST(ScenarioParse, StartAfterNamesAClientAPointAndItsLongestWait) {

@@ -1,6 +1,7 @@
 #include "sim/engine/scenario.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -59,6 +60,7 @@ WorkloadSpec parse_workload(const nlohmann::json& j, const std::string& file, co
     w.clients = static_cast<int>(f.integer("clients", w.clients, 1, 64));
     w.duration_ms = f.integer("duration_ms", w.duration_ms, 1, kMaxDurationMs, "at most one hour");
     if (f.get("sections_per_client")) w.sections_per_client = f.integer("sections_per_client", 1, 1, kMaxLong);
+    if (f.get("until_sections")) w.until_sections = f.integer("until_sections", 1, 1, kMaxLong);
     w.work_ms = distribution(f, "work_ms", w.work_ms, file, w.duration_ms);
     w.retry_ms = distribution(f, "retry_ms", w.retry_ms, file, w.duration_ms);
     w.think_ms = distribution(f, "think_ms", w.think_ms, file, w.duration_ms);
@@ -479,6 +481,16 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& file) {
         s.runs.push_back(parse_run((*runs)[i], path, file, s, scenario_faults));
         if (!names.insert(s.runs.back().name).second)
             f.fail(path + ".name", quoted_excerpt(s.runs.back().name) + " is used by an earlier run; give one of them another \"name\"");
+    }
+    // A fixed path names a fault by its index in a run's faults (the scenario's, or a run's own).
+    std::size_t most_faults = 0;
+    for (const RunSpec& r : s.runs) most_faults = std::max(most_faults, r.faults.size());
+    for (const std::string& p : s.explore_fixed) {
+        if (!p.starts_with("faults.") || p[7] == '*') continue;
+        std::size_t index = 0;  // digits, by the path's pattern; too many to parse name no fault either
+        const auto [end, ec] = std::from_chars(p.data() + 7, p.data() + p.size(), index);
+        if (ec != std::errc() || index >= most_faults)
+            f.fail("explore.fixed", quoted_excerpt(p) + " names no fault: the runs have " + std::to_string(most_faults));
     }
     f.finish();
     return s;

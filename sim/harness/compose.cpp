@@ -348,8 +348,11 @@ Json scenario_source_for(const Json& source, const std::string& file, const std:
 
 Scenario scenario_for_file(const fs::path& file, const std::vector<LockFile>& locks, LockChoice choice,
                            std::vector<NotApplicable>* not_applicable) {
-    const Json source = scenario_source_for(read_input_json(file), file.string(), locks, choice, not_applicable);
-    if (source.at("runs").empty())
+    const Json read = read_input_json(file);
+    const Json source = scenario_source_for(read, file.string(), locks, choice, not_applicable);
+    // A scenario file's "runs": [] is its own field's fault (parse_scenario names it); a case's
+    // empty runs are the locks it does not apply to.
+    if (is_case_file(read) && source.at("runs").empty())
         throw ScenarioError(file.string() + ": applies to none of the locks asked for" +
                             (not_applicable && !not_applicable->empty() ? " (" + not_applicable->front().lock + ": " +
                                                                                not_applicable->front().why + ")"

@@ -40,8 +40,13 @@ CheckedRun check_run(const fs::path& run_dir, const RunRecord& record) {
 
 Recheck recheck(const fs::path& dir) {
     const fs::path summary_file = dir / "summary.json";
+    if (fs::is_directory(dir / "cells") && fs::exists(dir / "lockbench-results.json"))
+        throw std::runtime_error(dir.string() + ": a matrix's results tree; check reads one repetition's folder (" +
+                                 (dir / "cells" / "<case>" / "<lock>" / "rep-<k>").string() +
+                                 "), and `lockbench report` checks the whole tree");
     if (!fs::is_directory(dir / "runs") || !fs::is_regular_file(summary_file))
-        throw std::runtime_error(dir.string() + ": not a complete lockbench results folder (no summary.json and runs/)");
+        throw std::runtime_error(dir.string() + ": not a complete lockbench results folder (" +
+                                 (fs::is_regular_file(summary_file) ? "no runs/" : "no summary.json") + ")");
     std::ifstream summary_in = open_results_file(summary_file);
     const nlohmann::json recorded = nlohmann::json::parse(summary_in, nullptr, false);
     if (recorded.is_discarded() || !recorded.is_object() || !recorded.contains("runs") || !recorded.at("runs").is_array())

@@ -133,6 +133,10 @@ ExternalLock::ExternalLock(AdapterSpec spec, std::string key, long long ttl_ms)
         nlohmann::json({{"ready", false}, {"error", "cannot execute " + spec_.command.front() + ": @"}}).dump();
     const std::string exec_head = exec_failed.substr(0, exec_failed.find('@'));
     const std::string exec_tail = exec_failed.substr(exec_failed.find('@') + 1) + "\n";
+    const std::string cwd_failed =
+        nlohmann::json({{"ready", false}, {"error", "cannot enter its folder (cwd) " + cwd + ": @"}}).dump();
+    const std::string cwd_head = cwd_failed.substr(0, cwd_failed.find('@'));
+    const std::string cwd_tail = cwd_failed.substr(cwd_failed.find('@') + 1) + "\n";
 
     int in[2], out[2];
     if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) fail(std::string("pipe: ") + std::strerror(errno));
@@ -164,12 +168,18 @@ ExternalLock::ExternalLock(AdapterSpec spec, std::string key, long long ttl_ms)
         }
         // Descriptors the client opened without O_CLOEXEC (its connections) stay out of the adapter.
         ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
-        if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) _exit(126);
+        // Only async-signal-safe calls here (the client may have threads): the line in parts.
+        const auto say = [](const std::string& head, const std::string& tail) {
+            const char* why = strerrordesc_np(errno);
+            for (const std::string_view part : {std::string_view(head), std::string_view(why ? why : "?"), std::string_view(tail)})
+                if (::write(STDOUT_FILENO, part.data(), part.size()) < 0) return;
+        };
+        if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) {
+            say(cwd_head, cwd_tail);
+            _exit(126);
+        }
         ::execvpe(argv[0], argv.data(), envp.data());
-        const char* why = strerrordesc_np(errno);
-        for (const std::string_view part : {std::string_view(exec_head), std::string_view(why ? why : "?"),
-                                            std::string_view(exec_tail)})
-            if (::write(STDOUT_FILENO, part.data(), part.size()) < 0) break;
+        say(exec_head, exec_tail);
         _exit(127);
     }
     ::close(in[0]);

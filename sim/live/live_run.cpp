@@ -277,7 +277,7 @@ std::vector<ChildProcess> spawn_clients(const Scenario& s, const RunSpec& run, c
 std::vector<ClientFailure> wait_for_clients(std::vector<ChildProcess>& children, const RunSpec& run,
                                             const fs::path& tmp, const fs::path& run_dir, const Nemesis& nemesis) {
     std::vector<ClientFailure> failed;
-    const auto limit = std::chrono::milliseconds(run.workload.duration_ms + 30000);
+    const auto limit = std::chrono::milliseconds(run.workload.longest_ms() + 30000);
     const auto deadline = std::chrono::steady_clock::now() + limit;
     for (size_t c = 0; c < children.size(); ++c) {
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
@@ -321,13 +321,25 @@ void keep_server_logs(const std::vector<LockServer*>& servers, const fs::path& r
     }
 }
 
+// The nodes on the scenario's base_port when it gives one: a port in use there is the file's
+// field to change, and the message says which.
+Nodes start_scenario_nodes(const Scenario& s, const RunSpec& run, const fs::path& dir,
+                           const std::vector<ClockControl>& clocks, ProxyHub* peers) {
+    try {
+        return start_nodes(run, s.base_port, dir, clocks, peers);
+    } catch (const PortInUse& e) {
+        if (!s.base_port) throw;
+        throw std::runtime_error(s.path + ": base_port " + std::to_string(*s.base_port) + ": " + e.what());
+    }
+}
+
 }  // namespace
 
 std::vector<std::string> check_adapter(const Scenario& s, const RunSpec& run, const nlohmann::json& plan,
                                        const fs::path& tmp, const LiveRunOptions& opts) {
     const fs::path node_dir = tmp / run.name;
     fs::create_directories(node_dir / "adapter");
-    Nodes nodes = start_nodes(run, s.base_port, node_dir, {}, nullptr);
+    Nodes nodes = start_scenario_nodes(s, run, node_dir, {}, nullptr);
     const nlohmann::json out = preflight_adapter(s, run, nodes, opts, tmp, node_dir, plan);
     return out.value("failures", std::vector<std::string>{"the check wrote no result"});
 }
@@ -346,8 +358,7 @@ RunOutcome run_live(const Scenario& s, const RunSpec& run, std::uint64_t seed, c
     nemesis.set_clocks(pointers(client_clocks), pointers(node_clocks));
     std::optional<ProxyHub> proxies;
     if (nemesis.needs_proxies() || nemesis.needs_peer_proxies() || run.sentinel) proxies.emplace(seed);
-    Nodes nodes = start_nodes(run, s.base_port, node_dir, node_clocks,
-                              nemesis.needs_peer_proxies() ? &*proxies : nullptr);
+    Nodes nodes = start_scenario_nodes(s, run, node_dir, node_clocks, nemesis.needs_peer_proxies() ? &*proxies : nullptr);
     if (nemesis.needs_proxies()) add_proxies(*proxies, nodes, run.workload.clients);
     if (run.sentinel) add_failover(nodes, *proxies, node_dir, run_dir, run);
     clock.mark("servers");

@@ -247,8 +247,8 @@ std::runtime_error RedisNode::start_failure(const std::string& what,
                               what + "; its log ended: " + tail);
 }
 
-std::runtime_error RedisNode::port_in_use_error(int port) const {
-    return std::runtime_error("port " + std::to_string(port) +
+PortInUse RedisNode::port_in_use_error(int port) const {
+    return PortInUse("port " + std::to_string(port) +
                               " on 127.0.0.1 is already in use (node " + name() +
                               "); choose another or leave the port unset");
 }

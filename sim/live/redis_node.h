@@ -19,6 +19,11 @@
 
 namespace lockbench {
 
+// A port asked for (a scenario's base_port) that another process holds.
+struct PortInUse : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
 struct RedisNodeConfig {
     std::string name;                      // "lock0", "store": names the folder and errors
     std::optional<int> port;               // none: a free port is found
@@ -61,7 +66,7 @@ private:
     bool launch(const std::string& binary);
     SpawnOptions spawn_options(const std::string& binary) const;
     std::runtime_error start_failure(const std::string& what, std::uintmax_t log_offset) const;
-    std::runtime_error port_in_use_error(int port) const;
+    PortInUse port_in_use_error(int port) const;
 
     RedisNodeConfig config_;
     std::filesystem::path dir_;

@@ -253,18 +253,26 @@ TEST_F(MatrixTest, RepetitionsThatMissAnExpectationAreNamedAfterTheTable) {
         << "the unfenced cell held: " << r.out;
 }
 
+// A case of two clients whose run `run` is an adapter started by `/bin/sh -c script` (redis-py's
+// lock once the script is done with its own business), then `more_runs` (",{...}" or "").
+std::string adapter_case(const std::string& name, const std::string& run, const std::string& script,
+                         const std::string& more_runs = "") {
+    const Json command = Json::array({"/bin/sh", "-c", script});
+    return R"({"name": ")" + name + R"(", "seed": 7,
+        "workload": {"clients": 2, "duration_ms": 300, "work_ms": {"uniform": [0.5, 2]}, "retry_ms": {"uniform": [1, 3]}},
+        "runs": [{"algorithm": "external", "name": ")" + run + R"(", "expect": {"sections_completed": ">= 1"},
+                  "command": )" + command.dump() + "}" + more_runs + "]}";
+}
+
 // One repetition's set-up never ends a matrix: an adapter that takes 12 s to print its ready
 // line once (its first start, which the matrix's check of the adapter makes) fails that attempt
 // at its 10 s; the repetition is run again, the adapter given 30 s, and happens as written.
 // The other cell runs too, and the slow one's entry says why it was run again.
 TEST_F(MatrixTest, AnAdapterSlowToStartOnceIsRunAgainAndTheMatrixRunsToItsEnd) {
     const std::string marker = (dir() / "started-once").string();
-    const fs::path file = write_file("slow-start.json", R"({"name": "slow-start", "seed": 7,
-        "workload": {"clients": 2, "duration_ms": 300, "work_ms": {"uniform": [0.5, 2]}, "retry_ms": {"uniform": [1, 3]}},
-        "runs": [
-          {"algorithm": "external", "name": "slow", "expect": {"sections_completed": ">= 1"},
-           "command": ["/bin/sh", "-c", "mkdir )" + marker + R"( 2>/dev/null && sleep 12; exec /usr/bin/python3 adapters/redis_py_lock.py"]},
-          {"algorithm": "token-lua", "name": "quick", "expect": {"sections_completed": ">= 1"}}]})");
+    const fs::path file = write_file("slow-start.json", adapter_case("slow-start", "slow",
+        "mkdir " + marker + " 2>/dev/null && sleep 12; exec /usr/bin/python3 adapters/redis_py_lock.py",
+        R"(, {"algorithm": "token-lua", "name": "quick", "expect": {"sections_completed": ">= 1"}})"));
     const fs::path out = dir() / "m";
     const Result r = run({"matrix", file.string(), "--repeat", "1", "--out", out.string()});
     ASSERT_EQ(r.exit_code(), 0) << r.describe();
@@ -300,11 +308,8 @@ TEST_F(MatrixTest, AResumedMatrixRunsADamagedRepetitionAgain) {
 // matrix runs it again rather than keeping "could not force" (before: kept as done).
 TEST_F(MatrixTest, AResumedMatrixRunsARepetitionThatCouldNotRunAgain) {
     const std::string broken = (dir() / "broken").string();
-    const fs::path file = write_file("fixed-later.json", R"({"name": "fixed-later", "seed": 7,
-        "workload": {"clients": 2, "duration_ms": 300, "work_ms": {"uniform": [0.5, 2]}, "retry_ms": {"uniform": [1, 3]}},
-        "runs": [
-          {"algorithm": "external", "name": "fixed", "expect": {"sections_completed": ">= 1"},
-           "command": ["/bin/sh", "-c", "test -e )" + broken + R"( && exit 7; exec /usr/bin/python3 adapters/redis_py_lock.py"]}]})");
+    const fs::path file = write_file("fixed-later.json", adapter_case("fixed-later", "fixed",
+        "test -e " + broken + " && exit 7; exec /usr/bin/python3 adapters/redis_py_lock.py"));
     write_text(broken, "");
     const fs::path out = dir() / "m";
     const Result first = run({"matrix", file.string(), "--repeat", "1", "--out", out.string()});
@@ -315,6 +320,16 @@ TEST_F(MatrixTest, AResumedMatrixRunsARepetitionThatCouldNotRunAgain) {
     EXPECT_NE(again.err.find("fixed-later/fixed rep 1 is no evidence (it could not run): run again"), std::string::npos)
         << again.err;
     EXPECT_EQ(read_json(out / "cells" / "fixed-later" / "fixed" / "rep-0" / "summary.json").at("runs").size(), 1u);
+}
+
+// `check` on a whole matrix tree says what it is and what reads it (before: "no summary.json and
+// runs/" where there is a summary.json).
+TEST_F(MatrixTest, CheckOnAMatrixTreeSaysWhatToCheckInstead) {
+    const fs::path out = dir() / "m";
+    ASSERT_EQ(run({"matrix", kTiny.string(), "--repeat", "1", "--out", out.string()}).exit_code(), 0);
+    ASSERT_TRUE(fs::exists(out / "summary.json"));
+    expect_one_line_error(run({"check", out.string()}), "a matrix's results tree; check reads one repetition's folder");
+    EXPECT_EQ(run({"check", (out / "cells" / kUnfenced / "rep-0").string()}).exit_code(), 0);
 }
 
 // A FIFO where a results file should be would block its reader for ever: check and report

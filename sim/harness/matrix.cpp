@@ -64,13 +64,20 @@ bool runs_alone(const MatrixSpec& spec, const MatrixCell& cell) {
     return source.is_object() && source.value("alone", false);
 }
 
-std::string not_as_written_text(const Json& summary);
+// What kept a repetition from happening as written (its summary's "not_as_written"), or "".
+std::string not_as_written_text(const Json& summary) {
+    std::string text;
+    for (const Json& why : summary.at("runs").at(0).value("not_as_written", Json::array()))
+        text += (text.empty() ? "" : "; ") + why.get<std::string>();
+    return text;
+}
+
 
 // A kept repetition is checked before it counts as done: one whose summary.json does not read
 // as a repetition's, or names a run folder that is not there, is run again (its folder removed);
 // so is one that could not run or be forced (no evidence: its adapter or the machine may have
 // been fixed since).
-bool set_aside_if_damaged(const fs::path& out, const MatrixCell& cell, int rep, bool progress) {
+bool set_aside_unless_evidence(const fs::path& out, const MatrixCell& cell, int rep, bool progress) {
     const fs::path dir = rep_dir(out, cell, rep);
     std::string why;
     try {
@@ -108,7 +115,7 @@ std::vector<Todo> todo_in_rounds(const MatrixSpec& spec, const MatrixOptions& op
         for (const MatrixCell& cell : spec.cells) {
             if (static_cast<int>(cell.index) % opts.shard.count != opts.shard.index) continue;
             if (k == 0) ++shard_cells;
-            if (rep_done(rep_dir(opts.out, cell, k)) && !set_aside_if_damaged(opts.out, cell, k, opts.progress)) ++kept;
+            if (rep_done(rep_dir(opts.out, cell, k)) && !set_aside_unless_evidence(opts.out, cell, k, opts.progress)) ++kept;
             else todo.push_back({&cell, k, rep_weight(spec.scenario_of(cell).source, cell.run), runs_alone(spec, cell)});
         }
         const auto round = todo.begin() + static_cast<std::ptrdiff_t>(round_start);
@@ -396,13 +403,6 @@ namespace {
 // its adapters given longer to say they are ready.
 constexpr int kAttempts = 3;
 constexpr int kAdapterReadyMs[kAttempts] = {10'000, 30'000, 60'000};
-
-std::string not_as_written_text(const Json& summary) {
-    std::string text;
-    for (const Json& why : summary.at("runs").at(0).value("not_as_written", Json::array()))
-        text += (text.empty() ? "" : "; ") + why.get<std::string>();
-    return text;
-}
 
 // An attempt that did not happen as written is kept for a reader, outside the cells:
 // OUT/not-as-written/<cell>/rep-<k>.attempt-<n>/.

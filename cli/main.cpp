@@ -341,6 +341,7 @@ int cmd_report(const std::string& dir) {
     std::cout << std::flush;
     std::vector<char*> args{const_cast<char*>(python), const_cast<char*>(script.c_str()), const_cast<char*>(dir.c_str()),
                             nullptr};
+    keep_guard_across_exec();  // the report is this process now: its end is the guard's signal
     ::execv(python, args.data());
     throw std::runtime_error(std::string("cannot start ") + python + ": " + std::strerror(errno));
 }
@@ -1056,6 +1057,9 @@ int main(int argc, char** argv) {
         // Ctrl-C and the like: it needs no handler of its own.
         // Every lockbench process adopts what its children leave behind (a daemon that left its
         // group), and a command ends all of it before it returns (faults/process.h).
+        // A command (not a client, nor a repetition a matrix started) also puts all it starts
+        // in a cgroup whose guard ends it even after a SIGKILL of this process.
+        if (!client.sub->parsed()) end_everything_started_when_gone();
         adopt_orphans();
         if (client.sub->parsed()) return client.run();
         install_cleanup_on_signals();

@@ -26,6 +26,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <optional>
 #include <stdexcept>
 #include <thread>
@@ -498,6 +499,118 @@ void kill_own_group_when_gone() {
         _exit(0);
     }
     close(fds[0]);
+}
+
+namespace {
+
+int guard_pipe = -1;  // the write end of the cgroup guard's pipe, held by this process alone
+
+// The folder of this process's cgroup in the cgroup v2 hierarchy: where cgroup2 is mounted
+// (/proc/self/mounts) joined with the "0::" line of /proc/self/cgroup.
+std::optional<fs::path> own_cgroup2() {
+    std::ifstream mounts("/proc/self/mounts");
+    std::string device, mount_point, type, rest;
+    std::optional<fs::path> root;
+    while (mounts >> device >> mount_point >> type && std::getline(mounts, rest))
+        if (type == "cgroup2") {
+            root = mount_point;
+            break;
+        }
+    if (!root) return std::nullopt;
+    std::ifstream cgroup("/proc/self/cgroup");
+    for (std::string line; std::getline(cgroup, line);)
+        if (line.starts_with("0::/")) return *root / line.substr(4);
+    return std::nullopt;
+}
+
+// The pid in "lockbench-<pid>", if the name has that shape.
+std::optional<pid_t> guarded_pid(const std::string& name) {
+    constexpr std::string_view prefix = "lockbench-";
+    if (!name.starts_with(prefix) || name.size() == prefix.size() || name.size() > prefix.size() + 9 ||
+        name.find_first_not_of("0123456789", prefix.size()) != std::string::npos)
+        return std::nullopt;
+    return static_cast<pid_t>(std::stol(name.substr(prefix.size())));
+}
+
+bool populated(const fs::path& dir) {
+    std::ifstream events(dir / "cgroup.events");
+    std::string key, value;
+    while (events >> key >> value)
+        if (key == "populated") return value != "0";
+    return false;  // gone
+}
+
+// Kills everything in the cgroup `dir`, waits (at most 10 s) until it is empty, removes it.
+void end_cgroup(const fs::path& dir) {
+    if (std::ofstream kill_file(dir / "cgroup.kill"); kill_file) kill_file << "1" << std::flush;
+    for (int pass = 0; pass < 1000 && populated(dir); ++pass) {
+        std::ifstream procs(dir / "cgroup.procs");  // a kernel before 5.14 has no cgroup.kill
+        for (pid_t pid; procs >> pid;) ::kill(pid, SIGKILL);
+        const timespec pause{0, 10'000'000};
+        nanosleep(&pause, nullptr);
+    }
+    ::rmdir(dir.c_str());
+}
+
+}  // namespace
+
+void end_everything_started_when_gone() {
+    if (std::getenv("LOCKBENCH_CGROUP")) return;
+    const std::optional<fs::path> here = own_cgroup2();
+    if (!here) return;
+    // Left by a lockbench killed while its guard was killed too (scripts/throttle ends what is
+    // in its group): an empty one goes (rmdir refuses one still populated).
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(*here, ec)) {
+        const auto pid = guarded_pid(entry.path().filename().string());
+        if (pid && *pid != getpid() && ::kill(*pid, 0) != 0 && errno == ESRCH) ::rmdir(entry.path().c_str());
+    }
+    const fs::path dir = *here / ("lockbench-" + std::to_string(getpid()));
+    if (::mkdir(dir.c_str(), 0755) != 0) return;
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+        ::rmdir(dir.c_str());
+        return;
+    }
+    const pid_t middle = fork();
+    if (middle < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        ::rmdir(dir.c_str());
+        return;
+    }
+    if (middle == 0) {
+        close(fds[1]);
+        // The guard is the middle one's child, re-parented away when the middle one ends: no
+        // child of ours, so that kill_all_descendants() leaves it to do its part.
+        if (fork() != 0) _exit(0);
+        setsid();  // no terminal's Ctrl-C, no group kill of ours reaches it
+        prctl(PR_SET_NAME, "lockbench-cg");
+        for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) ::signal(sig, SIG_IGN);
+        const int null = open("/dev/null", O_RDWR);
+        for (int fd : {0, 1, 2}) dup2(null, fd);  // holds nobody's pipe open
+        dup2(fds[0], 3);
+        close_range(4, ~0U, 0);
+        char byte;
+        while (read(3, &byte, 1) < 0 && errno == EINTR) {
+        }
+        end_cgroup(dir);
+        _exit(0);
+    }
+    close(fds[0]);
+    waitpid(middle, nullptr, 0);
+    std::ofstream procs(dir / "cgroup.procs");
+    procs << getpid() << std::flush;
+    if (!procs) {
+        close(fds[1]);  // the guard removes the empty cgroup
+        return;
+    }
+    guard_pipe = fds[1];
+    setenv("LOCKBENCH_CGROUP", dir.c_str(), 1);
+}
+
+void keep_guard_across_exec() {
+    if (guard_pipe >= 0) fcntl(guard_pipe, F_SETFD, 0);
 }
 
 namespace {

@@ -68,6 +68,20 @@ void adopt_orphans();
 // zombie is dead: its status stays for whoever waits on it).
 void kill_all_descendants();
 
+// Puts this process, and so everything it starts from here on, in a cgroup of its own
+// (cgroup v2, lockbench-<pid> under the one it is in), watched by a guard that is nobody's
+// child: once this process is gone, however it ended (SIGKILL included), the guard kills
+// whatever is left in the cgroup (cgroup.kill), a daemon that left every group and was
+// re-parented away among them, and removes it. Call it once, at the start, before any other
+// thread and before adopt_orphans(). Where no cgroup v2 hierarchy can be written (no root,
+// none mounted) it does nothing, and adopt_orphans() with kill_all_descendants() remain the
+// way: they cannot run after a SIGKILL. A lockbench started by one that did this
+// (LOCKBENCH_CGROUP set) is already inside: it does nothing.
+void end_everything_started_when_gone();
+// Before an exec that replaces this process (the report): the program it becomes holds the
+// guard's pipe, so the guard waits for that program's end, not this one's.
+void keep_guard_across_exec();
+
 // Installs SIGINT/SIGTERM/SIGHUP handlers that kill every live ChildProcess group, then every
 // descendant (kill_all_descendants), and then re-raise the signal, so an interrupted run leaves
 // nothing behind.

@@ -895,6 +895,34 @@ TEST_F(AdapterChildTest, AnAdaptersDaemonThatLeftItsGroupDoesNotOutliveTheRun) {
     expect_no_sleep_left();
 }
 
+// Even SIGKILL of lockbench, which no handler sees, leaves no daemon running: lockbench and all
+// it starts are in a cgroup of their own, whose guard ends what is left once lockbench is gone
+// (before: the daemon, re-parented away from the killed subreaper, ran on; 1 of 1 left).
+TEST_F(AdapterChildTest, SigkillOfLockbenchLeavesNoDaemonBehind) {
+    auto tool = start_run(10000, "adapters/redis_py_lock.py", "[]", "setsid sleep 1000 &");
+    ASSERT_TRUE(wait_for_both_adapters(*tool)) << tool->finish(1s).describe();
+    const std::string cgroup = read_text("/proc/" + std::to_string(tool->pid()) + "/cgroup");
+    const std::string own = "/lockbench-" + std::to_string(tool->pid()) + "\n";
+    if (cgroup.find(own) == std::string::npos) {
+        ::kill(tool->pid(), SIGKILL);
+        tool->finish(10s);
+        GTEST_SKIP() << "no cgroup v2 lockbench may write here (its cgroups: " << cgroup
+                     << "): a daemon outlives a SIGKILL of lockbench on such a machine";
+    }
+    ASSERT_EQ(::kill(tool->pid(), SIGKILL), 0);
+    tool->finish(10s);
+    expect_no_sleep_left();
+    std::string mount;  // where cgroup2 is mounted, to find the folder "0::/..." names
+    std::istringstream mounts(read_text("/proc/self/mounts"));
+    for (std::string device, point, type, rest; mounts >> device >> point >> type && std::getline(mounts, rest);)
+        if (type == "cgroup2") mount = point;
+    const std::string line = cgroup.substr(cgroup.find("0::/") + 3);
+    const fs::path dir = mount + line.substr(0, line.find('\n'));
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (fs::exists(dir) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(20ms);
+    EXPECT_FALSE(fs::exists(dir)) << "the guard removes its cgroup";
+}
+
 TEST_F(AdapterChildTest, AnAdapterThatFailsLeavesNoChildBehind) {
     const std::string bad = (fs::path(LOCKBENCH_SOURCE_DIR) / "tests" / "data" / "bad_adapter.py").string();
     const Result r = start_run(500, bad + " crash")->finish();

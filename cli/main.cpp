@@ -332,7 +332,7 @@ int cmd_report(const std::string& dir) {
     try {
         check_trees_for_report(dir);
     } catch (const std::exception& e) {
-        std::cerr << "lockbench report: " << e.what() << "\n";
+        std::cerr << "lockbench report: " << message_line(e.what()) << "\n";
         return 2;
     }
     const fs::path script = source_dir() / "analysis" / "report";  // a package, run as a folder
@@ -606,7 +606,7 @@ int cmd_verdict(const VerdictArgs& a) {
         const std::optional<int> ended = report.wait_for(std::chrono::hours(24));
         drawn = ended && WIFEXITED(*ended) && WEXITSTATUS(*ended) == 0;
     } catch (const std::exception& e) {
-        std::cerr << "lockbench: " << e.what() << "\n";
+        std::cerr << "lockbench: " << message_line(e.what()) << "\n";
     }
     if (!drawn) std::cerr << "lockbench: the report of " << opts.out.string() << " failed (see above)\n";
     else std::cout << "report: " << (opts.out / "report.html").string() << " (and report.md)\n";
@@ -1028,7 +1028,7 @@ int main(int argc, char** argv) {
     // A bad command line is bad input like a bad scenario: one line naming the option, exit 2
     // (CLI11's own codes are 104 to 109, and its message takes two lines).
     app.failure_message([](const CLI::App*, const CLI::Error& e) {
-        return "lockbench: " + std::string(e.what()) + " (see lockbench --help)\n";
+        return "lockbench: " + message_line(e.what()) + " (see lockbench --help)\n";
     });
     // What comes first must be a subcommand (or --help): CLI11 would answer anything else with
     // "A subcommand is required", naming neither the word it did not know nor the choices.
@@ -1069,7 +1069,7 @@ int main(int argc, char** argv) {
         for (const Subcommand& c : commands)
             if (c.sub->parsed()) return c.run();
     } catch (const std::exception& e) {
-        std::cerr << "lockbench: " << e.what() << "\n";
+        std::cerr << "lockbench: " << message_line(e.what()) << "\n";
         return 2;
     }
     return 0;

@@ -119,6 +119,18 @@ std::string excerpt_text(const std::string& text, size_t max_chars) {
     return printable_text(std::string_view(text).substr(0, cut)) + "... (" + std::to_string(text.size()) + " characters)";
 }
 
+std::string message_line(std::string_view text, size_t max_chars) {
+    const std::string line = printable_text(text);
+    if (line.size() <= max_chars) return line;
+    const auto boundary = [&](size_t at) {  // not inside a UTF-8 character
+        while (at > 0 && at < line.size() && (static_cast<unsigned char>(line[at]) & 0xC0) == 0x80) --at;
+        return at;
+    };
+    const size_t head = boundary(max_chars * 2 / 3);
+    const size_t tail = boundary(line.size() - max_chars / 4);
+    return line.substr(0, head) + " ... (" + std::to_string(tail - head) + " characters cut) ... " + line.substr(tail);
+}
+
 bool has_unprintable(std::string_view text) {
     for (size_t at = 0; at < text.size();) {
         const CodePoint c = next_code_point(text, at);

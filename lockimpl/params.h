@@ -33,6 +33,10 @@ std::string excerpt_text(const std::string& text, size_t max_chars = 60);  // th
 // kin), line or paragraph separator and zero-width character written as \uXXXX, and every
 // byte that is not UTF-8 as \xHH; all else as it is.
 std::string printable_text(std::string_view text);
+// A message as one line for a person: printable_text, and past `max_chars` its head and its
+// tail with the count of what was cut between them (a 100 KB path is never printed whole,
+// and the end of the line, what went wrong, still shows).
+std::string message_line(std::string_view text, size_t max_chars = 900);
 bool has_unprintable(std::string_view text);  // printable_text would change it
 
 struct ParamSpec {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <set>
 #include <vector>
 
@@ -99,6 +100,14 @@ public:
         return true;
     }
 
+    // Where the parser was when it stopped: the field whose value it was reading ("" at the top).
+    std::string where() const {
+        if (open_.empty()) return "";
+        const Open& in = open_.back();
+        if (in.object) return in.key.empty() ? in.path : join(in.path, in.key);
+        return in.path + "[" + std::to_string(in.index) + "]";
+    }
+
 private:
     struct Open {
         bool object;
@@ -128,12 +137,16 @@ private:
 
 nlohmann::json read_json_input(const std::filesystem::path& file, const JsonInputLimits& limits) {
     const std::string text = read_text(file, limits);
+    Checks checks(file.string(), limits.max_depth);
     try {
-        return nlohmann::json::parse(text, Checks(file.string(), limits.max_depth));
+        return nlohmann::json::parse(text, std::ref(checks));
     } catch (const nlohmann::json::exception& e) {
         // "[json.exception.parse_error.101] parse error at line 1, column 9: ...; last read: '...'"
+        // A number too large (1e400) is named by its field: the parser stops inside that value.
         const std::string what = e.what();
-        throw JsonInputError(file.string() + ": not valid JSON: " + excerpt_text(what.substr(what.find(']') + 2), 160));
+        const std::string field = what.find("number overflow") != std::string::npos ? checks.where() : "";
+        throw JsonInputError(file.string() + ": " + (field.empty() ? "" : field + ": ") +
+                             "not valid JSON: " + excerpt_text(what.substr(what.find(']') + 2), 160));
     }
 }
 

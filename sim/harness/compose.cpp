@@ -370,12 +370,21 @@ LockSelection select_locks(const fs::path& locks_dir, const std::vector<std::str
     for (const std::string& a : asked) {
         const fs::path file = names_file(a) ? fs::path(a) : locks_dir / (a + ".json");
         if (!names_file(a) && !fs::exists(file)) {
-            std::vector<std::string> known;
+            // The names that look alike (one holding the other, or the same first word), not
+            // all 55: `lockbench list` names them all.
+            std::vector<std::string> like;
+            std::size_t known = 0;
+            const std::string word = a.substr(0, a.find_first_of("-+"));
             if (fs::is_directory(locks_dir))
-                for (const LockFile& l : load_lock_folder(locks_dir)) known.push_back(l.name);
-            throw ScenarioError("--lock " + a + ": no lock of that name in " + locks_dir.string() +
-                                (known.empty() ? std::string() : " (known: " + join(known) + ")") +
-                                "; give a lock file's path to run one of your own");
+                for (const LockFile& l : load_lock_folder(locks_dir)) {
+                    ++known;
+                    const bool alike = l.name.find(a) != std::string::npos || a.find(l.name) != std::string::npos ||
+                                       (word.size() >= 3 && l.name.starts_with(word));
+                    if (alike && like.size() < 8) like.push_back(l.name);
+                }
+            throw ScenarioError("--lock " + excerpt_text(a) + ": no lock of that name in " + locks_dir.string() +
+                                (like.empty() ? std::string() : " (like it: " + join(like) + ")") + "; `lockbench list` names all " +
+                                std::to_string(known) + "; give a lock file's path to run one of your own");
         }
         LockFile lock = load_lock_file(file);
         if (!names.insert(lock.name).second) continue;

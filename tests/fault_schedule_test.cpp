@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "sim/engine/fault_schedule.h"
+#include "sim/engine/run_setup.h"
+#include "sim/engine/store.h"
 
 namespace lockbench {
 namespace {
@@ -695,20 +697,44 @@ TEST(RepeatingFault, AnOccurrenceWhoseTargetIsStillPausedIsSkipped) {
     EXPECT_EQ(occurrences(r, "start"), (std::vector<long long>{1, 3}));
 }
 
-TEST(RepeatingFault, AimedAtTheHolderItStrikesWhoeverTheStoreSawEnterLast) {
+// The holder is the client inside its section: an occurrence finding nobody there waits for
+// one (looking every 2 ms) until the next is due, and only then is skipped.
+TEST(RepeatingFault, AimedAtTheHolderItWaitsForAClientInsideItsSection) {
     FaultSpec f = repeating_pause(500, 100);
     f.client.reset();
     f.target = FaultSpec::Target::holder;
     ScheduleRun r({f});
-    r.advance(700);  // no enter yet at 500: skipped
-    r.world.holder = 2;
+    r.advance(700);  // nobody inside from 500 to 700: the occurrence of 500 waits
+    EXPECT_TRUE(r.log.empty());
+    r.world.holder = 2;  // client 2 enters
     r.advance(1200);
-    r.world.holder = 0;
+    r.world.holder.reset();  // and nobody is inside from 1200 on
     r.advance(10'000);
-    EXPECT_EQ(r.log, (Strings{"skipped pause @500", "start pause c2 @1000", "end pause c2 @1100",
-                              "start pause c0 @1500", "end pause c0 @1600"}));
-    EXPECT_EQ(r.lines[0]["why"], "no holder yet");
-    EXPECT_EQ(r.schedule.report()[0]["clients"], nlohmann::json::array({2, 0}));
+    EXPECT_EQ(r.log, (Strings{"start pause c2 @702", "end pause c2 @802", "start pause c2 @1000", "end pause c2 @1100",
+                              "skipped pause @1998"}));
+    EXPECT_EQ(r.lines.back()["why"], "nobody inside a section");
+    EXPECT_EQ(occurrences(r, "start"), (std::vector<long long>{1, 2}));
+    EXPECT_EQ(r.schedule.report()[0]["clients"], nlohmann::json::array({2, 2}));
+}
+
+// The store's log read for the holder: the client of its last record when that is an enter.
+TEST(RepeatingFault, TheHolderIsTheClientWhoseEnterEndsTheStoresLog) {
+    const auto reply = [](std::vector<std::string> records) {
+        Value v;
+        v.type = Value::Type::array;
+        for (auto& r : records) {
+            Value e;
+            e.type = Value::Type::string;
+            e.str = std::move(r);
+            v.elements.push_back(std::move(e));
+        }
+        return v;
+    };
+    EXPECT_EQ(holder_from(reply({R"({"client":3,"kind":"enter","lease":"c3.1","read":0,"seq":7})"})), 3);
+    EXPECT_EQ(holder_from(reply({R"({"client":3,"kind":"exit","lease":"c3.1","seq":9})"})), std::nullopt);
+    EXPECT_EQ(holder_from(reply({})), std::nullopt);  // nobody has entered yet
+    EXPECT_EQ(holder_from(reply({"not json"})), std::nullopt);
+    EXPECT_EQ(store_holder_command().args, (std::vector<std::string>{"LRANGE", StoreKeys{}.log, "-1", "-1"}));
 }
 
 TEST(RepeatingFault, EachOccurrenceLastsItsOwnDrawnLength) {

@@ -83,8 +83,8 @@ public:
     virtual int resolve_node(int node) = 0;
     // How many lock servers there are (a peer link fault cuts one from all the others).
     virtual int node_count() const = 0;
-    // The client whose lease the protected store saw enter last (its lockbench:holder key),
-    // asked when a fault aimed at "holder" fires; none before the first enter.
+    // The client inside its section now (the protected store's log ends with its enter),
+    // asked when a fault aimed at "holder" fires; none while nobody is.
     virtual std::optional<int> current_holder() = 0;
     // The protected store's answer to a command (nullopt: it did not answer within a second),
     // asked directly as current_holder() asks: a fault that lasts until another client enters

@@ -354,6 +354,7 @@ void FaultSchedule::run(const Timer& t, long long now_ns) {
             if (specs_[t.fault].repeats()) fire_repeat(t.fault, now_ns);
             else if (!state_[t.fault].done) fire(t.fault, t.client, now_ns);
             break;
+        case Timer::What::aim_again: strike_repeat(t.fault, aim(t.fault), now_ns); break;
         case Timer::What::resume:
             if (specs_[t.fault].until_another_enters) wait_for_another(t, now_ns);
             else end_pause(t.fault, t.client, now_ns, t.occurrence);
@@ -529,21 +530,38 @@ nlohmann::json FaultSchedule::report() const {
 
 // ---- the repeating nemesis ---------------------------------------------------------------
 
-// One occurrence: aimed (a random client, the holder), skipped when there is no holder yet or
-// its target is still under the previous occurrence, else fired with its drawn length; then
-// the next is booked one drawn interval on, while that is still within the run.
+// One occurrence: aimed (a random client, the holder), its length drawn, the next booked one
+// drawn interval on while that is still within the run; then struck.
 void FaultSchedule::fire_repeat(std::size_t i, long long now_ns) {
     const FaultSpec& f = specs_[i];
     State& s = state_[i];
     ++s.occurrences;
     const std::optional<int> client = aim(i);
     if (f.duration_drawn_ms) s.length_ns = capped_draw_ns(i, now_ns);
+    const long long next_ns = now_ns + draw_ns(i, *f.every_ms);
+    const bool again = before_until(i, next_ns);
+    s.next_ns = again ? next_ns : start_at_ns_ + f.until_ms.value_or(0) * kNsPerMs;
+    if (again) book(next_ns, Timer::What::fire, i, 0);
+    strike_repeat(i, client, now_ns);
+}
+
+// The holder is the client inside its section now (the store's log ends with its enter): an
+// occurrence aimed at it while none is waits for one, looking every 2 ms, until the next
+// occurrence is due, so that a holder is struck inside its section however slow its acquire
+// on this machine; only then is it skipped. One whose target is still under the previous
+// occurrence is skipped; any other fires with its drawn length.
+void FaultSchedule::strike_repeat(std::size_t i, std::optional<int> client, long long now_ns) {
+    const FaultSpec& f = specs_[i];
+    State& s = state_[i];
+    constexpr long long kHolderLookNs = 2 * kNsPerMs;
+    if (!client && f.target == FaultSpec::Target::holder && now_ns + kHolderLookNs < s.next_ns) {
+        book(now_ns + kHolderLookNs, Timer::What::aim_again, i, 0);
+        return;
+    }
     const bool busy = client && (f.node ? !s.in_force.empty() : std::ranges::find(s.in_force, *client) != s.in_force.end());
-    if (!client) log_skipped(now_ns, i, std::nullopt, "no holder yet");
+    if (!client) log_skipped(now_ns, i, std::nullopt, "nobody inside a section");
     else if (busy) log_skipped(now_ns, i, client, "its previous occurrence is still in force");
     else fire(i, *client, now_ns);
-    const long long next_ns = now_ns + draw_ns(i, *f.every_ms);
-    if (before_until(i, next_ns)) book(next_ns, Timer::What::fire, i, 0);
 }
 
 // An occurrence is booked only before until_ms, the first as every other: both worlds then

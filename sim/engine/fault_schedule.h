@@ -15,7 +15,8 @@
 // that one with run_timer(). Every fault's start and end is one nemesis.jsonl line:
 //   {"t_ns":…,"op":"fault","type":"start"|"end"|"failed","fault":"pause","label":"…","client":0}
 // A repeating fault's lines also carry "occurrence" (1, 2, …) and, when drawn, the length;
-// an occurrence that finds no holder yet, or its target still under the previous one, is
+// an occurrence aimed at the holder waits for a client inside its section until the next is
+// due; one that finds none by then, or its target still under the previous one, is
 // skipped: {"type":"skipped","occurrence":3,"why":"…"} (with "client" when it had one).
 // Its draws (intervals, random clients, lengths) come from one Rng per fault, seeded from
 // the run's seed and the fault's index, so the simulator replays them.
@@ -117,10 +118,11 @@ private:
         int occurrences = 0;        // repeating: how often its timer came, skipped or not
         long long skipped = 0;
         long long length_ns = 0;    // repeating: this occurrence's drawn length
+        long long next_ns = 0;      // repeating: when the next occurrence comes (or the run ends)
         Rng rng{0};                 // repeating: its draws
     };
     struct Timer {
-        enum class What { fire, resume, release, heal_links, restart, restart_check, asked_check, until_check, open_start };
+        enum class What { fire, aim_again, resume, release, heal_links, restart, restart_check, asked_check, until_check, open_start };
         long long at_ns = 0;
         What what = What::fire;
         std::size_t fault = 0;
@@ -148,6 +150,7 @@ private:
     void start_counting(std::size_t fault, long long now_ns);
     bool node_coming_back() const;
     void fire_repeat(std::size_t fault, long long now_ns);
+    void strike_repeat(std::size_t fault, std::optional<int> client, long long now_ns);
     std::optional<int> aim(std::size_t fault);
     long long draw_ns(std::size_t fault, const Distribution& d);
     bool before_until(std::size_t fault, long long at_ns) const;

@@ -2,6 +2,8 @@
 
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "sim/engine/store.h"
 #include "sim/engine/workload.h"
 
@@ -24,11 +26,18 @@ WorkerSpec worker_spec(const RunSpec& run, int client, std::uint64_t seed, Insta
 
 Command store_log_command() { return {"LRANGE", StoreKeys{}.log, "0", "-1"}; }
 Command store_counter_command() { return {"GET", StoreKeys{}.counter}; }
-Command store_holder_command() { return {"GET", StoreKeys{}.holder}; }
+// The holder, for a fault aimed at it: the client inside its section now, by the store's own
+// log, whose last record is an enter while a section is open (a write's record comes with its
+// exit, in one script); none while none is.
+Command store_holder_command() { return {"LRANGE", StoreKeys{}.log, "-1", "-1"}; }
 
 std::optional<int> holder_from(const Value& reply) {
-    if (reply.type != Value::Type::string || reply.str.empty()) return std::nullopt;
-    return std::stoi(reply.str);
+    if (reply.type != Value::Type::array || reply.elements.size() != 1) return std::nullopt;
+    const nlohmann::json last = nlohmann::json::parse(reply.elements[0].str, nullptr, false);
+    if (!last.is_object() || last.value("kind", "") != "enter" || !last.contains("client") ||
+        !last.at("client").is_number_integer())
+        return std::nullopt;
+    return last.at("client").get<int>();
 }
 
 long long write_store_log(const std::filesystem::path& run_dir, const Value& log, const Value& counter) {

@@ -32,8 +32,8 @@ WorkerSpec worker_spec(const RunSpec& run, int client, std::uint64_t seed, Insta
 // After the run: the store's commands that read its log and counter back, and writing them out.
 Command store_log_command();
 Command store_counter_command();
-// The client the store saw enter last (StoreKeys::holder), and its reply read: none before
-// the first enter.
+// The client inside its section now (the store's log ends with its enter), and its reply
+// read: none while nobody is.
 Command store_holder_command();
 std::optional<int> holder_from(const Value& reply);
 // Writes the log's records into RUN_DIR/store.jsonl in the store's order; returns the counter.

@@ -10,7 +10,7 @@ namespace {
 // default check's records exactly as before the check was a choice.
 const char* const kEnter = R"lua(
 local read = tonumber(redis.call('get', KEYS[1]) or '0')
-redis.call('set', KEYS[7], ARGV[1])  -- the client that entered last: the nemesis's holder
+redis.call('set', KEYS[7], ARGV[1])  -- the client that entered last
 local t = redis.call('time')
 local e = {kind = 'enter', client = tonumber(ARGV[1]), lease = ARGV[2], read = read,
            t_s = tonumber(t[1]), t_usec = tonumber(t[2])}

@@ -45,7 +45,10 @@ struct StoreKeys {
     std::string log = "lockbench:log";
     std::string fence_max = "lockbench:fence:max";
     std::string fence_lease = "lockbench:fence:lease";
-    // The client that entered last (set by the enter script): the repeating nemesis's holder.
+    // The client that entered last (set by the enter script). No longer what the repeating
+    // nemesis aims at: its holder is the client inside its section, read from the log's last
+    // record (run_setup.h); the key stays for a reader of the store, and the scripts' shape
+    // (the model's native path mirrors them) with it.
     std::string holder = "lockbench:holder";
     std::string token = "lockbench:token";              // check "token": the registered token
     std::string token_lease = "lockbench:token:lease";  // and the lease that registered it

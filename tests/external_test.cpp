@@ -233,6 +233,11 @@ TEST_F(ExternalTest, AnAdapterThatCannotStartFailsTheRunInOneLine) {
                                "/nonexistent/adapter: No such file or directory"),
               std::string::npos)
         << missing.describe();
+    // A command with an '@' of its own: the reason still goes where it belongs.
+    const Result at = run({"run",
+                           scenario(R"({"algorithm": "external", "name": "atlib", "command": ["/nonexistent/a@b"]})").string(),
+                           "--out", out.string()});
+    EXPECT_NE(at.err.find("cannot execute /nonexistent/a@b: No such file or directory"), std::string::npos) << at.describe();
     // A folder to run in that is not there: named, with the reason (before: "exited with
     // status 126 ... it printed nothing").
     const Result no_cwd = run({"run",

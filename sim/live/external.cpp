@@ -128,15 +128,16 @@ ExternalLock::ExternalLock(AdapterSpec spec, std::string key, long long ttl_ms)
     envp.push_back(nullptr);
     const std::string cwd = spec_.cwd.string();
     const std::string err_path = spec_.stderr_path.string();
-    // If exec fails, the child says so in the protocol's own words: {"ready": false, ...}.
+    // If exec fails, the child says so in the protocol's own words: {"ready": false, ...}. The
+    // why goes where the last '@' is (a command or folder may hold one of its own).
     const std::string exec_failed =
         nlohmann::json({{"ready", false}, {"error", "cannot execute " + spec_.command.front() + ": @"}}).dump();
-    const std::string exec_head = exec_failed.substr(0, exec_failed.find('@'));
-    const std::string exec_tail = exec_failed.substr(exec_failed.find('@') + 1) + "\n";
+    const std::string exec_head = exec_failed.substr(0, exec_failed.rfind('@'));
+    const std::string exec_tail = exec_failed.substr(exec_failed.rfind('@') + 1) + "\n";
     const std::string cwd_failed =
         nlohmann::json({{"ready", false}, {"error", "cannot enter its folder (cwd) " + cwd + ": @"}}).dump();
-    const std::string cwd_head = cwd_failed.substr(0, cwd_failed.find('@'));
-    const std::string cwd_tail = cwd_failed.substr(cwd_failed.find('@') + 1) + "\n";
+    const std::string cwd_head = cwd_failed.substr(0, cwd_failed.rfind('@'));
+    const std::string cwd_tail = cwd_failed.substr(cwd_failed.rfind('@') + 1) + "\n";
 
     int in[2], out[2];
     if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) fail(std::string("pipe: ") + std::strerror(errno));

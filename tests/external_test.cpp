@@ -222,39 +222,28 @@ TEST_F(ExternalTest, AnAdapterThatCannotStartFailsTheRunInOneLine) {
         EXPECT_TRUE(!p || p->state == 'Z' || p->comm.find("python") == std::string::npos) << pid;
     }
 
-    // A command that does not exist: the same, naming it.
-    const Result missing = run({"run",
-                                scenario(R"({"algorithm": "external", "name": "nolib", "command": ["/nonexistent/adapter"]})")
-                                    .string(),
-                                "--out", out.string()});
-    EXPECT_EQ(missing.exit_code(), 2) << missing.describe();
-    EXPECT_EQ(lines_of(missing.err).size(), 1u) << missing.describe();
-    EXPECT_NE(missing.err.find("run nolib: adapter nolib (/nonexistent/adapter): not ready: cannot execute "
-                               "/nonexistent/adapter: No such file or directory"),
-              std::string::npos)
-        << missing.describe();
-    // A command with an '@' of its own: the reason still goes where it belongs.
-    const Result at = run({"run",
-                           scenario(R"({"algorithm": "external", "name": "atlib", "command": ["/nonexistent/a@b"]})").string(),
-                           "--out", out.string()});
-    EXPECT_NE(at.err.find("cannot execute /nonexistent/a@b: No such file or directory"), std::string::npos) << at.describe();
-    // A folder to run in that is not there: named, with the reason (before: "exited with
-    // status 126 ... it printed nothing").
-    const Result no_cwd = run({"run",
-                               scenario(R"({"algorithm": "external", "name": "nocwd", "command": ["/bin/true"],
-                                           "cwd": "/nonexistent/folder"})")
-                                   .string(),
-                               "--out", out.string()});
-    EXPECT_EQ(no_cwd.exit_code(), 2) << no_cwd.describe();
-    EXPECT_EQ(lines_of(no_cwd.err).size(), 1u) << no_cwd.describe();
-    EXPECT_NE(no_cwd.err.find("run nocwd: adapter nocwd (/bin/true): not ready: cannot enter its folder (cwd) "
-                              "/nonexistent/folder: No such file or directory"),
-              std::string::npos)
-        << no_cwd.describe();
+    // An adapter that cannot start: exit 2, one line, saying why. A command that does not
+    // exist; one with an '@' of its own (the reason still goes where it belongs); a folder to
+    // run in that is not there (before: "exited with status 126 ... it printed nothing").
+    const auto expect_not_ready = [&](const std::string& run_text, const std::string& line) {
+        const Result r = run({"run", scenario(run_text).string(), "--out", out.string()});
+        EXPECT_EQ(r.exit_code(), 2) << r.describe();
+        EXPECT_EQ(lines_of(r.err).size(), 1u) << r.describe();
+        EXPECT_NE(r.err.find(line), std::string::npos) << r.describe();
+    };
+    expect_not_ready(R"({"algorithm": "external", "name": "nolib", "command": ["/nonexistent/adapter"]})",
+                     "run nolib: adapter nolib (/nonexistent/adapter): not ready: cannot execute "
+                     "/nonexistent/adapter: No such file or directory");
+    expect_not_ready(R"({"algorithm": "external", "name": "atlib", "command": ["/nonexistent/a@b"]})",
+                     "run atlib: adapter atlib (/nonexistent/a@b): not ready: cannot execute /nonexistent/a@b: "
+                     "No such file or directory");
+    expect_not_ready(R"({"algorithm": "external", "name": "nocwd", "command": ["/bin/true"], "cwd": "/nonexistent/folder"})",
+                     "run nocwd: adapter nocwd (/bin/true): not ready: cannot enter its folder (cwd) "
+                     "/nonexistent/folder: No such file or directory");
 }
 
-// The ready line may take max(op timeout, 10 s): a message about it names the wait it had,
-// not the op timeout (here 300 ms) that it did not.
+// The ready line may take max(three op timeouts, 10 s): a message about it names the wait it
+// had, not the op timeout (here 300 ms) that it did not.
 TEST_F(ExternalTest, AnAdapterThatNeverSaysReadyIsToldTheWaitItHad) {
     const fs::path out = dir() / "out";
     const Result r = run({"run", scenario(R"({"algorithm": "external", "name": "mute", "command": ["/bin/sh", "-c", "exec sleep 60"]})",

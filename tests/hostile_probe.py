@@ -79,7 +79,7 @@ class Probe:
             if setup:
                 setup(work)
             argv = [LB] + [a.replace("{w}", work) for a in args]
-            env = dict(os.environ, **{MARK: work})
+            env = dict(os.environ, **{MARK: work, "TMPDIR": work})  # adapters' leftovers stay in work
             started = time.monotonic()
             try:
                 p = subprocess.run(argv, cwd=SRC, env=env, capture_output=True, timeout=timeout)

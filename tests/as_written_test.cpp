@@ -76,6 +76,24 @@ TEST(AsWritten, ALeaseTheStoryNeedsLiveMustNotHaveEndedWhenAnotherEnters) {
     EXPECT_TRUE(not_as_written(record_with_wait(false, false, 10, 140), late, {}).empty());  // not asked for
 }
 
+// keep_holder_ms: a holder let go by the keep's bound or the run's end, before the kept-for
+// client had entered or failed, leaves its late answer meeting nobody: not the story. The
+// kept-for client entering or failing is an outcome.
+TEST(AsWritten, AHolderLetGoBeforeTheKeptForClientAnsweredIsNotTheStory) {
+    const auto kept = [](const std::string& ended) {
+        RunRecord r;
+        r.faults = nlohmann::json::array({{{"label", "link hold until another enters"},
+                                           {"kept", {{{"holder", 2}, {"client", 0}, {"from_ns", 10 * kMs},
+                                                      {"to_ns", 60 * kMs}, {"ended", ended}, {"keep_ms", 50}}}}}});
+        return r;
+    };
+    EXPECT_TRUE(not_as_written(kept("entered"), {}, {}).empty());
+    EXPECT_TRUE(not_as_written(kept("failed"), {}, {}).empty());
+    EXPECT_EQ(not_as_written(kept("bound"), {}, {}),
+              std::vector<std::string>{"link hold until another enters: client 2 was let go after 50 ms before client 0 had entered or failed"});
+    EXPECT_EQ(not_as_written(kept("run ended"), {}, {}).size(), 1u);
+}
+
 TEST(AsWritten, AnAdapterThatFailedBeforeItsFirstOperationNeverStarted) {
     RunHistory h;
     h.events = {event(0, 0, OpKind::acquire)};

@@ -372,6 +372,99 @@ TEST(FaultSchedule, APauseUntilAnotherEntersResumesAfterTheNextEnterOfAnotherCli
     EXPECT_EQ(cut.log, (Strings{"start pause c0 @0", "end pause c0 @70"}));
 }
 
+// held-replies' link: client 0's replies held 50 ms, then until another enters (at most
+// 200), then whoever entered kept in its section for client 0 (at most keep_ms).
+FaultSpec held_replies_keeping(long long keep_ms) {
+    FaultSpec link = at_point(FaultSpec::Kind::link, Point::before_acquire);
+    link.client = 0;
+    link.link_nodes = {0};
+    link.link = LinkFault::hold();
+    link.duration_ms = 50;
+    link.until_another_enters = true;
+    link.max_ms = 200;
+    link.keep_holder_ms = keep_ms;
+    return link;
+}
+
+// Client 0's replies held; client 2 enters at 60 ms, so they are let go at the next look
+// (62) and client 2 becomes the holder kept for client 0.
+ScheduleRun& keep_client_2(ScheduleRun& r) {
+    EXPECT_EQ(r.schedule.reach(0, Point::before_acquire, 0), FaultSchedule::Answer::go);  // its next try counts
+    r.advance(60);
+    EXPECT_EQ(r.schedule.reach(1, Point::before_release, 60 * kMs), FaultSchedule::Answer::go);  // nobody kept yet
+    r.world.store_log.push_back(R"({"kind":"enter","client":2})");
+    r.advance(62);
+    EXPECT_EQ(r.log, (Strings{"start link c0 @0", "end link c0 @62"}));
+    EXPECT_EQ(r.schedule.reach(2, Point::before_release, 63 * kMs), FaultSchedule::Answer::held);
+    EXPECT_EQ(r.world.calls.back(), "hold 2");
+    return r;
+}
+
+// The client whose enter ended the wait stays in its section until client 0 has entered (the
+// store's log) or is back at before_acquire (its acquire failed), or the keep's bound; its
+// record says which. Other clients leave as they like; it is kept once.
+TEST(FaultSchedule, KeepHolderKeepsWhoeverEnteredUntilTheHeldClientEntersOrFails) {
+    ScheduleRun entered({held_replies_keeping(100)});
+    keep_client_2(entered);
+    entered.advance(70);
+    EXPECT_EQ(entered.world.calls.back(), "hold 2");
+    EXPECT_EQ(entered.schedule.reach(1, Point::before_release, 70 * kMs), FaultSchedule::Answer::go);
+    entered.world.store_log.push_back(R"({"kind":"enter","client":1})");  // not client 0: still kept
+    entered.advance(74);
+    EXPECT_EQ(entered.world.calls.back(), "hold 2");
+    entered.world.store_log.push_back(R"({"kind":"enter","client":0})");
+    entered.advance(80);
+    EXPECT_EQ(entered.world.calls.back(), "let_go 2");
+    const auto kept = entered.schedule.report()[0]["kept"];
+    ASSERT_EQ(kept.size(), 1u);
+    EXPECT_EQ(kept[0]["holder"], 2);
+    EXPECT_EQ(kept[0]["ended"], "entered");
+    EXPECT_EQ(kept[0]["from_ns"], 62 * kMs);
+    EXPECT_EQ(kept[0]["to_ns"], 76 * kMs);
+    EXPECT_EQ(entered.schedule.reach(2, Point::before_release, 90 * kMs), FaultSchedule::Answer::disarm);  // once
+    EXPECT_TRUE(entered.schedule.spent());
+
+    ScheduleRun failed({held_replies_keeping(100)});
+    keep_client_2(failed);
+    EXPECT_EQ(failed.schedule.reach(0, Point::before_acquire, 70 * kMs), FaultSchedule::Answer::disarm);
+    failed.advance(70);
+    EXPECT_EQ(failed.world.calls.back(), "let_go 2");
+    EXPECT_EQ(failed.schedule.report()[0]["kept"][0]["ended"], "failed");
+
+    ScheduleRun bound({held_replies_keeping(100)});
+    keep_client_2(bound);
+    bound.advance(161);
+    EXPECT_EQ(bound.world.calls.back(), "hold 2");
+    EXPECT_FALSE(bound.schedule.spent());
+    bound.advance(162);
+    EXPECT_EQ(bound.world.calls.back(), "let_go 2");
+    EXPECT_EQ(bound.schedule.report()[0]["kept"][0]["ended"], "bound");
+
+    ScheduleRun cut({held_replies_keeping(100)});
+    keep_client_2(cut);
+    cut.schedule.heal(100 * kMs);
+    EXPECT_EQ(cut.world.calls.back(), "let_go 2");
+    EXPECT_EQ(cut.schedule.report()[0]["kept"][0]["ended"], "run ended");
+
+    ScheduleRun holder_gone({held_replies_keeping(100)});
+    keep_client_2(holder_gone);
+    holder_gone.schedule.client_gone(2, 70 * kMs);
+    holder_gone.advance(200);
+    EXPECT_EQ(holder_gone.world.calls.back(), "hold 2");  // nobody to let go
+    EXPECT_EQ(holder_gone.schedule.report()[0]["kept"][0]["ended"], "gone");
+}
+
+// Nobody entered while the replies were held: nobody is kept, and nobody waits at its leaving.
+TEST(FaultSchedule, KeepHolderKeepsNobodyWhenNobodyEntered) {
+    ScheduleRun r({held_replies_keeping(100)});
+    r.schedule.reach(0, Point::before_acquire, 0);
+    r.advance(300);
+    EXPECT_EQ(r.log, (Strings{"start link c0 @0", "end link c0 @200"}));
+    EXPECT_EQ(r.schedule.reach(1, Point::before_release, 300 * kMs), FaultSchedule::Answer::disarm);
+    EXPECT_FALSE(r.schedule.report()[0].contains("kept"));
+    EXPECT_TRUE(r.schedule.spent());
+}
+
 TEST(FaultSchedule, AClientThatIsGoneLetsTheOthersAtItsGateGo) {
     FaultSpec gate = at_point(FaultSpec::Kind::gate, Point::before_write);
     gate.count = 3;

@@ -65,6 +65,20 @@ void check_waits(const RunRecord& r, const RunHistory& h, const Json& fault, std
     }
 }
 
+// The holders a fault with keep_holder_ms kept (FaultSchedule::report's "kept"): its bound
+// or the run's end let the holder go before the kept-for client's acquire had answered, so
+// its answer met no lock anyone was kept holding.
+void check_kept(const Json& fault, std::vector<std::string>& out) {
+    const std::string label = fault.value("label", std::string("a fault"));
+    for (const Json& k : fault.value("kept", Json::array())) {
+        const std::string ended = k.value("ended", std::string());
+        if (ended != "bound" && ended != "run ended") continue;
+        out.push_back(label + ": client " + std::to_string(k.value("holder", 0)) + " was let go " +
+                      (ended == "bound" ? "after " + std::to_string(k.value("keep_ms", 0LL)) + " ms" : "by the run's end") +
+                      " before client " + std::to_string(k.value("client", 0)) + " had entered or failed");
+    }
+}
+
 }  // namespace
 
 bool is_precondition(const Expectation& x) { return x.metric == "faults_injected"; }
@@ -75,7 +89,10 @@ std::vector<std::string> not_as_written(const RunRecord& r, const RunHistory& h,
         if (is_precondition(x) && !x.holds(static_cast<double>(r.faults_injected)))
             out.push_back("its faults did not all fire: " + x.text() + " (got " + std::to_string(r.faults_injected) + ")");
     out.insert(out.end(), r.unmet.begin(), r.unmet.end());
-    for (const Json& fault : r.faults) check_waits(r, h, fault, out);
+    for (const Json& fault : r.faults) {
+        check_waits(r, h, fault, out);
+        check_kept(fault, out);
+    }
     for (const ClientFailure& f : failed) {
         const bool started = std::ranges::any_of(h.events, [&](const ClientEvent& e) { return e.client == f.client; });
         if (!started) out.push_back("client " + std::to_string(f.client) + "'s adapter did not start: " + f.error);

@@ -10,6 +10,7 @@
 //   the schedule ─── FaultSchedule::unmet(): the start, restarts, waits that never counted
 //   the windows ──── each wait a bound ended: did another client try to acquire meanwhile?
 //   the lease ────── a wait with "lease_live": did the other enter within the holder's TTL?
+//   the keep ─────── keep_holder_ms: did the kept-for client answer while the holder was kept?
 //   the adapters ─── a client that failed with nothing in its history never started
 #pragma once
 

@@ -140,6 +140,7 @@ void parse_until(Fields& f, FaultSpec& s, const WorkloadSpec& w) {
     if (!f.get("until")) {
         if (f.get("max_ms")) f.fail(f.at("max_ms"), "only a fault with \"until\" has a max_ms");
         if (f.get("lease_live")) f.fail(f.at("lease_live"), "only a fault with \"until\" waits for another to enter");
+        if (f.get("keep_holder_ms")) f.fail(f.at("keep_holder_ms"), "only a fault with \"until\" has another client to keep");
         return;
     }
     const std::string until = f.string("until", "");
@@ -151,6 +152,10 @@ void parse_until(Fields& f, FaultSpec& s, const WorkloadSpec& w) {
     s.lease_live = f.value<bool>("lease_live", false, [](const auto& x) { return x.is_boolean(); }, "true or false");
     if (!f.get("max_ms")) f.fail(f.at("max_ms"), "required with \"until\": the longest the fault lasts");
     s.max_ms = f.integer("max_ms", 0, 1, w.duration_ms, run_ends(w));
+    if (f.get("keep_holder_ms")) {
+        if (!f.get("client")) f.fail(f.at("client"), "required with \"keep_holder_ms\": the client whose acquire the holder waits for");
+        s.keep_holder_ms = f.integer("keep_holder_ms", 0, 1, w.duration_ms, run_ends(w));
+    }
     if (s.kind == FaultSpec::Kind::link && !f.get("duration_ms"))
         f.fail(f.at("duration_ms"), "required with \"until\": how long the link fault lasts at the least");
     if (s.kind != FaultSpec::Kind::gate && f.get("duration_ms") && f.get("duration_ms")->is_number_integer() &&

@@ -45,6 +45,11 @@ std::vector<std::string> FaultSchedule::armed_points() const {
     std::vector<std::string> names;
     for (const auto& f : specs_)
         if (f.point) names.push_back(point_name(*f.point));
+    for (const auto& f : specs_)
+        if (f.keep_holder_ms) {  // the holder's leaving, the kept-for client's next try
+            names.push_back(point_name(Point::before_release));
+            names.push_back(point_name(Point::before_acquire));
+        }
     if (start_after_) {
         names.push_back(point_name(Point::before_acquire));
         names.push_back(point_name(start_after_->point));
@@ -87,7 +92,7 @@ FaultSchedule::Answer FaultSchedule::reach(int client, Point point, long long no
         if (killed(client)) return Answer::killed;
     }
     // After its faults: the start opens even when a gate holds this client there.
-    if (start_holds(client, point, now_ns) || !answer) return Answer::held;
+    if (start_holds(client, point, now_ns) || !answer || keep_holds(client, point, now_ns)) return Answer::held;
     return armed_at(client, point) || start_waits_for(client, point) ? Answer::go : Answer::disarm;
 }
 
@@ -141,7 +146,8 @@ std::vector<std::size_t> FaultSchedule::due_at(int client, Point point) {
 
 bool FaultSchedule::armed_at(int client, Point point) const {
     for (std::size_t i = 0; i < specs_.size(); ++i)
-        if (!state_[i].done && specs_[i].point == point && (!specs_[i].client || *specs_[i].client == client))
+        if ((!state_[i].done && specs_[i].point == point && (!specs_[i].client || *specs_[i].client == client)) ||
+            keep_armed(i, client, point))
             return true;
     return false;
 }
@@ -260,7 +266,7 @@ void FaultSchedule::check_end(std::size_t i, int client, long long now_ns) {
     State& s = state_[i];
     if (!s.waiting) return;  // ended already (the run was healed, or its gated client is gone)
     start_counting(i, now_ns);
-    const bool entered = another_entered(client, s.log_mark);
+    const bool entered = entered_since(s.log_mark, client).has_value();
     if (!entered && (!s.counting_from_ns || now_ns < s.hold_ends_ns)) {
         const long long next_ns = now_ns + kHoldPollNs;
         book(s.counting_from_ns ? std::min(next_ns, s.hold_ends_ns) : next_ns, Timer::What::until_check, i, client);
@@ -285,6 +291,11 @@ void FaultSchedule::end_waiting(std::size_t i, int client, long long now_ns, boo
                              {"bound", by_bound}});
     }
     s.counting_from_ns.reset();
+    if (specs_[i].keep_holder_ms) {
+        const auto holder = by_bound ? std::nullopt : entered_since(s.log_mark, client);
+        if (holder) begin_keep(i, *holder, now_ns);
+        else s.keep_over = true;  // nobody entered: nobody to keep
+    }
     switch (specs_[i].kind) {
         case FaultSpec::Kind::gate:
             std::erase(state_[i].held, client);
@@ -295,14 +306,80 @@ void FaultSchedule::end_waiting(std::size_t i, int client, long long now_ns, boo
     }
 }
 
-bool FaultSchedule::another_entered(int client, long long log_mark) {
+// The first client (not `other_than`; only `only`, if given) whose enter the store's log
+// shows after `log_mark`.
+std::optional<int> FaultSchedule::entered_since(long long log_mark, int other_than, std::optional<int> only) {
     const auto records = world_.ask_store({"LRANGE", StoreKeys{}.log, std::to_string(log_mark), "-1"});
-    if (!records) return false;
+    if (!records) return std::nullopt;
     for (const Value& r : records->elements) {
         const auto j = nlohmann::json::parse(r.str, nullptr, false);
-        if (j.is_object() && j.value("kind", "") == "enter" && j.value("client", client) != client) return true;
+        if (!j.is_object() || j.value("kind", "") != "enter" || !j.contains("client") || !j.at("client").is_number_integer())
+            continue;
+        const int c = j.at("client").get<int>();
+        if (c != other_than && (!only || c == *only)) return c;
     }
-    return false;
+    return std::nullopt;
+}
+
+// ---- keep_holder_ms: the holder stays until the late answer has come ---------------------
+
+// The client that entered stays in its section: held when it reaches its before_release,
+// until the fault's client has entered (the store's log, read every couple of milliseconds)
+// or is back at its before_acquire (its acquire failed), or keep_holder_ms is up.
+void FaultSchedule::begin_keep(std::size_t i, int holder, long long now_ns) {
+    State& s = state_[i];
+    s.keeping = holder;
+    s.keep_from_ns = now_ns;
+    const auto length = world_.ask_store({"LLEN", StoreKeys{}.log});
+    s.keep_mark = length && length->type == Value::Type::integer ? length->integer : 0;
+    book(now_ns + kHoldPollNs, Timer::What::keep_check, i, holder);
+}
+
+bool FaultSchedule::keep_armed(std::size_t i, int client, Point point) const {
+    const FaultSpec& f = specs_[i];
+    if (!f.keep_holder_ms || state_[i].keep_over) return false;
+    const bool kept_for = client == f.client.value_or(0);
+    return (point == Point::before_release && !kept_for) || (point == Point::before_acquire && kept_for);
+}
+
+bool FaultSchedule::keep_holds(int client, Point point, long long now_ns) {
+    bool hold = false;
+    for (std::size_t i = 0; i < specs_.size(); ++i) {
+        State& s = state_[i];
+        if (!s.keeping) continue;
+        if (point == Point::before_release && client == *s.keeping && !s.keep_held) {
+            s.keep_held = true;
+            world_.hold(client);
+            hold = true;
+        } else if (point == Point::before_acquire && client == specs_[i].client.value_or(0)) {
+            end_keep(i, now_ns, "failed");  // its acquire answered: no lock
+        }
+    }
+    return hold;
+}
+
+void FaultSchedule::check_keep(std::size_t i, long long now_ns) {
+    State& s = state_[i];
+    if (!s.keeping) return;
+    const int kept_for = specs_[i].client.value_or(0);
+    const long long ends_ns = s.keep_from_ns + specs_[i].keep_holder_ms * kNsPerMs;
+    if (entered_since(s.keep_mark, -1, kept_for)) return end_keep(i, now_ns, "entered");
+    if (now_ns >= ends_ns) return end_keep(i, now_ns, "bound");
+    book(std::min(now_ns + kHoldPollNs, ends_ns), Timer::What::keep_check, i, *s.keeping);
+}
+
+// Its record says how it ended: "entered", "failed" (the kept-for client's acquire), "bound",
+// "gone" (a client of the two gone), "run ended"; as_written.cpp reads it.
+void FaultSchedule::end_keep(std::size_t i, long long now_ns, const char* how) {
+    State& s = state_[i];
+    if (!s.keeping) return;
+    kept_.resize(specs_.size());
+    kept_[i].push_back({{"holder", *s.keeping}, {"client", specs_[i].client.value_or(0)}, {"from_ns", s.keep_from_ns},
+                        {"to_ns", now_ns}, {"ended", how}, {"keep_ms", specs_[i].keep_holder_ms}});
+    if (s.keep_held) book(now_ns, Timer::What::let_holder_go, i, *s.keeping);
+    s.keeping.reset();
+    s.keep_held = false;
+    s.keep_over = true;
 }
 
 // Holds clients at the point until `count` are there, then lets them go `stagger_ms` apart.
@@ -365,6 +442,8 @@ void FaultSchedule::run(const Timer& t, long long now_ns) {
             else heal_link(t.fault, t.client, now_ns, t.occurrence);
             break;
         case Timer::What::until_check: check_end(t.fault, t.client, now_ns); break;
+        case Timer::What::keep_check: check_keep(t.fault, now_ns); break;
+        case Timer::What::let_holder_go: world_.let_go(t.client); break;
         case Timer::What::open_start:
             // Its bound, not its client: the others set out into a story that did not begin.
             if (!start_open_)
@@ -433,6 +512,9 @@ void FaultSchedule::client_gone(int gone, long long now_ns) {
     if (start_after_ && gone == start_after_->client) open_start(now_ns);  // it will get nowhere now
     for (std::size_t i = 0; i < specs_.size(); ++i) {
         State& s = state_[i];
+        if (s.keeping && *s.keeping == gone) s.keep_held = false;  // nobody to let go
+        if (s.keeping && (*s.keeping == gone || specs_[i].client.value_or(0) == gone)) end_keep(i, now_ns, "gone");
+        if (specs_[i].keep_holder_ms && specs_[i].client.value_or(0) == gone) s.keep_over = true;  // nobody to keep for
         if (std::erase(s.held, gone) == 0) continue;
         for (int c : s.held) release(i, c, now_ns);
         s.held.clear();
@@ -445,11 +527,13 @@ void FaultSchedule::client_gone(int gone, long long now_ns) {
 // A node that is down stays down: the run is over.
 void FaultSchedule::heal(long long now_ns) {
     healing_ = true;  // what ends now ends with the run: no wait begins to count
+    for (std::size_t i = 0; i < specs_.size(); ++i) end_keep(i, now_ns, "run ended");  // its let-go timer runs below
     for (Timer& t : timers_) {
         if (!t.pending) continue;
         t.pending = false;
         if (t.what == Timer::What::resume) end_pause(t.fault, t.client, now_ns, t.occurrence);
         if (t.what == Timer::What::release) release(t.fault, t.client, now_ns);
+        if (t.what == Timer::What::let_holder_go) world_.let_go(t.client);
         if (t.what == Timer::What::heal_links) heal_link(t.fault, t.client, now_ns, t.occurrence);
         if (t.what == Timer::What::until_check && state_[t.fault].waiting) end_waiting(t.fault, t.client, now_ns, true);
         if (t.what == Timer::What::restart_check) restart_outcome(Timer(t), world_.restarted(state_[t.fault].node, true), now_ns);
@@ -500,6 +584,7 @@ bool FaultSchedule::spent() const {
         const FaultSpec& f = specs_[i];
         const State& s = state_[i];
         if (!s.done || !s.in_force.empty() || !s.held.empty() || f.repeats()) return false;
+        if (f.keep_holder_ms && !s.keep_over) return false;
         // A client's stepped clock stays off the others' (locks that compare clients' clocks
         // feel it on every cycle), and a drifting clock drifts on; a lock node's step acts
         // once, when it expires what it expires: after it, keys are set and expire by the
@@ -524,6 +609,7 @@ nlohmann::json FaultSchedule::report() const {
         if (specs_[i].repeats()) out.back()["skipped"] = state_[i].skipped;
         if (i < waits_.size() && !waits_[i].empty()) out.back()["waits"] = waits_[i];
         if (specs_[i].lease_live) out.back()["lease_live"] = true;
+        if (i < kept_.size() && !kept_[i].empty()) out.back()["kept"] = kept_[i];
     }
     return out;
 }

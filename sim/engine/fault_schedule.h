@@ -120,9 +120,16 @@ private:
         long long length_ns = 0;    // repeating: this occurrence's drawn length
         long long next_ns = 0;      // repeating: when the next occurrence comes (or the run ends)
         Rng rng{0};                 // repeating: its draws
+        // keep_holder_ms: the client that entered, kept until the fault's client enters or
+        // fails; its log mark and start, and whether it is held at its before_release now.
+        bool keep_over = false;     // kept and let go, or nobody to keep
+        std::optional<int> keeping;
+        long long keep_mark = 0;
+        long long keep_from_ns = 0;
+        bool keep_held = false;
     };
     struct Timer {
-        enum class What { fire, aim_again, resume, release, heal_links, restart, restart_check, asked_check, until_check, open_start };
+        enum class What { fire, aim_again, resume, release, heal_links, restart, restart_check, asked_check, until_check, keep_check, let_holder_go, open_start };
         long long at_ns = 0;
         What what = What::fire;
         std::size_t fault = 0;
@@ -146,7 +153,12 @@ private:
     void check_end(std::size_t fault, int client, long long now_ns);
     void end_waiting(std::size_t fault, int client, long long now_ns, bool by_bound);
     void mark_store_log(std::size_t fault);
-    bool another_entered(int client, long long log_mark);
+    std::optional<int> entered_since(long long log_mark, int other_than, std::optional<int> only = std::nullopt);
+    void begin_keep(std::size_t fault, int holder, long long now_ns);
+    bool keep_holds(int client, Point point, long long now_ns);
+    void check_keep(std::size_t fault, long long now_ns);
+    void end_keep(std::size_t fault, long long now_ns, const char* how);
+    bool keep_armed(std::size_t fault, int client, Point point) const;
     void start_counting(std::size_t fault, long long now_ns);
     bool node_coming_back() const;
     void fire_repeat(std::size_t fault, long long now_ns);
@@ -181,6 +193,7 @@ private:
     std::vector<std::string> unmet_;
     bool healing_ = false;
     std::vector<std::vector<nlohmann::json>> waits_;  // per fault: its waits (report())
+    std::vector<std::vector<nlohmann::json>> kept_;   // per fault: the holders it kept (report())
     FaultActuator& world_;
     LogSink log_;
     TimerBooked booked_;

@@ -44,6 +44,13 @@ struct FaultSpec {
     // that forgot the lock, not a lease that ran out): an enter after its TTL makes the run
     // not as written (as_written.h).
     bool lease_live = false;
+    // "keep_holder_ms": once another client has entered and the fault ends, that client stays
+    // in its section (held at its before_release) until this fault's client has entered too
+    // (the store's log says so) or its acquire has failed (it is back at before_acquire): the
+    // forced form of "its late answer meets a lock someone holds". At most this long, and
+    // only while the holder's lease is live: either running out first makes the run not as
+    // written (as_written.h).
+    long long keep_holder_ms = 0;
     long long jump_ms = 0;           // clock: step the wall clock by this much (negative: back)
     std::optional<double> rate;      // clock: then let it run this many seconds per second
     // clock: a lock node's clock rather than a client's; crash: the node; pause: a lock

@@ -94,6 +94,29 @@ TEST(AsWritten, AHolderLetGoBeforeTheKeptForClientAnsweredIsNotTheStory) {
     EXPECT_EQ(not_as_written(kept("run ended"), {}, {}).size(), 1u);
 }
 
+// A fault that lasted past its max_ms by more than a tenth of it (at least 50 ms), or a holder
+// kept past its keep_holder_ms so, was the stalled nemesis's, not the case's.
+TEST(AsWritten, AFaultTheNemesisEndedLatePastItsBoundIsNotTheStory) {
+    const auto waited = [](long long late_ms) {
+        RunRecord r;
+        r.faults = nlohmann::json::array({{{"label", "link hold"}, {"max_ms", 2600},
+                                           {"waits", {{{"client", 0}, {"from_ns", 0}, {"to_ns", 10 * kMs}, {"bound", false},
+                                                       {"late_ns", late_ms * kMs}}}}}});
+        return r;
+    };
+    EXPECT_TRUE(not_as_written(waited(0), {}, {}).empty());
+    EXPECT_TRUE(not_as_written(waited(260), {}, {}).empty());
+    EXPECT_EQ(not_as_written(waited(1022), {}, {}),
+              std::vector<std::string>{"link hold: it lasted 1022 ms past its 2600 ms at most (the nemesis ran late: a stalled machine)"});
+    RunRecord kept;
+    kept.faults = nlohmann::json::array({{{"label", "link hold"},
+                                          {"kept", {{{"holder", 2}, {"client", 0}, {"ended", "entered"}, {"keep_ms", 100},
+                                                     {"late_ns", 51 * kMs}}}}}});
+    EXPECT_EQ(not_as_written(kept, {}, {}).size(), 1u);
+    kept.faults[0]["kept"][0]["late_ns"] = 50 * kMs;  // a short keep: 50 ms still on time
+    EXPECT_TRUE(not_as_written(kept, {}, {}).empty());
+}
+
 TEST(AsWritten, AnAdapterThatFailedBeforeItsFirstOperationNeverStarted) {
     RunHistory h;
     h.events = {event(0, 0, OpKind::acquire)};

@@ -454,6 +454,27 @@ TEST(FaultSchedule, KeepHolderKeepsWhoeverEnteredUntilTheHeldClientEntersOrFails
     EXPECT_EQ(holder_gone.schedule.report()[0]["kept"][0]["ended"], "gone");
 }
 
+// How far past its bound the nemesis ended a wait or a keep (its timers run late on a stalled
+// machine) is recorded; on time, nothing.
+TEST(FaultSchedule, AWaitOrAKeepEndedLateSaysByHowMuch) {
+    ScheduleRun on_time({held_replies_keeping(100)});
+    keep_client_2(on_time);
+    on_time.advance(200);
+    EXPECT_EQ(on_time.schedule.report()[0]["waits"][0]["late_ns"], 0);
+    EXPECT_EQ(on_time.schedule.report()[0]["max_ms"], 200);
+    EXPECT_EQ(on_time.schedule.report()[0]["kept"][0]["late_ns"], 0);
+
+    ScheduleRun late({held_replies_keeping(100)});
+    late.schedule.reach(0, Point::before_acquire, 0);
+    late.schedule.run_due(330 * kMs);  // its 50 ms duration's timer runs at 330: the machine stalled
+    late.world.store_log.push_back(R"({"kind":"enter","client":2})");
+    late.advance(334);  // the next look sees the enter: 332 ms in all, at most 200
+    EXPECT_EQ(late.schedule.report()[0]["waits"][0]["late_ns"], 132 * kMs);
+    late.schedule.run_due(500 * kMs);  // the keep's 100 ms bound, looked at 168 ms after it began
+    EXPECT_EQ(late.schedule.report()[0]["kept"][0]["ended"], "bound");
+    EXPECT_EQ(late.schedule.report()[0]["kept"][0]["late_ns"], 68 * kMs);
+}
+
 // Nobody entered while the replies were held: nobody is kept, and nobody waits at its leaving.
 TEST(FaultSchedule, KeepHolderKeepsNobodyWhenNobodyEntered) {
     ScheduleRun r({held_replies_keeping(100)});

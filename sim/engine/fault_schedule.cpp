@@ -159,6 +159,7 @@ bool FaultSchedule::fire(std::size_t i, int client, long long now_ns) {
     const FaultSpec& f = specs_[i];
     State& s = state_[i];
     s.fired_on.push_back(client);
+    s.fired_ns = now_ns;
     s.done = f.kind != FaultSpec::Kind::gate && !f.repeats();  // a gate fires once per client it holds
     if (f.node) s.node = world_.resolve_node(*f.node);  // "leader": whoever leads now
     switch (f.kind) {
@@ -214,6 +215,7 @@ bool FaultSchedule::hold_until_another_enters(std::size_t i, int client, long lo
     s.held.push_back(client);
     world_.hold(client);
     s.waiting = true;
+    s.wait_began_ns = now_ns;
     mark_store_log(i);
     s.bound_left_ns = specs_[i].max_ms * kNsPerMs;
     start_counting(i, now_ns);
@@ -256,6 +258,7 @@ void FaultSchedule::heal_link(std::size_t i, int client, long long now_ns, std::
 void FaultSchedule::wait_for_another(const Timer& t, long long now_ns) {
     State& s = state_[t.fault];
     s.waiting = true;
+    s.wait_began_ns = now_ns;
     mark_store_log(t.fault);
     s.bound_left_ns = (specs_[t.fault].max_ms - specs_[t.fault].duration_ms) * kNsPerMs;
     start_counting(t.fault, now_ns);
@@ -287,8 +290,12 @@ void FaultSchedule::end_waiting(std::size_t i, int client, long long now_ns, boo
         unmet_.push_back(specs_[i].label() + ": a crashed node was still coming back when the run ended");
     } else {
         waits_.resize(specs_.size());
+        // How far past max_ms it lasted, the wait for a crashed node aside: the nemesis's own
+        // lateness (a stalled machine), which as_written.cpp judges.
+        const long long deferred_ns = s.counting_from_ns.value_or(now_ns) - s.wait_began_ns;
+        const long long late_ns = now_ns - s.fired_ns - deferred_ns - specs_[i].max_ms * kNsPerMs;
         waits_[i].push_back({{"client", client}, {"from_ns", s.counting_from_ns.value_or(now_ns)}, {"to_ns", now_ns},
-                             {"bound", by_bound}});
+                             {"bound", by_bound}, {"late_ns", std::max(0LL, late_ns)}});
     }
     s.counting_from_ns.reset();
     if (specs_[i].keep_holder_ms) {
@@ -374,8 +381,10 @@ void FaultSchedule::end_keep(std::size_t i, long long now_ns, const char* how) {
     State& s = state_[i];
     if (!s.keeping) return;
     kept_.resize(specs_.size());
+    const long long late_ns = now_ns - s.keep_from_ns - specs_[i].keep_holder_ms * kNsPerMs;
     kept_[i].push_back({{"holder", *s.keeping}, {"client", specs_[i].client.value_or(0)}, {"from_ns", s.keep_from_ns},
-                        {"to_ns", now_ns}, {"ended", how}, {"keep_ms", specs_[i].keep_holder_ms}});
+                        {"to_ns", now_ns}, {"ended", how}, {"keep_ms", specs_[i].keep_holder_ms},
+                        {"late_ns", std::max(0LL, late_ns)}});
     if (s.keep_held) book(now_ns, Timer::What::let_holder_go, i, *s.keeping);
     s.keeping.reset();
     s.keep_held = false;
@@ -609,6 +618,7 @@ nlohmann::json FaultSchedule::report() const {
         if (specs_[i].repeats()) out.back()["skipped"] = state_[i].skipped;
         if (i < waits_.size() && !waits_[i].empty()) out.back()["waits"] = waits_[i];
         if (specs_[i].lease_live) out.back()["lease_live"] = true;
+        if (specs_[i].until_another_enters) out.back()["max_ms"] = specs_[i].max_ms;
         if (i < kept_.size() && !kept_[i].empty()) out.back()["kept"] = kept_[i];
     }
     return out;

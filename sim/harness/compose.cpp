@@ -60,7 +60,7 @@ Json scaled_workload(Json w, double k) {
 Json scaled_faults(Json faults, double k) {
     for (Json& f : faults)
         scale_fields(f, {"at_ms", "duration_ms", "every_ms", "until_ms", "restart_after_ms", "jump_ms", "stagger_ms", "max_ms",
-                         "latency_ms", "jitter_ms"}, k);
+                         "keep_holder_ms", "latency_ms", "jitter_ms"}, k);
     return faults;
 }
 

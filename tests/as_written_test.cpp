@@ -92,6 +92,9 @@ TEST(AsWritten, AHolderLetGoBeforeTheKeptForClientAnsweredIsNotTheStory) {
     EXPECT_EQ(not_as_written(kept("bound"), {}, {}),
               std::vector<std::string>{"link hold until another enters: client 2 was let go after 50 ms before client 0 had entered or failed"});
     EXPECT_EQ(not_as_written(kept("run ended"), {}, {}).size(), 1u);
+    EXPECT_EQ(not_as_written(kept("holder gone"), {}, {}).size(), 1u);
+    EXPECT_EQ(not_as_written(kept("nobody inside"), {}, {}).size(), 1u);
+    EXPECT_TRUE(not_as_written(kept("client gone"), {}, {}).empty());  // its adapter's failure says it
 }
 
 // A fault that lasted past its max_ms by more than a tenth of it (at least 50 ms), or a holder

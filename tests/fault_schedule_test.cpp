@@ -393,6 +393,7 @@ ScheduleRun& keep_client_2(ScheduleRun& r) {
     r.advance(60);
     EXPECT_EQ(r.schedule.reach(1, Point::before_release, 60 * kMs), FaultSchedule::Answer::go);  // nobody kept yet
     r.world.store_log.push_back(R"({"kind":"enter","client":2})");
+    r.world.holder = 2;  // the log ends with its enter: it is inside its section
     r.advance(62);
     EXPECT_EQ(r.log, (Strings{"start link c0 @0", "end link c0 @62"}));
     EXPECT_EQ(r.schedule.reach(2, Point::before_release, 63 * kMs), FaultSchedule::Answer::held);
@@ -451,7 +452,44 @@ TEST(FaultSchedule, KeepHolderKeepsWhoeverEnteredUntilTheHeldClientEntersOrFails
     holder_gone.schedule.client_gone(2, 70 * kMs);
     holder_gone.advance(200);
     EXPECT_EQ(holder_gone.world.calls.back(), "hold 2");  // nobody to let go
-    EXPECT_EQ(holder_gone.schedule.report()[0]["kept"][0]["ended"], "gone");
+    EXPECT_EQ(holder_gone.schedule.report()[0]["kept"][0]["ended"], "holder gone");
+}
+
+// The client kept is whoever is inside its section when the wait ends, not the first to have
+// entered: a late look may find that one gone, and then nobody is kept, which is said.
+TEST(FaultSchedule, KeepHolderKeepsWhoeverIsInsideNowOrSaysNobodyWas) {
+    ScheduleRun r({held_replies_keeping(100)});
+    r.schedule.reach(0, Point::before_acquire, 0);
+    r.world.store_log = {R"({"kind":"enter","client":1})"};  // during the 50 ms: does not count
+    r.advance(60);
+    r.world.store_log.push_back(R"({"kind":"exit","client":1})");
+    r.world.store_log.push_back(R"({"kind":"enter","client":2})");
+    r.world.store_log.push_back(R"({"kind":"exit","client":2})");
+    r.world.store_log.push_back(R"({"kind":"enter","client":3})");
+    r.world.holder = 3;
+    r.advance(62);
+    EXPECT_EQ(r.schedule.reach(2, Point::before_release, 63 * kMs), FaultSchedule::Answer::go);
+    EXPECT_EQ(r.schedule.reach(3, Point::before_release, 63 * kMs), FaultSchedule::Answer::held);
+
+    ScheduleRun left({held_replies_keeping(100)});
+    left.schedule.reach(0, Point::before_acquire, 0);
+    left.advance(60);
+    left.world.store_log.push_back(R"({"kind":"enter","client":2})");
+    left.world.store_log.push_back(R"({"kind":"exit","client":2})");  // gone by the look
+    left.advance(62);
+    EXPECT_EQ(left.schedule.report()[0]["kept"][0]["ended"], "nobody inside");
+    EXPECT_EQ(left.schedule.reach(2, Point::before_release, 63 * kMs), FaultSchedule::Answer::disarm);
+    EXPECT_TRUE(left.schedule.spent());
+
+    ScheduleRun gone({held_replies_keeping(100)});  // client 0 gone while its replies were held
+    gone.schedule.reach(0, Point::before_acquire, 0);
+    gone.schedule.client_gone(0, 30 * kMs);
+    gone.advance(60);
+    gone.world.store_log.push_back(R"({"kind":"enter","client":2})");
+    gone.world.holder = 2;
+    gone.advance(62);
+    EXPECT_EQ(gone.schedule.reach(2, Point::before_release, 63 * kMs), FaultSchedule::Answer::disarm);
+    EXPECT_FALSE(gone.schedule.report()[0].contains("kept"));
 }
 
 // How far past its bound the nemesis ended a wait or a keep (its timers run late on a stalled
@@ -468,6 +506,7 @@ TEST(FaultSchedule, AWaitOrAKeepEndedLateSaysByHowMuch) {
     late.schedule.reach(0, Point::before_acquire, 0);
     late.schedule.run_due(330 * kMs);  // its 50 ms duration's timer runs at 330: the machine stalled
     late.world.store_log.push_back(R"({"kind":"enter","client":2})");
+    late.world.holder = 2;
     late.advance(334);  // the next look sees the enter: 332 ms in all, at most 200
     EXPECT_EQ(late.schedule.report()[0]["waits"][0]["late_ns"], 132 * kMs);
     late.schedule.run_due(500 * kMs);  // the keep's 100 ms bound, looked at 168 ms after it began

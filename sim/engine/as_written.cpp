@@ -80,8 +80,9 @@ void check_waits(const RunRecord& r, const RunHistory& h, const Json& fault, std
 }
 
 // The holders a fault with keep_holder_ms kept (FaultSchedule::report's "kept"): its bound
-// or the run's end let the holder go before the kept-for client's acquire had answered, so
-// its answer met no lock anyone was kept holding.
+// or the run's end let the holder go before the kept-for client's acquire had answered, the
+// holder was gone by then, or nobody was inside to keep: its answer met no lock anyone was
+// kept holding.
 void check_kept(const Json& fault, std::vector<std::string>& out) {
     const std::string label = fault.value("label", std::string("a fault"));
     for (const Json& k : fault.value("kept", Json::array())) {
@@ -92,10 +93,17 @@ void check_kept(const Json& fault, std::vector<std::string>& out) {
                           " ms at most (the nemesis ran late: a stalled machine)");
             continue;
         }
+        const std::string client = std::to_string(k.value("client", 0));
+        if (ended == "nobody inside")
+            out.push_back(label + ": another client had entered, but nobody was inside its section when client " +
+                          client + "'s wait ended");
+        if (ended == "holder gone")
+            out.push_back(label + ": client " + std::to_string(k.value("holder", 0)) + ", kept, was gone before client " +
+                          client + " had entered or failed");
         if (ended != "bound" && ended != "run ended") continue;
         out.push_back(label + ": client " + std::to_string(k.value("holder", 0)) + " was let go " +
                       (ended == "bound" ? "after " + std::to_string(k.value("keep_ms", 0LL)) + " ms" : "by the run's end") +
-                      " before client " + std::to_string(k.value("client", 0)) + " had entered or failed");
+                      " before client " + client + " had entered or failed");
     }
 }
 

@@ -92,7 +92,8 @@ FaultSchedule::Answer FaultSchedule::reach(int client, Point point, long long no
         if (killed(client)) return Answer::killed;
     }
     // After its faults: the start opens even when a gate holds this client there.
-    if (start_holds(client, point, now_ns) || !answer || keep_holds(client, point, now_ns)) return Answer::held;
+    const bool held = start_holds(client, point, now_ns) || !answer;
+    if (keep_holds(client, point, now_ns, !held) || held) return Answer::held;
     return armed_at(client, point) || start_waits_for(client, point) ? Answer::go : Answer::disarm;
 }
 
@@ -298,10 +299,13 @@ void FaultSchedule::end_waiting(std::size_t i, int client, long long now_ns, boo
                              {"bound", by_bound}, {"late_ns", std::max(0LL, late_ns)}});
     }
     s.counting_from_ns.reset();
-    if (specs_[i].keep_holder_ms) {
-        const auto holder = by_bound ? std::nullopt : entered_since(s.log_mark, client);
-        if (holder) begin_keep(i, *holder, now_ns);
-        else s.keep_over = true;  // nobody entered: nobody to keep
+    if (specs_[i].keep_holder_ms && !s.keep_over) {
+        // Whoever is inside its section now (the store's log ends with its enter), not the
+        // first to have entered: on a late look that one may have left already.
+        const auto holder = by_bound ? std::nullopt : world_.current_holder();
+        if (holder && *holder != client) begin_keep(i, *holder, now_ns);
+        else if (!by_bound) nobody_to_keep(i, client, now_ns);
+        s.keep_over = !holder || *holder == client || by_bound;
     }
     switch (specs_[i].kind) {
         case FaultSpec::Kind::gate:
@@ -337,9 +341,16 @@ void FaultSchedule::begin_keep(std::size_t i, int holder, long long now_ns) {
     State& s = state_[i];
     s.keeping = holder;
     s.keep_from_ns = now_ns;
-    const auto length = world_.ask_store({"LLEN", StoreKeys{}.log});
-    s.keep_mark = length && length->type == Value::Type::integer ? length->integer : 0;
+    s.keep_mark = s.log_mark;  // the kept-for client cannot have entered since: its wait held it
     book(now_ns + kHoldPollNs, Timer::What::keep_check, i, holder);
+}
+
+// Another entered, but nobody is inside its section when the wait ends (it looked late): the
+// late answer would meet nobody, which as_written.cpp says.
+void FaultSchedule::nobody_to_keep(std::size_t i, int client, long long now_ns) {
+    kept_.resize(specs_.size());
+    kept_[i].push_back({{"client", client}, {"from_ns", now_ns}, {"to_ns", now_ns}, {"ended", "nobody inside"},
+                        {"keep_ms", specs_[i].keep_holder_ms}, {"late_ns", 0}});
 }
 
 bool FaultSchedule::keep_armed(std::size_t i, int client, Point point) const {
@@ -349,12 +360,14 @@ bool FaultSchedule::keep_armed(std::size_t i, int client, Point point) const {
     return (point == Point::before_release && !kept_for) || (point == Point::before_acquire && kept_for);
 }
 
-bool FaultSchedule::keep_holds(int client, Point point, long long now_ns) {
+// The kept-for client back at before_acquire ends the keep whatever else holds it there; the
+// holder is held here only when nothing else holds it already (`may_hold`).
+bool FaultSchedule::keep_holds(int client, Point point, long long now_ns, bool may_hold) {
     bool hold = false;
     for (std::size_t i = 0; i < specs_.size(); ++i) {
         State& s = state_[i];
         if (!s.keeping) continue;
-        if (point == Point::before_release && client == *s.keeping && !s.keep_held) {
+        if (may_hold && point == Point::before_release && client == *s.keeping && !s.keep_held) {
             s.keep_held = true;
             world_.hold(client);
             hold = true;
@@ -376,7 +389,8 @@ void FaultSchedule::check_keep(std::size_t i, long long now_ns) {
 }
 
 // Its record says how it ended: "entered", "failed" (the kept-for client's acquire), "bound",
-// "gone" (a client of the two gone), "run ended"; as_written.cpp reads it.
+// "holder gone", "client gone", "run ended" (or, from nobody_to_keep, "nobody inside");
+// as_written.cpp reads it.
 void FaultSchedule::end_keep(std::size_t i, long long now_ns, const char* how) {
     State& s = state_[i];
     if (!s.keeping) return;
@@ -521,8 +535,11 @@ void FaultSchedule::client_gone(int gone, long long now_ns) {
     if (start_after_ && gone == start_after_->client) open_start(now_ns);  // it will get nowhere now
     for (std::size_t i = 0; i < specs_.size(); ++i) {
         State& s = state_[i];
-        if (s.keeping && *s.keeping == gone) s.keep_held = false;  // nobody to let go
-        if (s.keeping && (*s.keeping == gone || specs_[i].client.value_or(0) == gone)) end_keep(i, now_ns, "gone");
+        if (s.keeping && *s.keeping == gone) {
+            s.keep_held = false;  // nobody to let go
+            end_keep(i, now_ns, "holder gone");
+        }
+        if (s.keeping && specs_[i].client.value_or(0) == gone) end_keep(i, now_ns, "client gone");
         if (specs_[i].keep_holder_ms && specs_[i].client.value_or(0) == gone) s.keep_over = true;  // nobody to keep for
         if (std::erase(s.held, gone) == 0) continue;
         for (int c : s.held) release(i, c, now_ns);

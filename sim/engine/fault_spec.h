@@ -47,9 +47,10 @@ struct FaultSpec {
     // "keep_holder_ms": once another client has entered and the fault ends, that client stays
     // in its section (held at its before_release) until this fault's client has entered too
     // (the store's log says so) or its acquire has failed (it is back at before_acquire): the
-    // forced form of "its late answer meets a lock someone holds". At most this long, and
-    // only while the holder's lease is live: either running out first makes the run not as
-    // written (as_written.h).
+    // forced form of "its late answer meets a lock someone holds". At most this long: the
+    // bound (or the holder gone, or nobody inside when the wait ends) makes the run not as
+    // written (as_written.h). The case keeps it below the TTL less an acquire, so that the
+    // kept holder's lease is still live; nothing checks that lease.
     long long keep_holder_ms = 0;
     long long jump_ms = 0;           // clock: step the wall clock by this much (negative: back)
     std::optional<double> rate;      // clock: then let it run this many seconds per second

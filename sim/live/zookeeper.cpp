@@ -212,6 +212,14 @@ public:
                                   " " + what + "; its log ended: " + log_tail(log_path(), 3));
     }
 
+    // Whether it exited because another program bound one of its ports between pick_ports()
+    // and its start (another test's or run's server, on this machine).
+    bool lost_a_port() const {
+        std::ifstream log(log_path());
+        const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+        return text.find("Address already in use") != std::string::npos;
+    }
+
 private:
     bool running() {
         std::lock_guard lock(mutex_);
@@ -308,13 +316,20 @@ std::string zookeeper_java() {
     return java;
 }
 
-std::unique_ptr<LockService> start_zookeeper(const ServiceConfig& config) {
-    check_config(config);
-    const std::string java = zookeeper_java();
+namespace {
+
+// A port picked free was bound by someone else before the server did: start again on others.
+struct PortTaken : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+constexpr int port_retries = 3;
+
+std::unique_ptr<LockService> start_zookeeper_once(const ServiceConfig& config, const std::string& java) {
     const std::vector<ServerPorts> ports = pick_ports(config.size);
     auto service = std::make_unique<ZooKeeperService>();
     for (int i = 0; i < config.size; ++i) {
         const fs::path dir = config.dir / ("zk" + std::to_string(i));
+        fs::remove_all(dir);  // a try before this one's
         fs::create_directories(dir / "data");
         write_file(dir / "zoo.cfg", zoo_cfg(i, dir, ports, config.peer_proxies));
         write_file(dir / "data" / "myid", std::to_string(i + 1) + "\n");
@@ -325,13 +340,35 @@ std::unique_ptr<LockService> start_zookeeper(const ServiceConfig& config) {
     // All JVMs start at once: their start-up, not the election, is most of the wait.
     for (auto& server : service->servers_) server->launch();
     const auto deadline = Clock::now() + start_timeout;
-    for (auto& server : service->servers_) server->wait_until_answers(deadline);
+    for (auto& server : service->servers_) {
+        try {
+            server->wait_until_answers(deadline);
+        } catch (const std::runtime_error& e) {
+            if (server->lost_a_port()) throw PortTaken(e.what());
+            throw;
+        }
+    }
     while (!service->leader()) {
         if (Clock::now() >= deadline)
             throw service->servers_.front()->failure("and its peers elected no leader within 60 s");
         std::this_thread::sleep_for(poll_interval);
     }
     return service;
+}
+
+}  // namespace
+
+std::unique_ptr<LockService> start_zookeeper(const ServiceConfig& config) {
+    check_config(config);
+    const std::string java = zookeeper_java();
+    for (int attempt = 1;; ++attempt) {
+        try {
+            return start_zookeeper_once(config, java);
+        } catch (const PortTaken& e) {
+            if (attempt > port_retries) throw std::runtime_error(std::string(e.what()) + " (a port taken, " +
+                                                                 std::to_string(attempt) + " tries)");
+        }
+    }
 }
 
 }  // namespace lockbench

@@ -314,7 +314,9 @@ TEST(FaultSchedule, AGateUntilAnotherEntersLetsGoAfterItsDurationWhenNobodyEnter
 
 // A link fault "until another enters" lasts its duration, then on until the store's log shows
 // another client's enter after that (at most max_ms in all); healing the run ends it too.
-TEST(FaultSchedule, ALinkUntilAnotherEntersLastsItsDurationThenUntilTheNextEnterOfAnotherClient) {
+// Client 0's replies from node 0 held 50 ms at its first acquire, then until another enters
+// (at most 200 ms in all).
+FaultSpec link_until_another_enters() {
     FaultSpec link = at_point(FaultSpec::Kind::link, Point::before_acquire);
     link.client = 0;
     link.link_nodes = {0};
@@ -322,6 +324,11 @@ TEST(FaultSchedule, ALinkUntilAnotherEntersLastsItsDurationThenUntilTheNextEnter
     link.duration_ms = 50;
     link.until_another_enters = true;
     link.max_ms = 200;
+    return link;
+}
+
+TEST(FaultSchedule, ALinkUntilAnotherEntersLastsItsDurationThenUntilTheNextEnterOfAnotherClient) {
+    const FaultSpec link = link_until_another_enters();
     ScheduleRun r({link});
     EXPECT_EQ(r.schedule.reach(0, Point::before_acquire, 0), FaultSchedule::Answer::disarm);
     r.world.store_log = {R"({"kind":"enter","client":1})"};  // within its duration: does not count
@@ -375,13 +382,7 @@ TEST(FaultSchedule, APauseUntilAnotherEntersResumesAfterTheNextEnterOfAnotherCli
 // held-replies' link: client 0's replies held 50 ms, then until another enters (at most
 // 200), then whoever entered kept in its section for client 0 (at most keep_ms).
 FaultSpec held_replies_keeping(long long keep_ms) {
-    FaultSpec link = at_point(FaultSpec::Kind::link, Point::before_acquire);
-    link.client = 0;
-    link.link_nodes = {0};
-    link.link = LinkFault::hold();
-    link.duration_ms = 50;
-    link.until_another_enters = true;
-    link.max_ms = 200;
+    FaultSpec link = link_until_another_enters();
     link.keep_holder_ms = keep_ms;
     return link;
 }

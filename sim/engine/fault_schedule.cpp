@@ -341,7 +341,6 @@ void FaultSchedule::begin_keep(std::size_t i, int holder, long long now_ns) {
     State& s = state_[i];
     s.keeping = holder;
     s.keep_from_ns = now_ns;
-    s.keep_mark = s.log_mark;  // the kept-for client cannot have entered since: its wait held it
     book(now_ns + kHoldPollNs, Timer::What::keep_check, i, holder);
 }
 
@@ -383,7 +382,7 @@ void FaultSchedule::check_keep(std::size_t i, long long now_ns) {
     if (!s.keeping) return;
     const int kept_for = specs_[i].client.value_or(0);
     const long long ends_ns = s.keep_from_ns + specs_[i].keep_holder_ms * kNsPerMs;
-    if (entered_since(s.keep_mark, -1, kept_for)) return end_keep(i, now_ns, "entered");
+    if (entered_since(s.log_mark, -1, kept_for)) return end_keep(i, now_ns, "entered");
     if (now_ns >= ends_ns) return end_keep(i, now_ns, "bound");
     book(std::min(now_ns + kHoldPollNs, ends_ns), Timer::What::keep_check, i, *s.keeping);
 }

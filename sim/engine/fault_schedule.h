@@ -121,12 +121,12 @@ private:
         long long next_ns = 0;      // repeating: when the next occurrence comes (or the run ends)
         Rng rng{0};                 // repeating: its draws
         // keep_holder_ms: the client that entered, kept until the fault's client enters or
-        // fails; its log mark and start, and whether it is held at its before_release now.
+        // fails (an enter after log_mark: its wait held it till then); its start, and
+        // whether it is held at its before_release now.
         long long fired_ns = 0;     // when it fired (once): a wait's length counts from it
         long long wait_began_ns = 0;  // until another enters: when its wait began
         bool keep_over = false;     // kept and let go, or nobody to keep
         std::optional<int> keeping;
-        long long keep_mark = 0;
         long long keep_from_ns = 0;
         bool keep_held = false;
     };

@@ -61,6 +61,19 @@ TEST(AsWritten, ABoundReachedCountsOnlyWhenAnotherClientTriedMeanwhile) {
     EXPECT_NE(why[0].find("no other client trying"), std::string::npos);
 }
 
+// A gate until a leader that its bound let go is never an outcome, whoever tried meanwhile:
+// the service had no leader, so the case did not happen.
+TEST(AsWritten, AGateUntilALeaderLetGoByItsBoundIsNotTheStory) {
+    RunRecord r = record_with_wait(true, false, 10, 40);
+    r.faults[0]["until"] = "leader";
+    r.faults[0]["max_ms"] = 30;
+    RunHistory tried;
+    tried.events = {event(0, 0, OpKind::acquire), event(25, 2, OpKind::acquire)};
+    EXPECT_EQ(not_as_written(r, tried, {}), std::vector<std::string>{"gate at after_acquire #1: no server led within 30 ms"});
+    r.faults[0]["waits"][0]["bound"] = false;
+    EXPECT_TRUE(not_as_written(r, tried, {}).empty());
+}
+
 // lease_live: another client entering after the held client's TTL (from its acquire's invoke)
 // tells a lease that ran out, not the story.
 TEST(AsWritten, ALeaseTheStoryNeedsLiveMustNotHaveEndedWhenAnotherEnters) {

@@ -69,6 +69,13 @@ public:
         return n == kLeaderNode ? leader : n == kFollowerNode ? (leader + 1) % nodes : n;
     }
     int node_count() const override { return nodes; }
+    // Whether a server leads now: `leads`, asked so many times (a wait's polls).
+    bool leads = true;
+    int leader_questions = 0;
+    bool has_leader() override {
+        ++leader_questions;
+        return leads;
+    }
     std::optional<int> current_holder() override { return holder; }
     // The store's log, as LLEN and LRANGE from..-1 read it.
     std::optional<Value> ask_store(const Command& c) override {
@@ -955,6 +962,50 @@ TEST(RepeatingFault, ARepeatingLinkHealsAndACrashRestartsBetweenOccurrences) {
     r.advance(10'000);
     EXPECT_EQ(r.world.calls, (Strings{"link c2-n0 blackhole", "link c2-n0 pass", "crash 1", "restart 1",
                                       "link c2-n0 blackhole", "link c2-n0 pass", "crash 1", "restart 1"}));
+}
+
+// A gate "until": "leader" holds whichever client reaches its point first (once) until a
+// server says it leads, asked every 20 ms; its bound, as another-enters', counts only once a
+// crashed node is back, and the report says what it waited for.
+TEST(FaultSchedule, AGateUntilALeaderHoldsTheFirstClientUntilAServerLeads) {
+    FaultSpec crash = at_point(FaultSpec::Kind::crash, Point::after_acquire);
+    crash.node = kLeaderNode;
+    crash.restart_after_ms = 0;
+    FaultSpec gate = at_point(FaultSpec::Kind::gate, Point::before_release);
+    gate.until_leader = true;
+    gate.max_ms = 100;
+    ScheduleRun r({crash, gate});
+    r.world.restart_takes_asks = 3;  // back 15 ms after the crash
+    r.world.leads = false;
+    EXPECT_EQ(r.schedule.reach(1, Point::after_acquire, 10 * kMs), FaultSchedule::Answer::disarm);
+    EXPECT_EQ(r.schedule.reach(1, Point::before_release, 20 * kMs), FaultSchedule::Answer::held);
+    EXPECT_EQ(r.schedule.reach(2, Point::before_release, 21 * kMs), FaultSchedule::Answer::disarm);  // once
+    r.advance(110);  // its bound counts from 25 (the node back): 125
+    EXPECT_EQ(r.world.calls, (Strings{"resolve leader", "crash 1", "hold 1", "restart 1", "ask 1", "ask 1", "ask 1"}));
+    EXPECT_EQ(r.world.leader_questions, 5);  // at 20, 40, 60, 80, 100
+    r.world.leads = true;
+    r.advance(130);
+    EXPECT_EQ(r.world.calls.back(), "let_go 1");
+    EXPECT_EQ(r.log.back(), "end gate c1 @120");
+    const nlohmann::json report = r.schedule.report()[1];
+    EXPECT_EQ(report["until"], "leader");
+    EXPECT_EQ(report["max_ms"], 100);
+    EXPECT_EQ(report["waits"][0]["bound"], false);
+    EXPECT_EQ(report["label"], "gate until a server leads (at most 100 ms) at before_release #1");
+
+    ScheduleRun none({gate});  // no server ever leads: its bound lets it go, and says so
+    none.world.leads = false;
+    EXPECT_EQ(none.schedule.reach(0, Point::before_release, 0), FaultSchedule::Answer::held);
+    none.advance(99);
+    EXPECT_EQ(none.world.calls, (Strings{"hold 0"}));
+    none.advance(100);
+    EXPECT_EQ(none.world.calls, (Strings{"hold 0", "let_go 0"}));
+    EXPECT_EQ(none.schedule.report()[0]["waits"][0]["bound"], true);
+
+    ScheduleRun leads({gate});  // a server leads already: let go at once
+    EXPECT_EQ(leads.schedule.reach(0, Point::before_release, 0), FaultSchedule::Answer::held);
+    leads.advance(0);
+    EXPECT_EQ(leads.world.calls, (Strings{"hold 0", "let_go 0"}));
 }
 
 // A wait "until another enters" begins to count its bound only once no crashed node is still

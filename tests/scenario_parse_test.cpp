@@ -132,7 +132,7 @@ TEST(ScenarioParse, EveryFaultIntegerIsCheckedAsWritten) {
 }
 
 // "until": "another-enters" ends a gate or a link fault once another client entered, at most
-// max_ms: one line for each way to get it wrong.
+// max_ms; "until": "leader" a gate once a server leads: one line for each way to get it wrong.
 TEST(ScenarioParse, UntilAnotherEntersIsAGateOrALinkWithAMaxMs) {
     const auto fault = [](const char* json) { return Json::parse(json); };
     struct Case { Json fault; const char* field; const char* says; };
@@ -143,6 +143,10 @@ TEST(ScenarioParse, UntilAnotherEntersIsAGateOrALinkWithAMaxMs) {
         {fault(R"({"fault": "gate", "point": "after_acquire", "until": "another-enters", "max_ms": 50})"), "client", "the client held"},
         {fault(R"({"fault": "link", "point": "before_acquire", "mode": "hold", "store": true, "duration_ms": 60, "until": "another-enters", "max_ms": 50})"), "max_ms", "at least duration_ms"},
         {fault(R"({"fault": "gate", "point": "after_acquire", "count": 2, "max_ms": 50})"), "max_ms", "only a fault with"},
+        {fault(R"({"fault": "pause", "point": "after_acquire", "duration_ms": 10, "until": "leader", "max_ms": 50})"), "until", "only a gate waits until a server leads"},
+        {fault(R"({"fault": "gate", "point": "before_release", "until": "leader"})"), "max_ms", "required"},
+        {fault(R"({"fault": "gate", "point": "before_release", "client": 1, "until": "leader", "max_ms": 50})"), "client", "whichever client reaches"},
+        {fault(R"({"fault": "gate", "point": "before_release", "until": "leader", "max_ms": 1001})"), "max_ms", "workload.duration_ms"},
     };
     for (const Case& c : cases) {
         SCOPED_TRACE(c.fault.dump());
@@ -150,6 +154,8 @@ TEST(ScenarioParse, UntilAnotherEntersIsAGateOrALinkWithAMaxMs) {
     }
     const Json link = fault(R"({"fault": "link", "point": "before_acquire", "client": 0, "mode": "hold", "store": true, "duration_ms": 40, "until": "another-enters", "max_ms": 90})");
     EXPECT_NO_THROW(parse_scenario(with_fault(link), kFile));
+    const Json leader = fault(R"({"fault": "gate", "point": "before_release", "until": "leader", "max_ms": 900})");
+    EXPECT_TRUE(parse_scenario(with_fault(leader), kFile).runs.at(0).faults.at(0).until_leader);
 }
 
 // ---- durations bounded by the run, parameters by an hour ------------------------------------

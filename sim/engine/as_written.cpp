@@ -49,7 +49,9 @@ std::optional<long long> ttl_ms_of(const RunRecord& r) {
     return std::nullopt;
 }
 
-// The waits of one fault "until another enters" (FaultSchedule::report's "waits").
+// The waits of one fault "until" (FaultSchedule::report's "waits"): until another enters,
+// whose bound is an outcome when others tried meanwhile, or until a server leads, whose bound
+// never is.
 void check_waits(const RunRecord& r, const RunHistory& h, const Json& fault, std::vector<std::string>& out) {
     const std::string label = fault.value("label", std::string("a fault"));
     for (const Json& w : fault.value("waits", Json::array())) {
@@ -59,6 +61,10 @@ void check_waits(const RunRecord& r, const RunHistory& h, const Json& fault, std
         if (too_late(w.value("late_ns", 0LL), max_ms)) {
             out.push_back(label + ": it lasted " + figure(w.value("late_ns", 0LL) / 1e6) + " ms past its " +
                           std::to_string(max_ms) + " ms at most (the nemesis ran late: a stalled machine)");
+            continue;
+        }
+        if (w.value("bound", false) && fault.value("until", "") == "leader") {
+            out.push_back(label + ": no server led within " + std::to_string(max_ms) + " ms");
             continue;
         }
         if (w.value("bound", false)) {

@@ -81,6 +81,9 @@ public:
     // The index a fault's `node` names now: an index as it is; kLeaderNode or kFollowerNode
     // asked of the service when the fault fires (fault_spec.h).
     virtual int resolve_node(int node) = 0;
+    // Whether a server of the service says it leads now (asked of the servers themselves):
+    // what a gate "until": "leader" waits for.
+    virtual bool has_leader() = 0;
     // How many lock servers there are (a peer link fault cuts one from all the others).
     virtual int node_count() const = 0;
     // The client inside its section now (the protected store's log ends with its enter),

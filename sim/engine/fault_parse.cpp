@@ -136,6 +136,7 @@ void check_repeat(Fields& f, const FaultSpec& s) {
 
 // "until": "another-enters" with "max_ms": a gate at a point, or a pause or a link fault
 // with a duration, that ends only once another client has entered a section (at most max_ms).
+// "until": "leader" with "max_ms": a gate that holds until a server of the service leads.
 void parse_until(Fields& f, FaultSpec& s, const WorkloadSpec& w) {
     if (!f.get("until")) {
         if (f.get("max_ms")) f.fail(f.at("max_ms"), "only a fault with \"until\" has a max_ms");
@@ -144,7 +145,17 @@ void parse_until(Fields& f, FaultSpec& s, const WorkloadSpec& w) {
         return;
     }
     const std::string until = f.string("until", "");
-    if (until != "another-enters") f.fail(f.at("until"), "expected \"another-enters\", got " + quoted_excerpt(until));
+    if (until == "leader") {
+        if (s.kind != FaultSpec::Kind::gate) f.fail(f.at("until"), "only a gate waits until a server leads");
+        for (const char* field : {"lease_live", "keep_holder_ms", "client", "count", "stagger_ms"})
+            if (f.get(field)) f.fail(f.at(field), "a gate until a leader holds whichever client reaches its point first");
+        s.until_leader = true;
+        if (!f.get("max_ms")) f.fail(f.at("max_ms"), "required with \"until\": the longest the gate holds");
+        s.max_ms = f.integer("max_ms", 0, 1, w.duration_ms, run_ends(w));
+        return;
+    }
+    if (until != "another-enters")
+        f.fail(f.at("until"), "expected \"another-enters\" or \"leader\", got " + quoted_excerpt(until));
     if (s.kind != FaultSpec::Kind::gate && s.kind != FaultSpec::Kind::link && s.kind != FaultSpec::Kind::pause)
         f.fail(f.at("until"), "only a gate, a pause or a link fault lasts until another client enters");
     if (s.repeats()) f.fail(f.at("until"), "a repeating fault ends by its own drawn length, not \"until\"");
@@ -200,7 +211,9 @@ void parse_kind_fields(Fields& f, FaultSpec& s, const WorkloadSpec& w, const std
     if (s.kind == FaultSpec::Kind::link) parse_link(f, s, w);
     if (s.kind == FaultSpec::Kind::gate) {
         if (!s.point) f.fail(path, "a gate holds clients at a point: give \"point\"");
-        if (s.until_another_enters) {
+        if (s.until_leader) {
+            // one client, whichever reaches the point first (parse_until)
+        } else if (s.until_another_enters) {
             if (!s.client) f.fail(f.at("client"), "required with \"until\": the client held");
             if (f.get("count")) f.fail(f.at("count"), "a gate with \"until\" holds one client");
         } else {

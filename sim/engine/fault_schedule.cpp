@@ -14,6 +14,7 @@ namespace {
 constexpr long long kNsPerMs = 1'000'000;
 constexpr long long kRestartPollNs = 5 * kNsPerMs;  // how often a starting node is asked whether it is back
 constexpr long long kHoldPollNs = 2 * kNsPerMs;     // how often a fault "until another enters" reads the store's log
+constexpr long long kLeaderPollNs = 20 * kNsPerMs;  // how often a gate "until a leader" asks the servers (a connection each)
 
 bool blocks_client(const FaultSpec& f) {
     return f.kind == FaultSpec::Kind::kill || f.kind == FaultSpec::Kind::gate;
@@ -201,15 +202,16 @@ bool FaultSchedule::fire(std::size_t i, int client, long long now_ns) {
             }
             return true;
         case FaultSpec::Kind::gate:
-            return f.until_another_enters ? hold_until_another_enters(i, client, now_ns) : gate(i, client, now_ns);
+            return f.until_another_enters || f.until_leader ? hold_until(i, client, now_ns) : gate(i, client, now_ns);
     }
     return true;
 }
 
 // Holds the client at its point until the store's log shows another client's enter after
-// this moment, or until max_ms is up: the forced form of "another client takes the lock
-// while this one still believes it holds it". The store is read every couple of milliseconds.
-bool FaultSchedule::hold_until_another_enters(std::size_t i, int client, long long now_ns) {
+// this moment (the forced form of "another client takes the lock while this one still
+// believes it holds it"), or until a server leads ("until": "leader"), or until max_ms is up.
+// The store is read every couple of milliseconds, the servers every kLeaderPollNs.
+bool FaultSchedule::hold_until(std::size_t i, int client, long long now_ns) {
     State& s = state_[i];
     s.done = true;
     log(now_ns, "start", i, client);
@@ -255,7 +257,7 @@ void FaultSchedule::heal_link(std::size_t i, int client, long long now_ns, std::
 
 // A pause or a link fault "until another enters" whose duration is over lasts on until the
 // store's log shows another client's enter after this moment, up to max_ms in all (a gate
-// waits so from the start, hold_until_another_enters).
+// waits so from the start, hold_until).
 void FaultSchedule::wait_for_another(const Timer& t, long long now_ns) {
     State& s = state_[t.fault];
     s.waiting = true;
@@ -270,9 +272,9 @@ void FaultSchedule::check_end(std::size_t i, int client, long long now_ns) {
     State& s = state_[i];
     if (!s.waiting) return;  // ended already (the run was healed, or its gated client is gone)
     start_counting(i, now_ns);
-    const bool entered = entered_since(s.log_mark, client).has_value();
+    const bool entered = specs_[i].until_leader ? world_.has_leader() : entered_since(s.log_mark, client).has_value();
     if (!entered && (!s.counting_from_ns || now_ns < s.hold_ends_ns)) {
-        const long long next_ns = now_ns + kHoldPollNs;
+        const long long next_ns = now_ns + (specs_[i].until_leader ? kLeaderPollNs : kHoldPollNs);
         book(s.counting_from_ns ? std::min(next_ns, s.hold_ends_ns) : next_ns, Timer::What::until_check, i, client);
         return;
     }
@@ -634,7 +636,8 @@ nlohmann::json FaultSchedule::report() const {
         if (specs_[i].repeats()) out.back()["skipped"] = state_[i].skipped;
         if (i < waits_.size() && !waits_[i].empty()) out.back()["waits"] = waits_[i];
         if (specs_[i].lease_live) out.back()["lease_live"] = true;
-        if (specs_[i].until_another_enters) out.back()["max_ms"] = specs_[i].max_ms;
+        if (specs_[i].until_another_enters || specs_[i].until_leader) out.back()["max_ms"] = specs_[i].max_ms;
+        if (specs_[i].until_leader) out.back()["until"] = "leader";
         if (i < kept_.size() && !kept_[i].empty()) out.back()["kept"] = kept_[i];
     }
     return out;

@@ -149,7 +149,7 @@ private:
     bool armed_at(int client, Point point) const;
     bool fire(std::size_t fault, int client, long long now_ns);
     bool gate(std::size_t fault, int client, long long now_ns);
-    bool hold_until_another_enters(std::size_t fault, int client, long long now_ns);
+    bool hold_until(std::size_t fault, int client, long long now_ns);
     void heal_link(std::size_t fault, int client, long long now_ns, std::optional<int> occurrence);
     void wait_for_another(const Timer& t, long long now_ns);
     void check_end(std::size_t fault, int client, long long now_ns);

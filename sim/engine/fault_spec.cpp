@@ -53,7 +53,7 @@ std::string FaultSpec::label() const {
     if (kind == Kind::pause) s += " " + (duration_drawn_ms ? describe_ms(*duration_drawn_ms) : std::to_string(duration_ms) + " ms");
     if (kind == Kind::pause && node) s += " of node " + node_text(*node);
     if (kind == Kind::pause && background) s += " of background tasks";
-    if (kind == Kind::gate && !until_another_enters) s += " " + std::to_string(count) + " clients";
+    if (kind == Kind::gate && !until_another_enters && !until_leader) s += " " + std::to_string(count) + " clients";
     if (kind == Kind::clock) {
         if (jump_ms) s += " " + std::string(jump_ms > 0 ? "+" : "") + std::to_string(jump_ms) + " ms";
         if (rate) s += " rate " + std::to_string(*rate);
@@ -69,6 +69,7 @@ std::string FaultSpec::label() const {
         else if (duration_ms) s += " for " + std::to_string(duration_ms) + " ms";
     }
     if (until_another_enters) s += " until another enters (at most " + std::to_string(max_ms) + " ms)";
+    if (until_leader) s += " until a server leads (at most " + std::to_string(max_ms) + " ms)";
     if (keep_holder_ms)
         s += ", then keeps it in its section until client " + std::to_string(client.value_or(0)) +
              " enters or fails (at most " + std::to_string(keep_holder_ms) + " ms)";

@@ -39,6 +39,10 @@ struct FaultSpec {
     // only once no crashed node is still coming back (not yet asked anything by a client:
     // fault_schedule.cpp, start_counting and asked_outcome).
     bool until_another_enters = false;
+    // "until": "leader", a gate only: holds the client that reaches its point (one) until a
+    // server of the service says it leads (FaultActuator::has_leader), at most max_ms
+    // counted as above. Its bound is not an outcome: no leader means the case did not happen.
+    bool until_leader = false;
     long long max_ms = 0;
     // "lease_live": the story needs the held client's lease live when another enters (a node
     // that forgot the lock, not a lease that ran out): an enter after its TTL makes the run

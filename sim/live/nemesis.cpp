@@ -312,6 +312,9 @@ int Nemesis::resolve_node(int node) {
     return *leader == 0 ? 1 : 0;
 }
 
+// A run without a service (Redis nodes) has no leader to wait for: it says yes.
+bool Nemesis::has_leader() { return !service_ || service_->leader().has_value(); }
+
 // Asked of the store directly, not through a proxy: a link fault must not hide the answer.
 // A store that does not answer within a second names no holder (the occurrence is skipped).
 std::optional<int> Nemesis::current_holder() {

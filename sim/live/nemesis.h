@@ -131,6 +131,7 @@ private:
     void pause_node(int node) override;
     void resume_node(int node) override;
     int resolve_node(int node) override;
+    bool has_leader() override;
     int node_count() const override { return static_cast<int>(nodes_.size()); }
     std::optional<int> current_holder() override;
     std::optional<Value> ask_store(const Command& command) override;

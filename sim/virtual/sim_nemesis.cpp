@@ -117,6 +117,8 @@ std::optional<bool> SimNemesis::restart(int node) {
 void SimNemesis::pause_node(int) { throw std::logic_error("the simulator cannot pause a lock server"); }
 void SimNemesis::resume_node(int) { throw std::logic_error("the simulator cannot pause a lock server"); }
 
+bool SimNemesis::has_leader() { throw std::logic_error("the simulator models no service with a leader"); }
+
 int SimNemesis::resolve_node(int node) {
     if (node < 0) throw std::logic_error("the simulator models no service with a leader");
     return node;

@@ -39,8 +39,12 @@ constexpr auto initdb_timeout = 60s;
 constexpr auto start_timeout = 20s;
 constexpr auto poll_interval = 10ms;
 constexpr int start_attempts = 4;
-// A pool small enough that, in transaction pooling, clients' statements share server sessions.
-constexpr int pgbouncer_pool_size = 2;
+// Transaction pooling: one server session for every client, so that clients' statements
+// share it by construction (with two, whether a client's statement met the lock holder's
+// session was PgBouncer's choice, and a test that counted on it failed). Session pooling: a
+// session per client, more than any case has clients (a client beyond the pool would wait).
+constexpr int pgbouncer_transaction_pool_size = 1;
+constexpr int pgbouncer_session_pool_size = 64;
 const std::string kUser = "lockbench";
 const std::string kDatabase = "postgres";
 
@@ -327,7 +331,8 @@ void PostgresServer::start_pgbouncer() {
             << "[pgbouncer]\n"
             << "listen_addr = 127.0.0.1\nlisten_port = " << bouncer_port_ << "\nunix_socket_dir =\n"
             << "auth_type = scram-sha-256\nauth_file = " << (home_ / "userlist.txt").string() << "\n"
-            << "pool_mode = " << pool_mode_ << "\ndefault_pool_size = " << pgbouncer_pool_size << "\n"
+            << "pool_mode = " << pool_mode_ << "\ndefault_pool_size = "
+            << (pool_mode_ == "transaction" ? pgbouncer_transaction_pool_size : pgbouncer_session_pool_size) << "\n"
             << "max_client_conn = 200\nserver_login_retry = 0\nignore_startup_parameters = extra_float_digits,options\n"
             << "pidfile =\nlogfile =\n";
         write_file(home_ / "pgbouncer.ini", ini.str(), user_);

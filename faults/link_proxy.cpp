@@ -15,6 +15,7 @@
 #include "faults/link_proxy.h"
 
 #include "faults/link_connection.h"  // first: it configures Asio for every file of the proxy
+#include "faults/priority.h"
 
 #include <asio/executor_work_guard.hpp>
 #include <asio/io_context.hpp>
@@ -200,7 +201,10 @@ int LinkProxy::connection_count() const {
 // ---- ProxyHub ------------------------------------------------------------------------------
 
 ProxyHub::ProxyHub(std::uint64_t seed) : loop_(std::make_unique<ProxyLoop>(seed)) {
-    loop_->thread = std::thread([loop = loop_.get()] { loop->io.run(); });
+    loop_->thread = std::thread([loop = loop_.get()] {
+        run_fault_thread_ahead();  // a held reply let go when written, on a loaded machine too
+        loop->io.run();
+    });
 }
 
 ProxyHub::~ProxyHub() {

@@ -5,19 +5,24 @@
 #include <hiredis/hiredis.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <fstream>
 #include <functional>
 #include <memory>
+#include <sstream>
 #include <thread>
 
 #include <gtest/gtest.h>
 
 #include "tests/test_util.h"
 #include "faults/link_proxy.h"
+#include "faults/priority.h"
 #include "sim/live/redis_node.h"
 
 namespace lockbench {
@@ -25,6 +30,43 @@ namespace {
 
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
+
+// ---- The proxies' thread runs ahead of the workload -----------------------------------------
+
+// Each thread's nice value, from /proc/self/task/<tid>/stat (field 19).
+std::vector<int> thread_nice_values() {
+    std::vector<int> out;
+    for (const auto& task : fs::directory_iterator("/proc/self/task")) {
+        std::ifstream stat(task.path() / "stat");
+        std::string line;
+        std::getline(stat, line);
+        std::istringstream rest(line.substr(line.rfind(')') + 2));  // after "pid (comm) "
+        std::string field;
+        for (int i = 3; i <= 19 && rest >> field; ++i) {}
+        out.push_back(std::stoi(field));
+    }
+    return out;
+}
+
+// A thread that carries faults out runs at nice -10 where the process may raise a thread's
+// priority (root, as lockbench's machines are), the others as they were; ProxyHub's loop is one.
+TEST(FaultThreads, RunAheadOfTheWorkloadWhereAllowed) {
+    const int before = ::getpriority(PRIO_PROCESS, 0);
+    int raised = 99;
+    bool ok = false;
+    std::thread([&] {
+        ok = run_fault_thread_ahead();
+        raised = ::getpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()));
+    }).join();
+    EXPECT_EQ(::getpriority(PRIO_PROCESS, 0), before) << "only the calling thread";
+    if (::geteuid() != 0) GTEST_SKIP() << "not root: a thread's priority cannot be raised";
+    ASSERT_TRUE(ok);
+    EXPECT_EQ(raised, kFaultThreadNice);
+    const auto count = [](const std::vector<int>& v) { return std::ranges::count(v, kFaultThreadNice); };
+    const auto without = count(thread_nice_values());
+    ProxyHub hub(1);
+    EXPECT_TRUE(testing_util::eventually([&] { return count(thread_nice_values()) == without + 1; }));
+}
 
 // ---- The per-chunk rules, no sockets --------------------------------------------------------
 

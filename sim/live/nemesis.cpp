@@ -14,6 +14,7 @@
 #include <iostream>
 #include <stdexcept>
 
+#include "faults/priority.h"
 #include "sim/engine/run_setup.h"
 #include "sim/live/live_env.h"
 #include "sim/live/redis_node.h"
@@ -137,6 +138,7 @@ void Nemesis::stop() {
 }
 
 void Nemesis::loop() {
+    run_fault_thread_ahead();  // its timers on time on a loaded machine (it starts no process)
     while (running_) {
         std::vector<pollfd> fds{{wake_fd_[0], POLLIN, 0}, {listen_fd_, POLLIN, 0}};
         for (const auto& c : connections_) fds.push_back({c.fd, POLLIN, 0});  // poll skips fd -1

@@ -116,10 +116,23 @@ bool FaultSchedule::start_holds(int client, Point point, long long now_ns) {
 
 // Opened from a client's reach, the others are let go by a timer due at once, as a gate's
 // are: the simulator switches to a client's fiber only from the world, never from another's.
+// A node that a crash there restarts at once is part of what the others set out into: they
+// wait until it is back (restart_outcome opens the start then). How long a server takes to
+// start is the machine's; an acquire sent while it starts can fail with its outcome unknown (a
+// key written, a refusal reported) and tell another story than the case's.
 void FaultSchedule::open_start(long long now_ns) {
     if (start_open_) return;
+    start_point_reached_ = true;
+    if (restarting_at_once()) return;
     start_open_ = true;
     book(now_ns, Timer::What::open_start, 0, 0);
+}
+
+bool FaultSchedule::restarting_at_once() const {
+    for (std::size_t i = 0; i < specs_.size(); ++i)
+        if (specs_[i].kind == FaultSpec::Kind::crash && specs_[i].restart_after_ms == 0 && !state_[i].in_force.empty())
+            return true;
+    return false;
 }
 
 void FaultSchedule::let_go_start() {
@@ -131,7 +144,7 @@ void FaultSchedule::let_go_start() {
 // Whether a client must go on reporting a point for the start's sake.
 bool FaultSchedule::start_waits_for(int client, Point point) const {
     if (start_open_) return false;
-    if (client == start_after_->client) return point == start_after_->point;
+    if (client == start_after_->client) return point == start_after_->point && !start_point_reached_;
     return point == Point::before_acquire && !start_reached_.at(static_cast<std::size_t>(client));
 }
 
@@ -470,6 +483,8 @@ void FaultSchedule::run(const Timer& t, long long now_ns) {
         case Timer::What::let_holder_go: world_.let_go(t.client); break;
         case Timer::What::open_start:
             // Its bound, not its client: the others set out into a story that did not begin.
+            // (Its client got there and a node is restarting: restart_outcome opens it.)
+            if (!start_open_ && start_point_reached_) break;
             if (!start_open_)
                 unmet_.push_back("client " + std::to_string(start_after_->client) + " did not reach " +
                                  point_name(start_after_->point) + " within " + std::to_string(start_after_->max_ms) +
@@ -494,6 +509,7 @@ void FaultSchedule::restart_outcome(const Timer& t, std::optional<bool> back, lo
         return;
     }
     ended(t.fault, t.client);
+    if (start_point_reached_) open_start(now_ns);  // the others waited for this node
     if (!*back) unmet_.push_back(specs_[t.fault].label() + ": node " + std::to_string(state_[t.fault].node) + " did not come back");
     log(now_ns, *back ? "end" : "failed", t.fault, t.client, t.occurrence);
     if (*back) {

@@ -60,7 +60,8 @@ public:
     std::vector<std::string> armed_points() const;
 
     // The workload's start_after (before start()): every other client is held at its first
-    // before_acquire until that client has reached its point, or max_ms after the start.
+    // before_acquire until that client has reached its point, or max_ms after the start. A
+    // node that a crash at that point restarts at once (restart_after_ms 0) is back first.
     // It is no fault: it counts in no fault's figures and writes no nemesis.jsonl line.
     void set_start_after(std::optional<StartAfter> start_after) { start_after_ = start_after; }
 
@@ -142,6 +143,7 @@ private:
     // The start: what a reach does to it (true: the client is held there), and its opening.
     bool start_holds(int client, Point point, long long now_ns);
     void open_start(long long now_ns);
+    bool restarting_at_once() const;  // a crash with restart_after_ms 0 whose node is not back
     void let_go_start();
     bool start_waits_for(int client, Point point) const;
 
@@ -191,6 +193,7 @@ private:
     long long start_at_ns_ = 0;
     std::optional<StartAfter> start_after_;
     bool start_open_ = true;           // no start_after, or its client got there (or max_ms passed)
+    bool start_point_reached_ = false; // its client got there (the start may wait for a restart)
     std::vector<bool> start_reached_;  // the others: reached their first acquire already
     std::vector<int> start_held_;      // the others held there now
     std::vector<std::string> unmet_;

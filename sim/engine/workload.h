@@ -58,9 +58,10 @@ struct RenewSpec {
 };
 
 // "start_after": the forced form of "client 0 goes first". Every other client waits at its
-// first acquire until `client` has reached `point` (the faults armed there in place first),
-// or until max_ms after the start: a start stagger only hopes the first client gets there
-// before the others set out, and on a busy machine it sometimes does not.
+// first acquire until `client` has reached `point` (the faults armed there in place first, a
+// node they restart at once back), or until max_ms after the start: a start stagger only
+// hopes the first client gets there before the others set out, and on a busy machine it
+// sometimes does not.
 struct StartAfter {
     int client = 0;
     Point point = Point::after_acquire;

@@ -232,7 +232,7 @@ bool FaultSchedule::hold_until(std::size_t i, int client, long long now_ns) {
     world_.hold(client);
     s.waiting = true;
     s.wait_began_ns = now_ns;
-    mark_store_log(i);
+    if (!specs_[i].until_leader) mark_store_log(i);  // a leader is asked of the servers, not the store
     s.bound_left_ns = specs_[i].max_ms * kNsPerMs;
     start_counting(i, now_ns);
     check_end(i, client, now_ns);

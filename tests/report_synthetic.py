@@ -39,13 +39,20 @@ class Builder:
         self.root, self.version, self.cells, self.na = root, version, [], []
 
     def cell(self, scenario, run, verdicts, failure_class=None, external=True, adapter=None, params=None,
-             lock=None, variant=None, figures=None, witness=False):
+             lock=None, variant=None, figures=None, witness=False, unforced=None):
         """verdicts: one word a rep (None: a rep without one); lock: the run's "lock" (default:
-        the run's name before "@"); figures: a rep's figures instead of its verdict's."""
+        the run's name before "@"); figures: a rep's figures instead of its verdict's; unforced:
+        the reasons of repetitions that could not be forced (after the verdicts' reps)."""
         lock = lock if lock is not None else run.split("@")[0]
+        unforced = unforced or []
+        n = len(verdicts) + len(unforced)
         entry = {"scenario": scenario, "run": run, "id": f"{scenario}/{run}", "index": len(self.cells),
-                 "repeat": len(verdicts), "reps_done": len(verdicts), "reps": [],
+                 "repeat": n, "reps_done": n, "reps": [],
                  "algorithm": "external" if external else lock.split("+")[0], "variant": run}
+        if unforced:
+            entry["could_not_force"] = [{"rep": len(verdicts) + k, "reason": why,
+                                         "dir": f"cells/{scenario}/{run}/rep-{len(verdicts) + k}"}
+                                        for k, why in enumerate(unforced)]
         counts = {}
         for k, word in enumerate(verdicts):
             d = f"cells/{scenario}/{run}/rep-{k}"

@@ -49,6 +49,8 @@ def synthetic_tree(root):
     # The verdict is the one recorded: figures of two holders recorded "safe" count as safe.
     b.cell("slow-holder", "lib-b", [S], "slow-holder", figures=FIGURES[H])
     b.cell("failover", "lib-b", [U, U], "failover")
+    # A cell none of whose repetitions could be forced: no verdict, its "—" says why.
+    b.cell("failover", "lib-a", [], "failover", adapter=ADAPTER_A, unforced=["client 1 was let go after 600 ms"] * 2)
     b.cell("renewal", "lib-a", [H] * 2)                            # no failure class: not in the table
     b.cell("gc-pause", "token-lua", [H] * 2, "gc-pause", external=False)
     b.cell("gc-pause", "token-lua+fence", [R] * 2, "gc-pause", external=False, params={"ttl_ms": 300, "fence": True})
@@ -155,6 +157,14 @@ class LibraryTableTest(unittest.TestCase):
         self.assertTrue(notes[n].startswith("not run in this tree"), notes[n])
         # one note for every cell of that reason, across rows
         self.assertEqual(rows["slow holder"], md_rows(self.md)["token-lua"]["slow holder"])
+
+    def test_a_cell_that_could_not_be_forced_says_so_and_is_not_incomplete(self):
+        rows, notes = md_rows(self.md), md_notes(self.md)
+        n = int(re.search(r"\d+", rows["lib-a"]["failover"]).group())
+        self.assertEqual("failover: could not force it in 2 of 2 repetitions (client 1 was let go after 600 ms)",
+                         notes[n])
+        self.assertEqual([c.id for c in self.trees[0].unforced], ["failover/lib-a"])
+        self.assertNotIn("failover/lib-a", [c.id for c in self.trees[0].incomplete])
 
     def test_each_row_says_its_version_and_whether_it_fences(self):
         rows = md_rows(self.md)

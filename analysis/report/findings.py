@@ -29,7 +29,8 @@ def scenario_text(cells, scen, brief=False):
     """[sentences] about one scenario's cells (or, brief, one sweep step)."""
     out = [faults_text(cells, scen)]
     run = [c for c in cells if c.reps]
-    notrun = [c for c in cells if not c.reps]
+    notrun = [c for c in cells if not c.reps and not c.could_not_force]
+    unforced = [c for c in cells if c.could_not_force]
     out += safety_text(run)
     un = [c for c in run if c.unavailable_mean() > 0.5]
     if un:
@@ -40,6 +41,9 @@ def scenario_text(cells, scen, brief=False):
     if part or notrun:
         out.append("Incomplete: " + join_en([f"{c.run} ({c.reps_done} of {c.repeat} reps done)" for c in part]
                                             + [f"{c.run} (not run)" for c in notrun]) + ".")
+    if unforced:  # repetitions that did not happen as written: no evidence, in no verdict
+        out.append("Could not force: " + join_en(f"{c.run} in {len(c.could_not_force)} of {c.repeat} repetitions "
+                                                 f"({c.could_not_force[0].get('reason', '?')})" for c in unforced) + ".")
     return out
 
 

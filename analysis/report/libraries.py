@@ -179,7 +179,7 @@ def table_rows(trees):
             row = rows.setdefault(key, Row(key[1], key[0]))
             row.describe(c, run, lock_files)
             row.cells.setdefault(klass, []).append(c)
-        for c in pending:  # a cell not run yet (an incomplete tree) is named in its row's "—"
+        for c in pending:  # a cell not run yet, or never forced, is named in its row's "—"
             klass = classes.get(c.scenario)
             name = c.run.split("@", 1)[0]
             for (external, n), row in rows.items():
@@ -199,6 +199,9 @@ def reasons(row, klass, trees):
     out = []
     for c in row.pending.get(klass, []):
         line = f"{c.scenario}: not run yet (no repetition in this tree)"
+        if c.could_not_force:
+            line = (f"{c.scenario}: could not force it in {len(c.could_not_force)} of {c.repeat} repetitions "
+                    f"({c.could_not_force[0].get('reason', '?')})")
         out.append((line, line))
     seen = set()
     first = {}   # case -> its first reason: a variant refused for another reason is named

@@ -70,8 +70,11 @@ class Tree:
         # What lacks repetitions: as the summary records it (`merge --allow-incomplete`, or a
         # shard's own tree), else from the cells.
         recorded = s.get("incomplete_cells")
-        ids = set(recorded) if isinstance(recorded, list) else {c.id for c in self.cells if c.partial or not c.reps}
-        self.incomplete = [c for c in self.cells if c.id in ids or c.partial or not c.reps]
+        # A cell whose repetitions could not be forced ran them all: none is missing, none is evidence.
+        missing = [c for c in self.cells if c.partial or (not c.reps and not c.could_not_force)]
+        ids = set(recorded) if isinstance(recorded, list) else {c.id for c in missing}
+        self.incomplete = [c for c in self.cells if c.id in ids or c in missing]
+        self.unforced = [c for c in self.cells if c.could_not_force]
         self.scenario_order = []
         for c in self.cells:
             if c.scenario not in self.scenario_order:
@@ -112,6 +115,9 @@ class Cell:
         self.reps = [r for r in reps if isinstance(r, dict) and isinstance(r.get("dir"), str)]
         self.reps.sort(key=lambda r: num(r.get("rep"), 0))
         self.reps_done = int(num(c.get("reps_done"), len(self.reps)))
+        # The repetitions that did not happen as the case is written, reruns and all: no evidence.
+        unforced = c.get("could_not_force")
+        self.could_not_force = [x for x in unforced if isinstance(x, dict)] if isinstance(unforced, list) else []
         self.agg = c.get("aggregate") or {}
         self._runs = {}
 

@@ -593,6 +593,17 @@ TEST(StartAfter, TheOthersSetOutOnceANodeRestartedAtOnceIsBack) {
     EXPECT_EQ(r.world.calls.back(), "let_go 1") << "let go after the node was back";
     EXPECT_TRUE(r.schedule.unmet().empty()) << r.schedule.unmet().front();
 
+    // The run healed while the node is still coming back: the others are let go, once.
+    ScheduleRun healed({crash}, 2, 0, StartAfter{0, Point::after_acquire, 500});
+    healed.world.restart_takes_asks = 1000;
+    EXPECT_EQ(healed.schedule.reach(1, Point::before_acquire, 0), FaultSchedule::Answer::held);
+    healed.schedule.reach(0, Point::after_acquire, 30 * kMs);
+    healed.advance(100);
+    healed.schedule.heal(100 * kMs);
+    EXPECT_EQ(std::ranges::count(healed.world.calls, "let_go 1"), 1);
+    EXPECT_EQ(healed.world.calls.back(), "let_go 1");
+    EXPECT_FALSE(healed.schedule.next_due_ns()) << "nothing booked while healing";
+
     // A crash that keeps its node down a while is the story the others meet: no wait.
     crash.restart_after_ms = 300;
     ScheduleRun down({crash}, 2, 0, StartAfter{0, Point::after_acquire, 500});

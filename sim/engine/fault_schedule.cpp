@@ -509,7 +509,9 @@ void FaultSchedule::restart_outcome(const Timer& t, std::optional<bool> back, lo
         return;
     }
     ended(t.fault, t.client);
-    if (start_point_reached_) open_start(now_ns);  // the others waited for this node
+    // The others waited for this node (while healing, heal() lets them go: no timer is booked
+    // while it walks the timers).
+    if (start_point_reached_ && !healing_) open_start(now_ns);
     if (!*back) unmet_.push_back(specs_[t.fault].label() + ": node " + std::to_string(state_[t.fault].node) + " did not come back");
     log(now_ns, *back ? "end" : "failed", t.fault, t.client, t.occurrence);
     if (*back) {

@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "faults/link_proxy.h"
+#include "faults/listeners.h"
 #include "faults/process.h"
 #include "sim/live/etcd.h"
 #include "sim/live/http_client.h"
@@ -55,40 +56,6 @@ bool healthy(LockServer* s) {
 }
 
 bool alive(pid_t pid) { return ::kill(pid, 0) == 0; }
-
-// The socket inodes a process holds open.
-std::set<std::string> socket_inodes(pid_t pid) {
-    std::set<std::string> inodes;
-    for (const auto& e : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd")) {
-        std::error_code ec;
-        const std::string target = fs::read_symlink(e.path(), ec).string();
-        if (!ec && target.starts_with("socket:[")) inodes.insert(target.substr(8, target.size() - 9));
-    }
-    return inodes;
-}
-
-// Where a process listens for TCP: "127.0.0.1:2379", or "ipv6 <hex>" for any IPv6 listener.
-std::vector<std::string> listen_addresses(pid_t pid) {
-    const auto inodes = socket_inodes(pid);
-    std::vector<std::string> found;
-    for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
-        std::ifstream in(table);
-        std::string line;
-        std::getline(in, line);  // the header
-        while (std::getline(in, line)) {
-            std::istringstream fields(line);
-            std::string slot, local, remote, state, skip, inode;
-            fields >> slot >> local >> remote >> state;
-            for (int i = 0; i < 5; ++i) fields >> skip;
-            fields >> inode;
-            if (state != "0A" || !inodes.contains(inode)) continue;
-            if (std::string(table).ends_with("6")) { found.push_back("ipv6 " + local); continue; }
-            in_addr addr{static_cast<in_addr_t>(std::stoul(local.substr(0, 8), nullptr, 16))};
-            found.push_back(std::string(inet_ntoa(addr)) + ":" + std::to_string(std::stoi(local.substr(9), nullptr, 16)));
-        }
-    }
-    return found;
-}
 
 class EtcdTest : public ::testing::Test {
 protected:
@@ -169,9 +136,10 @@ TEST_F(EtcdTest, OneMemberLeadsAndListensOnLoopbackOnly) {
     EXPECT_EQ(servers[0]->name(), "etcd0");
     EXPECT_EQ(service->leader(), 0);
     EXPECT_TRUE(healthy(servers[0]));
-    const auto listening = listen_addresses(servers[0]->pid());
+    const auto listening = tcp_listeners(servers[0]->pid());
     EXPECT_EQ(listening.size(), 2u) << "a client and a peer listener, and no metrics one";
-    for (const auto& a : listening) EXPECT_TRUE(a.starts_with("127.0.0.1:")) << a;
+    for (const auto& l : listening) EXPECT_TRUE(l.text().starts_with("127.0.0.1:")) << l.text();
+    EXPECT_TRUE(listens_on(servers[0]->pid(), servers[0]->port()));
 }
 
 TEST_F(EtcdTest, ThreeMembersElectOneLeaderAndLeaveNothingBehind) {
@@ -182,7 +150,7 @@ TEST_F(EtcdTest, ThreeMembersElectOneLeaderAndLeaveNothingBehind) {
     for (auto* s : service->servers()) {
         EXPECT_TRUE(healthy(s)) << s->name();
         pids.push_back(s->pid());
-        for (const auto& a : listen_addresses(s->pid())) EXPECT_TRUE(a.starts_with("127.0.0.1:")) << s->name() << " " << a;
+        for (const auto& l : tcp_listeners(s->pid())) EXPECT_TRUE(l.text().starts_with("127.0.0.1:")) << s->name() << " " << l.text();
     }
     service->servers()[static_cast<std::size_t>((*leader + 1) % 3)]->pause();  // a stopped one too
     service.reset();

@@ -20,6 +20,7 @@
 
 #include "proc_util.h"
 #include "tests/test_util.h"
+#include "faults/listeners.h"
 #include "faults/process.h"
 #include "sim/live/redis_node.h"
 #include "sim/live/sentinel.h"
@@ -124,6 +125,33 @@ TEST_F(RedisNodeTest, UsesTheGivenPortWhenFree) {
     RedisNode node(c, run_dir);
     EXPECT_EQ(node.port(), port);
     EXPECT_TRUE(port_in_use(port));
+}
+
+// What a server's start asks before it believes an answer on its port is its own (ZooKeeper,
+// etcd, PgBouncer): the port's listener is the server's process, not another's.
+TEST_F(RedisNodeTest, ListensOnTellsWhoseListenerAPortIs) {
+    RedisNode node(config(), run_dir);
+    EXPECT_TRUE(listens_on(node.pid(), node.port()));
+    EXPECT_FALSE(listens_on(::getpid(), node.port())) << "this test only connects to it";
+    const int own = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    ASSERT_EQ(::bind(own, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    const int port = (::getsockname(own, reinterpret_cast<sockaddr*>(&addr), &len), ntohs(addr.sin_port));
+    EXPECT_FALSE(listens_on(::getpid(), port)) << "bound, not yet listening";
+    ASSERT_EQ(::listen(own, 1), 0);
+    EXPECT_TRUE(listens_on(::getpid(), port));
+    EXPECT_FALSE(listens_on(node.pid(), port));
+    const auto listeners = tcp_listeners(node.pid());
+    ASSERT_FALSE(listeners.empty());
+    for (const TcpListener& l : listeners) EXPECT_TRUE(l.loopback()) << l.text();
+    ::close(own);
+    EXPECT_FALSE(listens_on(::getpid(), port));
+    node.kill();
+    EXPECT_TRUE(eventually([&] { return !node.running(); }));
+    EXPECT_FALSE(listens_on(node.pid(), node.port())) << "a process that is gone listens on nothing";
 }
 
 TEST_F(RedisNodeTest, KillThenRestartWithoutDataComesBackEmpty) {

@@ -18,6 +18,7 @@
 
 #include "faults/clock_control.h"
 #include "faults/link_proxy.h"
+#include "faults/listeners.h"
 #include "faults/process.h"
 #include "sim/live/lock_service.h"
 #include "sim/live/zookeeper.h"
@@ -61,47 +62,6 @@ std::string read_all(const fs::path& path) {
     std::stringstream all;
     all << in.rdbuf();
     return all.str();
-}
-
-// The inodes of the TCP sockets process `pid` has open.
-std::set<std::string> socket_inodes(pid_t pid) {
-    std::set<std::string> inodes;
-    const fs::path fds = "/proc/" + std::to_string(pid) + "/fd";
-    for (const auto& fd : fs::directory_iterator(fds)) {
-        std::error_code ec;
-        const std::string target = fs::read_symlink(fd.path(), ec).string();
-        if (!ec && target.starts_with("socket:[")) inodes.insert(target.substr(8, target.size() - 9));
-    }
-    return inodes;
-}
-
-struct Listener {
-    std::string address;  // as /proc/net/tcp{,6} writes it, in hex
-    int port;
-};
-
-// The listening TCP sockets (state 0A) among `inodes`, from /proc/net/tcp and tcp6.
-std::vector<Listener> listeners(const std::set<std::string>& inodes) {
-    std::vector<Listener> out;
-    for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
-        std::ifstream in(table);
-        std::string line;
-        std::getline(in, line);  // the header
-        while (std::getline(in, line)) {
-            std::istringstream fields(line);
-            std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
-            fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >> timeout >> inode;
-            if (state != "0A" || !inodes.contains(inode)) continue;
-            const auto colon = local.rfind(':');
-            out.push_back({local.substr(0, colon), std::stoi(local.substr(colon + 1), nullptr, 16)});
-        }
-    }
-    return out;
-}
-
-bool is_loopback(const std::string& hex) {
-    return hex == "0100007F" || hex == "0000000000000000FFFF00000100007F" ||
-           hex == "00000000000000000000000001000000";
 }
 
 // Runs /usr/bin/python3 with kazoo on `script`; returns its stdout once it has exited.
@@ -156,8 +116,8 @@ TEST_F(ZooKeeperTest, EveryListenerOfTheJvmsIsOnLoopback) {
     auto zk = start(3);
     std::set<int> ports;
     for (LockServer* server : zk->servers())
-        for (const Listener& l : listeners(socket_inodes(server->pid()))) {
-            EXPECT_TRUE(is_loopback(l.address)) << server->name() << " listens on " << l.address << ":" << l.port;
+        for (const TcpListener& l : tcp_listeners(server->pid())) {
+            EXPECT_TRUE(l.loopback()) << server->name() << " listens on " << l.text();
             // Below the ephemeral range, where no outgoing connection can take it first.
             EXPECT_LT(l.port, 32768) << server->name();
             ports.insert(l.port);

@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "faults/listeners.h"
 #include "faults/process.h"
 #include "sim/live/http_client.h"
 #include "sim/live/lock_service.h"
@@ -117,6 +118,9 @@ public:
     }
     bool running() { return process_.running(); }
     bool answering() { return running() && !paused_ && !killed_; }
+    // Whether this member, not another run's etcd that bound the port first, is what answers
+    // there (ours then exits with "address already in use": throw_exited()).
+    bool holds_its_port() { return listens_on(process_.pid(), client_port_); }
     // One line: what went wrong, and how the log ended (the log goes with the run's folder).
     std::runtime_error failure(const std::string& what) const {
         return std::runtime_error("etcd member " + name_ + " (client port " + std::to_string(client_port_) +
@@ -225,7 +229,7 @@ void EtcdCluster::start() {
 
 bool EtcdCluster::ready() {
     for (auto& m : members_)
-        if (!healthy(m->port())) return false;
+        if (!healthy(m->port()) || !m->holds_its_port()) return false;
     return leader().has_value();
 }
 
@@ -255,8 +259,8 @@ void EtcdMember::restart(bool /*keep_data*/) {
     const auto deadline = Clock::now() + restart_timeout;
     for (;;) {
         if (!running()) throw_exited("during restart");
-        if (answers_health(client_port_)) return;
-        if (!cluster_.quorum_can_form() && port_in_use(client_port_)) return;
+        if (answers_health(client_port_) && holds_its_port()) return;
+        if (!cluster_.quorum_can_form() && holds_its_port()) return;
         if (Clock::now() >= deadline) throw failure("did not answer /health within 10 s of its restart");
         std::this_thread::sleep_for(poll_interval);
     }

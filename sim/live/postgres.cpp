@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "faults/listeners.h"
 #include "faults/process.h"
 #include "sim/live/lock_service.h"
 #include "sim/live/redis_node.h"
@@ -347,7 +348,8 @@ void PostgresServer::start_pgbouncer() {
                 throw std::runtime_error("PgBouncer (port " + std::to_string(bouncer_port_) +
                                          ") exited during start-up; its log ended: " + log_tail(log));
             }
-            if (port_in_use(bouncer_port_)) return;
+            // Its own listener: another run's program that took the port first is no start.
+            if (listens_on(bouncer_.pid(), bouncer_port_)) return;
             if (Clock::now() >= deadline)
                 throw std::runtime_error("PgBouncer (port " + std::to_string(bouncer_port_) +
                                          ") did not listen within 20 s; its log ended: " + log_tail(log));

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "faults/link_proxy.h"
+#include "faults/listeners.h"
 #include "faults/process.h"
 #include "sim/live/lock_service.h"
 #include "sim/live/redis_node.h"
@@ -191,10 +192,13 @@ public:
     }
 
     // Returns once it answers ruok; throws, quoting its log, if it exits or the deadline passes.
+    // The answer counts only while this JVM holds the port: another run's server that bound it
+    // first answers too, until ours exits with "Address already in use" (then lost_a_port()).
     void wait_until_answers(Clock::time_point deadline) {
         for (;;) {
             if (!running()) throw failure("exited during start-up");
-            if (four_letter_word(client_port_, "ruok", ruok_timeout) == "imok") return;
+            if (four_letter_word(client_port_, "ruok", ruok_timeout) == "imok" && listens_on(pid(), client_port_))
+                return;
             if (Clock::now() >= deadline) throw failure("did not answer ruok within 60 s");
             std::this_thread::sleep_for(poll_interval);
         }

@@ -42,8 +42,7 @@ def scenario_text(cells, scen, brief=False):
         out.append("Incomplete: " + join_en([f"{c.run} ({c.reps_done} of {c.repeat} reps done)" for c in part]
                                             + [f"{c.run} (not run)" for c in notrun]) + ".")
     if unforced:  # repetitions that did not happen as written: no evidence, in no verdict
-        out.append("Could not force: " + join_en(f"{c.run} in {len(c.could_not_force)} of {c.repeat} repetitions "
-                                                 f"({c.could_not_force[0].get('reason', '?')})" for c in unforced) + ".")
+        out.append("Could not force: " + join_en(f"{c.run} in {c.unforced_text()}" for c in unforced) + ".")
     return out
 
 

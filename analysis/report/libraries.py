@@ -200,8 +200,7 @@ def reasons(row, klass, trees):
     for c in row.pending.get(klass, []):
         line = f"{c.scenario}: not run yet (no repetition in this tree)"
         if c.could_not_force:
-            line = (f"{c.scenario}: could not force it in {len(c.could_not_force)} of {c.repeat} repetitions "
-                    f"({c.could_not_force[0].get('reason', '?')})")
+            line = f"{c.scenario}: could not force it in {c.unforced_text()}"
         out.append((line, line))
     seen = set()
     first = {}   # case -> its first reason: a variant refused for another reason is named

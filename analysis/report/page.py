@@ -298,8 +298,7 @@ def write_cover(trees, page):
         if t.unforced:
             page.para(f"COULD NOT FORCE: in {t.name}, repetitions that did not happen as their case is written "
                       "(run again, then counted in no verdict: no evidence either way): "
-                      + join_en(f"{c.id}, {len(c.could_not_force)} of {c.repeat} "
-                                f"({c.could_not_force[0].get('reason', '?')})" for c in t.unforced[:8])
+                      + join_en(f"{c.id}, {c.unforced_text()}" for c in t.unforced[:8])
                       + (f" and {len(t.unforced) - 8} more" if len(t.unforced) > 8 else "") + ".")
     if table:  # the end of what scripts/readme-table copies into README.md
         page.raw_html("", README_CLOSE + "\n")

@@ -121,6 +121,11 @@ class Cell:
         self.agg = c.get("aggregate") or {}
         self._runs = {}
 
+    def unforced_text(self):
+        """"3 of 3 repetitions (why the first could not be forced)": said the same way everywhere."""
+        why = self.could_not_force[0].get("reason", "?") if self.could_not_force else "?"
+        return f"{len(self.could_not_force)} of {self.repeat} repetitions ({why})"
+
     @property
     def partial(self):
         return self.repeat > 0 and self.reps_done < self.repeat

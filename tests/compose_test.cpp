@@ -212,6 +212,9 @@ TEST(Catalog, EachMissingCellSaysWhyInOneLine) {
     };
     EXPECT_NE(why("consensus-clock-jump", "etcd").find("clock shim cannot move"), std::string::npos);
     EXPECT_NE(why("failover-lost-lock", "laravel").find("Sentinel"), std::string::npos);
+    EXPECT_NE(why("failover-lost-lock", "token-lua+wait").find("grants alone"), std::string::npos);
+    EXPECT_EQ(why("failover-lost-lock", "token-lua"), "");
+    EXPECT_EQ(why("failover-ttl-kept", "token-lua+wait"), "");
     EXPECT_NE(why("acquire-pause", "redis-py").find("during_acquire"), std::string::npos);
     EXPECT_NE(why("redlock-clock-jump", "token-lua").find("needs 5 lock nodes"), std::string::npos);
     EXPECT_NE(why("redis-semaphore-refresh", "redis-py").find("about redis-semaphore-5.3.0"), std::string::npos);

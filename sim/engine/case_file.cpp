@@ -115,6 +115,7 @@ CaseNeeds parse_needs(const Json& j, const std::string& file) {
     if (f.get("nodes")) n.nodes = static_cast<int>(f.integer("nodes", 1, 1, kMaxNodes));
     n.sentinel = f.value<bool>("sentinel", false, [](const Json& x) { return x.is_boolean(); }, "true or false");
     n.fence = f.value<bool>("fence", false, [](const Json& x) { return x.is_boolean(); }, "true or false");
+    n.unreplicated = f.value<bool>("unreplicated", false, [](const Json& x) { return x.is_boolean(); }, "true or false");
     if (f.get("topology")) {
         const std::string t = f.string("topology", "plain");
         if (t != "plain") f.fail(f.at("topology"), "expected \"plain\" (a case that needs Sentinel says \"sentinel\": true), got " + quoted_excerpt(t));

@@ -52,6 +52,7 @@ struct CaseNeeds {
     bool sentinel = false;           // a master it finds through Sentinel (the run gets the topology)
     bool lone_node = false;          // "topology": "plain": a lock on lone nodes, not on a master with a replica
     bool fence = false;              // a fencing token the store checks
+    bool unreplicated = false;       // a lock the master grants alone, not one that WAITs for a replica
 };
 
 struct CaseVariant {

@@ -173,6 +173,9 @@ std::optional<std::string> why_not_by_needs(const CaseFile& c, const LockFile& l
         return "needs a lock on lone nodes; " + lock.name + " runs on a master with a replica, followed through Sentinel";
     if (n.fence && !lock.fenced())
         return "needs a fencing token the store checks; " + lock.name + " has none checked";
+    if (n.unreplicated && lock.offers.replicated)
+        return "needs a lock the master grants alone; " + lock.name +
+               " waits for a replica to acknowledge (WAIT), which the case holds back: it grants nothing for a failover to lose";
     return std::nullopt;
 }
 

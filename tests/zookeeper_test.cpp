@@ -19,6 +19,7 @@
 #include "faults/clock_control.h"
 #include "faults/link_proxy.h"
 #include "faults/listeners.h"
+#include "faults/stopped.h"
 #include "faults/process.h"
 #include "sim/live/lock_service.h"
 #include "sim/live/zookeeper.h"
@@ -162,7 +163,16 @@ TEST_F(ZooKeeperTest, PausedServerAnswersNothingAndLeaderDoesNotWaitForIt) {
     auto zk = start(1);
     LockServer* server = zk->servers()[0];
     server->pause();
-    EXPECT_FALSE(four_letter_word(server->port(), "ruok", 300ms));
+    // In place when pause() returns: SIGSTOP stops a JVM's threads only once the one the kernel
+    // woke for it runs, and the others meanwhile answer (CI: ruok answered 300 ms after it).
+    EXPECT_TRUE(wait_stopped(server->pid(), 0ms)) << "a thread of the paused JVM still runs";
+    const auto answer = four_letter_word(server->port(), "ruok", 300ms);
+    EXPECT_FALSE(answer) << "answered \"" << answer.value_or("") << "\"; pid " << server->pid() << " state "
+                         << read_all("/proc/" + std::to_string(server->pid()) + "/stat") << " listens: " << [&] {
+                                std::string all;
+                                for (const auto& l : tcp_listeners(server->pid())) all += l.text() + " ";
+                                return all;
+                            }() << " port " << server->port();
     EXPECT_EQ(zk->leader(), std::nullopt);  // a paused server is not asked
     server->resume();
     EXPECT_EQ(four_letter_word(server->port(), "ruok", 5s), "imok");

@@ -341,7 +341,7 @@ int cmd_report(const std::string& dir) {
     std::cout << std::flush;
     std::vector<char*> args{const_cast<char*>(python), const_cast<char*>(script.c_str()), const_cast<char*>(dir.c_str()),
                             nullptr};
-    keep_guard_across_exec();  // the report is this process now: its end is the guard's signal
+    end_guard();  // python starts nothing: it needs no cgroup, and the guard is reaped here
     ::execv(python, args.data());
     throw std::runtime_error(std::string("cannot start ") + python + ": " + std::strerror(errno));
 }
@@ -1060,6 +1060,9 @@ int main(int argc, char** argv) {
         // A command (not a client, nor a repetition a matrix started) also puts all it starts
         // in a cgroup whose guard ends it even after a SIGKILL of this process.
         if (!client.sub->parsed()) end_everything_started_when_gone();
+        struct EndGuard {
+            ~EndGuard() { end_guard(); }
+        } end_guard_last;  // after EndDescendants below: what is left in the cgroup goes with it
         adopt_orphans();
         if (client.sub->parsed()) return client.run();
         install_cleanup_on_signals();

@@ -10,6 +10,7 @@
 // Between fork and exec the child may only make async-signal-safe calls (another thread may
 // hold the allocator's lock at the moment of fork), so everything it needs is built before.
 #include "faults/process.h"
+#include "faults/stopped.h"
 
 #include <fcntl.h>
 #include <grp.h>
@@ -127,6 +128,9 @@ pid_t parent_of(long pid) {
 
 // One pass over /proc: SIGKILLs every live child of this process; how many it found. None is
 // reaped here: a handler must not take a status that the code it interrupted waits for.
+// The cgroup guard, our child (end_everything_started_when_gone()): not killed with the rest.
+volatile pid_t guard_pid = -1;
+
 int kill_children_once() {
     const pid_t self = getpid();
     const int dir = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -138,7 +142,7 @@ int kill_children_once() {
             const auto* d = reinterpret_cast<const LinuxDirent64*>(buf + off);
             off += d->d_reclen;
             const long pid = digits_of(d->d_name);
-            if (pid <= 0 || parent_of(pid) != self) continue;
+            if (pid <= 0 || pid == guard_pid || parent_of(pid) != self) continue;
             ::kill(static_cast<pid_t>(pid), SIGKILL);
             ++found;
         }
@@ -421,6 +425,12 @@ void ChildProcess::signal(int sig) {
     if (pid_ > 0 && !status_) ::kill(-pid_, sig);
 }
 
+void ChildProcess::stop(std::chrono::milliseconds timeout) {
+    if (pid_ <= 0 || status_) return;
+    signal(SIGSTOP);
+    wait_stopped(pid_, timeout);
+}
+
 void ChildProcess::kill_and_reap() {
     if (pid_ <= 0 || status_) return;
     ::kill(-pid_, SIGKILL);
@@ -504,6 +514,7 @@ void kill_own_group_when_gone() {
 namespace {
 
 int guard_pipe = -1;  // the write end of the cgroup guard's pipe, held by this process alone
+std::string guard_left_cgroup;  // the cgroup this process was in before it made its own
 
 // The folder of this process's cgroup in the cgroup v2 hierarchy: where cgroup2 is mounted
 // (/proc/self/mounts) joined with the "0::" line of /proc/self/cgroup.
@@ -572,18 +583,18 @@ void end_everything_started_when_gone() {
         ::rmdir(dir.c_str());
         return;
     }
-    const pid_t middle = fork();
-    if (middle < 0) {
+    // Our child, so that a lockbench that ends normally reaps it (end_guard()) and leaves no
+    // zombie for whoever adopts orphans here; kill_all_descendants() passes it by. Orphaned
+    // (lockbench killed), it does its part all the same.
+    const pid_t guard = fork();
+    if (guard < 0) {
         close(fds[0]);
         close(fds[1]);
         ::rmdir(dir.c_str());
         return;
     }
-    if (middle == 0) {
+    if (guard == 0) {
         close(fds[1]);
-        // The guard is the middle one's child, re-parented away when the middle one ends: no
-        // child of ours, so that kill_all_descendants() leaves it to do its part.
-        if (fork() != 0) _exit(0);
         setsid();  // no terminal's Ctrl-C, no group kill of ours reaches it
         prctl(PR_SET_NAME, "lockbench-cg");
         for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) ::signal(sig, SIG_IGN);
@@ -598,19 +609,30 @@ void end_everything_started_when_gone() {
         _exit(0);
     }
     close(fds[0]);
-    waitpid(middle, nullptr, 0);
+    guard_pid = guard;
     std::ofstream procs(dir / "cgroup.procs");
     procs << getpid() << std::flush;
+    guard_pipe = fds[1];
     if (!procs) {
-        close(fds[1]);  // the guard removes the empty cgroup
+        end_guard();  // it removes the empty cgroup
         return;
     }
-    guard_pipe = fds[1];
+    guard_left_cgroup = here->string();
     setenv("LOCKBENCH_CGROUP", dir.c_str(), 1);
 }
 
-void keep_guard_across_exec() {
-    if (guard_pipe >= 0) fcntl(guard_pipe, F_SETFD, 0);
+void end_guard() {
+    if (guard_pid <= 0) return;
+    // Out of the cgroup first: the guard kills whatever is still in it, and that is no longer us.
+    if (!guard_left_cgroup.empty()) {
+        std::ofstream back(fs::path(guard_left_cgroup) / "cgroup.procs");
+        back << getpid() << std::flush;
+        if (!back) return;  // still inside: the guard must wait for our end, as an orphan
+    }
+    close(guard_pipe);
+    guard_pipe = -1;
+    waitpid_retrying(guard_pid, nullptr, 0);  // end_cgroup() gives up after 10 s
+    guard_pid = -1;
 }
 
 namespace {

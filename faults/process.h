@@ -44,6 +44,9 @@ public:
     pid_t pid() const { return pid_; }
     bool running();                        // reaps it if it has exited
     void signal(int sig);                  // to the whole process group
+    // SIGSTOP to its group; returns once its every thread has stopped (faults/stopped.h), at
+    // most `timeout`: kill() returns before a multithreaded process stops.
+    void stop(std::chrono::milliseconds timeout = std::chrono::seconds(10));
     void kill_and_reap();                  // SIGKILL + waitpid
     // Waits up to `timeout` for it to exit; returns its wait status if it did.
     std::optional<int> wait_for(std::chrono::milliseconds timeout);
@@ -69,18 +72,21 @@ void adopt_orphans();
 void kill_all_descendants();
 
 // Puts this process, and so everything it starts from here on, in a cgroup of its own
-// (cgroup v2, lockbench-<pid> under the one it is in), watched by a guard that is nobody's
-// child: once this process is gone, however it ended (SIGKILL included), the guard kills
-// whatever is left in the cgroup (cgroup.kill), a daemon that left every group and was
-// re-parented away among them, and removes it. Call it once, at the start, before any other
-// thread and before adopt_orphans(). Where no cgroup v2 hierarchy can be written (no root,
+// (cgroup v2, lockbench-<pid> under the one it is in), watched by a guard (a child that
+// kill_all_descendants() passes by): once this process is gone, however it ended (SIGKILL
+// included), or calls end_guard(), the guard kills whatever is left in the cgroup
+// (cgroup.kill), a daemon that left every group and was re-parented away among them, and
+// removes it. Call it once, at the start, before any other thread. Where no cgroup v2
+// hierarchy can be written (no root,
 // none mounted) it does nothing, and adopt_orphans() with kill_all_descendants() remain the
 // way: they cannot run after a SIGKILL. A lockbench started by one that did this
 // (LOCKBENCH_CGROUP set) is already inside: it does nothing.
 void end_everything_started_when_gone();
-// Before an exec that replaces this process (the report): the program it becomes holds the
-// guard's pipe, so the guard waits for that program's end, not this one's.
-void keep_guard_across_exec();
+// At a command's end (or before an exec that replaces it): this process leaves its cgroup,
+// the guard ends what is left in it, removes it and exits, and is reaped here, so that no
+// zombie of it is left to whoever adopts orphans. Only a lockbench that is killed leaves the
+// guard to do its part as an orphan. Does nothing without a guard.
+void end_guard();
 
 // Installs SIGINT/SIGTERM/SIGHUP handlers that kill every live ChildProcess group, then every
 // descendant (kill_all_descendants), and then re-raise the signal, so an interrupted run leaves

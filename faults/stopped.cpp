@@ -25,19 +25,22 @@ char task_state(const std::filesystem::path& stat) {
     return paren != std::string::npos && paren + 2 < text.size() ? text[paren + 2] : '?';
 }
 
-// True when it has threads and every one is stopped; false while one runs or it is gone.
-bool all_stopped(pid_t pid) {
+enum class Threads { running, stopped, dead };
+
+// Whether every thread is stopped, one still runs, or the process is dead (a zombie, or gone).
+Threads threads_of(pid_t pid) {
     std::error_code ec;
     std::filesystem::directory_iterator tasks("/proc/" + std::to_string(pid) + "/task", ec), end;
-    if (ec) return false;
+    if (ec) return Threads::dead;
     bool any = false;
     for (; tasks != end; tasks.increment(ec)) {
-        if (ec) return false;
+        if (ec) return Threads::dead;
         const char s = task_state(tasks->path() / "stat");
-        if (s != 'T' && s != 't') return false;
+        if (s == 'Z' || s == 'X') return Threads::dead;
+        if (s != 'T' && s != 't') return Threads::running;
         any = true;
     }
-    return any && !ec;
+    return any ? Threads::stopped : Threads::dead;
 }
 
 }  // namespace
@@ -45,7 +48,8 @@ bool all_stopped(pid_t pid) {
 bool wait_stopped(pid_t pid, std::chrono::milliseconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {
-        if (all_stopped(pid)) return true;
+        const Threads now = threads_of(pid);
+        if (now != Threads::running) return now == Threads::stopped;  // a dead one never stops: no wait
         if (std::chrono::steady_clock::now() >= deadline) return false;
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }

@@ -12,7 +12,8 @@
 namespace lockbench {
 
 // Waits until every thread of process `pid` is stopped ('T' or 't' in /proc/<pid>/task/*/stat),
-// at most `timeout`. False if it was not by then, or the process is gone.
+// at most `timeout`. False if it was not by then, or at once if the process is dead (a zombie,
+// or gone).
 bool wait_stopped(pid_t pid, std::chrono::milliseconds timeout);
 
 }  // namespace lockbench

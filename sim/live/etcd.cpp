@@ -21,7 +21,6 @@
 
 #include "faults/listeners.h"
 #include "faults/process.h"
-#include "faults/stopped.h"
 #include "sim/live/http_client.h"
 #include "sim/live/lock_service.h"
 #include "sim/live/redis_node.h"
@@ -36,7 +35,6 @@ using Clock = std::chrono::steady_clock;
 // Bounds, not expectations: three members come up in about 2 s on an idle machine.
 constexpr auto start_timeout = 20s;
 constexpr auto restart_timeout = 10s;
-constexpr auto pause_timeout = std::chrono::milliseconds(10000);  // for every Go thread to stop
 // A paused member accepts the connection and never answers: it must not hang a question.
 constexpr auto probe_timeout = 200ms;
 constexpr auto poll_interval = 20ms;
@@ -105,8 +103,7 @@ public:
     }
     void restart(bool keep_data) override;
     void pause() override {
-        process_.signal(SIGSTOP);
-        wait_stopped(process_.pid(), pause_timeout);  // in place once every Go thread is stopped
+        process_.stop();  // in place once every Go thread has stopped
         paused_ = true;
     }
     void resume() override {

@@ -6,8 +6,6 @@
 //                                                └─ exited otherwise, or timed out ─▶ throw
 #include "sim/live/redis_node.h"
 
-#include "faults/stopped.h"
-
 #include <arpa/inet.h>
 #include <hiredis/hiredis.h>
 #include <netinet/in.h>
@@ -38,7 +36,6 @@ namespace fs = std::filesystem;
 constexpr auto start_timeout = 5s;
 constexpr auto ping_poll_interval = 5ms;
 constexpr auto stop_timeout = 5s;
-constexpr auto pause_timeout = std::chrono::milliseconds(10000);  // for every thread to stop
 // How long a just-freed port may stay busy: restart() reaps the server, but any child it forked
 // (an AOF rewrite) dies with the group a moment later and may still hold the socket.
 constexpr auto same_port_retry_window = 2s;
@@ -264,12 +261,7 @@ void RedisNode::stop() {
 }
 
 void RedisNode::kill() { process_.signal(SIGKILL); }
-// In place once the server's every thread has stopped (faults/stopped.h), not when kill()
-// returns; bounded, as a server that cannot stop (a gone one) must not hang the fault thread.
-void RedisNode::pause() {
-    process_.signal(SIGSTOP);
-    wait_stopped(process_.pid(), pause_timeout);
-}
+void RedisNode::pause() { process_.stop(); }  // in place once its every thread has stopped
 void RedisNode::resume() { process_.signal(SIGCONT); }
 bool RedisNode::running() { return process_.running(); }
 

@@ -20,7 +20,6 @@
 #include "faults/link_proxy.h"
 #include "faults/listeners.h"
 #include "faults/process.h"
-#include "faults/stopped.h"
 #include "sim/live/lock_service.h"
 #include "sim/live/redis_node.h"
 
@@ -39,7 +38,6 @@ constexpr auto ruok_timeout = 500ms;
 // A paused server accepts a connection (the kernel does) and never answers: leader() must not
 // wait on it for long.
 constexpr auto srvr_timeout = 200ms;
-constexpr auto pause_timeout = std::chrono::milliseconds(10000);  // for every JVM thread to stop
 
 // ZooKeeper's jar and the logging binding it needs: without slf4j-log4j12 SLF4J falls back to
 // its no-op logger and the server's log stays empty. /etc/zookeeper/conf holds the
@@ -155,8 +153,7 @@ public:
     }
     void pause() override {
         std::lock_guard lock(mutex_);
-        process_.signal(SIGSTOP);
-        wait_stopped(process_.pid(), pause_timeout);  // in place once every JVM thread is stopped
+        process_.stop();  // in place once every JVM thread has stopped
         paused_ = true;
     }
     void resume() override {

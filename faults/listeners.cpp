@@ -17,9 +17,11 @@ namespace {
 std::set<std::string> socket_inodes(pid_t pid) {
     std::set<std::string> inodes;
     std::error_code ec;
-    for (const auto& fd : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+    // increment(ec), not a range-for, whose ++ throws when the process ends meanwhile.
+    fs::directory_iterator fds("/proc/" + std::to_string(pid) + "/fd", ec), end;
+    for (; !ec && fds != end; fds.increment(ec)) {
         std::error_code link_ec;
-        const std::string target = fs::read_symlink(fd.path(), link_ec).string();
+        const std::string target = fs::read_symlink(fds->path(), link_ec).string();
         if (!link_ec && target.starts_with("socket:[")) inodes.insert(target.substr(8, target.size() - 9));
     }
     return inodes;

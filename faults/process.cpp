@@ -425,10 +425,10 @@ void ChildProcess::signal(int sig) {
     if (pid_ > 0 && !status_) ::kill(-pid_, sig);
 }
 
-void ChildProcess::stop(std::chrono::milliseconds timeout) {
-    if (pid_ <= 0 || status_) return;
+bool ChildProcess::stop(std::chrono::milliseconds timeout) {
+    if (pid_ <= 0 || status_) return true;
     signal(SIGSTOP);
-    wait_stopped(pid_, timeout);
+    return wait_none_running({pid_}, timeout);
 }
 
 void ChildProcess::kill_and_reap() {

@@ -45,8 +45,9 @@ public:
     bool running();                        // reaps it if it has exited
     void signal(int sig);                  // to the whole process group
     // SIGSTOP to its group; returns once its every thread has stopped (faults/stopped.h), at
-    // most `timeout`: kill() returns before a multithreaded process stops.
-    void stop(std::chrono::milliseconds timeout = std::chrono::seconds(10));
+    // most `timeout`: kill() returns before a multithreaded process stops. False only if a thread
+    // still ran by then (a process already dead stops nothing, and misses no pause).
+    bool stop(std::chrono::milliseconds timeout = std::chrono::seconds(10));
     void kill_and_reap();                  // SIGKILL + waitpid
     // Waits up to `timeout` for it to exit; returns its wait status if it did.
     std::optional<int> wait_for(std::chrono::milliseconds timeout);

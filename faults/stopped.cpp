@@ -1,28 +1,53 @@
 #include "faults/stopped.h"
 
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
 
 #include <filesystem>
 #include <string>
+#include <optional>
 #include <thread>
+#include <vector>
 
 namespace lockbench {
 
 namespace {
 
-// The state letter of /proc/<pid>/task/<tid>/stat; '?' if it cannot be read (read(2), not a
-// stream: a task can end between the open and the read).
-char task_state(const std::filesystem::path& stat) {
+// What follows the command name in a /proc stat file ("S 1 234 ..."): its state letter,
+// its parent and its group; empty if it cannot be read (read(2), not a stream: a task can end
+// between the open and the read).
+std::string stat_fields(const std::filesystem::path& stat) {
     const int fd = ::open(stat.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return '?';
+    if (fd < 0) return {};
     char buffer[512];
     const ssize_t n = ::read(fd, buffer, sizeof buffer - 1);
     ::close(fd);
-    if (n <= 0) return '?';
+    if (n <= 0) return {};
     const std::string text(buffer, static_cast<std::size_t>(n));
     const auto paren = text.rfind(')');  // the command name may itself hold spaces or ')'
-    return paren != std::string::npos && paren + 2 < text.size() ? text[paren + 2] : '?';
+    return paren != std::string::npos && paren + 2 < text.size() ? text.substr(paren + 2) : std::string();
+}
+
+// The state letter of /proc/<pid>/task/<tid>/stat; '?' if it cannot be read.
+char task_state(const std::filesystem::path& stat) {
+    const std::string fields = stat_fields(stat);
+    return fields.empty() ? '?' : fields[0];
+}
+
+// The group of /proc/<pid>/stat's process (its third field after the name); -1 if unread.
+pid_t group_of(const std::filesystem::path& stat) {
+    const std::string fields = stat_fields(stat);  // "<state> <ppid> <pgrp> ..."
+    const auto first = fields.find(' ');
+    const auto second = first == std::string::npos ? first : fields.find(' ', first + 1);
+    if (second == std::string::npos) return -1;
+    pid_t group = -1;
+    std::from_chars(fields.data() + second + 1, fields.data() + fields.size(), group);
+    return group;
 }
 
 enum class Threads { running, stopped, dead };
@@ -43,16 +68,67 @@ Threads threads_of(pid_t pid) {
     return any ? Threads::stopped : Threads::dead;
 }
 
-}  // namespace
+// Every process of group `pgid` now.
+std::vector<pid_t> members_of(pid_t pgid) {
+    std::vector<pid_t> members;
+    std::error_code ec;
+    std::filesystem::directory_iterator procs("/proc", ec), end;
+    for (; !ec && procs != end; procs.increment(ec)) {
+        const std::string name = procs->path().filename().string();
+        pid_t pid = 0;
+        const auto [rest, error] = std::from_chars(name.data(), name.data() + name.size(), pid);
+        if (error != std::errc() || rest != name.data() + name.size()) continue;
+        if (group_of(procs->path() / "stat") == pgid) members.push_back(pid);
+    }
+    return members;
+}
 
-bool wait_stopped(pid_t pid, std::chrono::milliseconds timeout) {
+// Polls `done` every millisecond until it says yes or no (a value), at most `timeout`.
+template <typename Done>
+bool poll_until(std::chrono::milliseconds timeout, Done done) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {
-        const Threads now = threads_of(pid);
-        if (now != Threads::running) return now == Threads::stopped;  // a dead one never stops: no wait
+        if (const std::optional<bool> answer = done()) return *answer;
         if (std::chrono::steady_clock::now() >= deadline) return false;
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
+}
+
+}  // namespace
+
+bool wait_stopped(pid_t pid, std::chrono::milliseconds timeout) {
+    return poll_until(timeout, [&]() -> std::optional<bool> {
+        const Threads now = threads_of(pid);
+        if (now == Threads::running) return std::nullopt;
+        return now == Threads::stopped;  // a dead one never stops: no wait
+    });
+}
+
+bool wait_none_running(const std::vector<pid_t>& pids, std::chrono::milliseconds timeout) {
+    return poll_until(timeout, [&]() -> std::optional<bool> {
+        if (std::ranges::any_of(pids, [](pid_t pid) { return threads_of(pid) == Threads::running; })) return std::nullopt;
+        return true;
+    });
+}
+
+bool wait_group_none_running(pid_t pgid, std::chrono::milliseconds timeout) {
+    return poll_until(timeout, [&]() -> std::optional<bool> {
+        if (std::ranges::any_of(members_of(pgid), [](pid_t pid) { return threads_of(pid) == Threads::running; }))
+            return std::nullopt;
+        return true;
+    });
+}
+
+bool wait_exited(pid_t pid, std::chrono::milliseconds timeout) {
+    return poll_until(timeout, [&]() -> std::optional<bool> {
+        siginfo_t info{};
+        int r;
+        do {
+            r = ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT);
+        } while (r < 0 && errno == EINTR);
+        if (r < 0) return true;  // not ours to wait for, or reaped already: gone either way
+        return info.si_pid != 0 ? std::optional<bool>(true) : std::nullopt;
+    });
 }
 
 }  // namespace lockbench

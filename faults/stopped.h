@@ -1,4 +1,4 @@
-// Whether a process has stopped, read from /proc: SIGSTOP to a multithreaded process is not
+// Whether a process, or a process group, has stopped, read from /proc: SIGSTOP to a multithreaded process is not
 // in place when kill() returns. The kernel wakes one of its threads to start the group stop;
 // until that thread runs, the others go on running (on a loaded machine, for hundreds of
 // milliseconds: a "paused" ZooKeeper JVM answered ruok 300 ms after the signal). A pause is
@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <vector>
 
 namespace lockbench {
 
@@ -15,5 +16,18 @@ namespace lockbench {
 // at most `timeout`. False if it was not by then, or at once if the process is dead (a zombie,
 // or gone).
 bool wait_stopped(pid_t pid, std::chrono::milliseconds timeout);
+
+// Waits until none of `pids` runs: each has stopped, or is dead (a process that ended before
+// its pause stops nothing, and is no pause missed). False if one still ran at `timeout`.
+bool wait_none_running(const std::vector<pid_t>& pids, std::chrono::milliseconds timeout);
+
+// The same for every process of group `pgid`, read anew at each look: a client and its
+// adapter, which a SIGSTOP to the group reaches each on its own.
+bool wait_group_none_running(pid_t pgid, std::chrono::milliseconds timeout);
+
+// Waits until child `pid` of this process has exited, at most `timeout`, without reaping it:
+// until it is reaped its pid, and so its group's id, is nobody else's to get, and a signal
+// to the group strikes no stranger. True once it has exited.
+bool wait_exited(pid_t pid, std::chrono::milliseconds timeout);
 
 }  // namespace lockbench

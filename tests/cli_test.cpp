@@ -13,7 +13,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <regex>
+#include <set>
 
 #include "cli_util.h"
 
@@ -731,12 +733,19 @@ TEST_F(LifetimeTest, SigkillLeavesNoRedisServerOrClient) {
 // A command that ends well reaps its cgroup's guard itself: nothing of it is left to whoever
 // adopts orphans (this test, a subreaper here; before, the guard came to it as a zombie).
 TEST_F(LifetimeTest, ACommandThatEndsWellLeavesNoGuardBehind) {
+    // A guard already here is an earlier test's, whose lockbench was killed: its guard is
+    // orphaned by design (and comes here, this process being the subreaper). Only a new one counts.
+    const auto guards = [] {
+        std::set<pid_t> pids;
+        for (const auto& p : children_of(::getpid()))
+            if (p.comm == "lockbench-cg") pids.insert(p.pid);
+        return pids;
+    };
+    const std::set<pid_t> before = guards();
     const Result r = start({"list"})->finish(30s);
     EXPECT_EQ(r.exit_code(), 0) << r.describe();
-    const auto guard_left = [] {
-        for (const auto& p : children_of(::getpid()))
-            if (p.comm == "lockbench-cg") return true;
-        return false;
+    const auto guard_left = [&] {
+        return std::ranges::any_of(guards(), [&](pid_t pid) { return !before.contains(pid); });
     };
     // An orphaned guard comes here the moment lockbench ends; half a second is ample to see one.
     const auto until = std::chrono::steady_clock::now() + 500ms;

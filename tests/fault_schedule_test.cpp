@@ -21,8 +21,12 @@ class FakeWorld final : public FaultActuator {
 public:
     std::vector<std::string> calls;
     bool restart_works = true;
+    bool pause_lands = true;  // false: a paused client still runs at the bound
 
-    void pause(int c) override { calls.push_back("pause " + std::to_string(c)); }
+    bool pause(int c) override {
+        calls.push_back("pause " + std::to_string(c));
+        return pause_lands;
+    }
     void resume(int c) override { calls.push_back("resume " + std::to_string(c)); }
     void pause_background(int c) override { calls.push_back("pause background " + std::to_string(c)); }
     void resume_background(int c) override { calls.push_back("resume background " + std::to_string(c)); }
@@ -62,7 +66,10 @@ public:
         ++asked_questions;
         return asked;
     }
-    void pause_node(int n) override { calls.push_back("pause node " + std::to_string(n)); }
+    bool pause_node(int n) override {
+        calls.push_back("pause node " + std::to_string(n));
+        return true;
+    }
     void resume_node(int n) override { calls.push_back("resume node " + std::to_string(n)); }
     // The leader is whoever `leader` says at the moment the fault fires.
     int resolve_node(int n) override {
@@ -165,6 +172,26 @@ TEST(FaultSchedule, APointFaultFiresOnItsOccurrenceAndThenDisarms) {
     EXPECT_EQ(r.schedule.reach(0, Point::before_write, 5 * kMs), FaultSchedule::Answer::disarm);
     EXPECT_EQ(r.world.calls, Strings{"pause 2"});
     EXPECT_EQ(r.log, Strings{"start pause c2 @4"});
+}
+
+// A pause is in place only once the client has stopped (live: every process of its group,
+// every thread); one that still ran at the bound is a fault that did not happen as written,
+// named, while one that landed leaves nothing unmet.
+TEST(FaultSchedule, APauseThatDidNotStopTheClientIsNotAsWritten) {
+    FaultSpec pause = at_point(FaultSpec::Kind::pause, Point::after_acquire);
+    pause.duration_ms = 100;
+    ScheduleRun landed({pause});
+    landed.schedule.reach(1, Point::after_acquire, 1 * kMs);
+    landed.advance(200);
+    EXPECT_EQ(landed.world.calls, (Strings{"pause 1", "resume 1"}));
+    EXPECT_TRUE(landed.schedule.unmet().empty());
+
+    ScheduleRun missed({pause});
+    missed.world.pause_lands = false;
+    missed.schedule.reach(1, Point::after_acquire, 1 * kMs);
+    missed.advance(200);
+    ASSERT_EQ(missed.schedule.unmet().size(), 1u);
+    EXPECT_NE(missed.schedule.unmet()[0].find("client 1 did not stop"), std::string::npos) << missed.schedule.unmet()[0];
 }
 
 // A background pause reaches the client's background tasks alone, at a point or a time,

@@ -13,7 +13,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
+#include <sstream>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -22,6 +24,7 @@
 #include "tests/test_util.h"
 #include "faults/listeners.h"
 #include "faults/process.h"
+#include "faults/stopped.h"
 #include "sim/live/redis_node.h"
 #include "sim/live/sentinel.h"
 
@@ -152,6 +155,47 @@ TEST_F(RedisNodeTest, ListensOnTellsWhoseListenerAPortIs) {
     node.kill();
     EXPECT_TRUE(eventually([&] { return !node.running(); }));
     EXPECT_FALSE(listens_on(node.pid(), node.port())) << "a process that is gone listens on nothing";
+}
+
+// The processes of group `group` and the state letter of each, from /proc.
+std::map<pid_t, char> group_states(pid_t group) {
+    std::map<pid_t, char> states;
+    for (const auto& entry : fs::directory_iterator("/proc")) {
+        const std::string name = entry.path().filename().string();
+        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+        std::ifstream in(entry.path() / "stat");
+        std::string text;
+        std::getline(in, text);
+        const auto paren = text.rfind(')');
+        if (paren == std::string::npos) continue;
+        std::istringstream rest(text.substr(paren + 2));
+        char state = '?';
+        pid_t parent = 0, its_group = 0;
+        rest >> state >> parent >> its_group;
+        if (its_group == group) states[std::stoi(name)] = state;
+    }
+    return states;
+}
+
+// A client's pause (the nemesis's SIGSTOP to its group) is in place once every process of
+// the group is stopped: a client and its adapter each take the signal on their own. A member
+// already dead is not waited for; a group that runs on is told, at the bound.
+TEST(Stopped, AGroupIsStoppedOnceNoneOfItsProcessesRuns) {
+    ChildProcess group = ChildProcess::spawn({{"sh", "-c", "true & sleep 1000 & sleep 1000 & wait"}});
+    ASSERT_TRUE(eventually([&] { return group_states(group.pid()).size() >= 3; })) << "sh and its two sleeps";
+    EXPECT_FALSE(wait_group_none_running(group.pid(), 50ms)) << "nothing has stopped it";
+    ::kill(-group.pid(), SIGSTOP);
+    ASSERT_TRUE(wait_group_none_running(group.pid(), 10s));
+    for (const auto& [pid, state] : group_states(group.pid()))
+        EXPECT_TRUE(state == 'T' || state == 'Z') << "pid " << pid << " is " << state;
+    group.signal(SIGCONT);
+    EXPECT_TRUE(group.stop());
+    EXPECT_EQ(group_states(group.pid()).at(group.pid()), 'T') << "stop() is in place when it returns";
+    group.signal(SIGKILL);
+    EXPECT_TRUE(wait_exited(group.pid(), 10s));
+    EXPECT_EQ(group_states(group.pid()).count(group.pid()), 1u) << "exited, not reaped: its pid is still its own";
+    EXPECT_FALSE(group.running());
+    EXPECT_TRUE(wait_group_none_running(group.pid(), 0ms)) << "a group that is gone has nothing running";
 }
 
 TEST_F(RedisNodeTest, KillThenRestartWithoutDataComesBackEmpty) {

@@ -7,7 +7,8 @@
 // after its precondition held, nobody else able to enter) is an outcome and always counts.
 //
 //   preconditions ── the case's expectations on faults_injected: whether its faults fired
-//   the schedule ─── FaultSchedule::unmet(): the start, restarts, waits that never counted
+//   the schedule ─── FaultSchedule::unmet(): the start, restarts, waits that never counted,
+//                    pauses that did not stop their target
 //   the windows ──── each wait a bound ended: did another client try to acquire meanwhile?
 //   the lease ────── a wait with "lease_live": did the other enter within the holder's TTL?
 //   the keep ─────── keep_holder_ms: did the kept-for client answer while the holder was kept?

@@ -43,8 +43,10 @@ class FaultActuator {
 public:
     virtual ~FaultActuator() = default;
 
-    // The client stops where it is (SIGSTOP, or its fibers stop being scheduled) until resumed.
-    virtual void pause(int client) = 0;
+    // The client stops where it is (SIGSTOP, or its fibers stop being scheduled) until resumed;
+    // returns once it has. False: it still ran at the bound (the pause is not in place, and
+    // the run is not as written).
+    virtual bool pause(int client) = 0;
     virtual void resume(int client) = 0;
     // Only the client's background tasks (Env::background) stop: a held task neither sleeps
     // to completion nor sends commands; resumed, a sleep already over ends at once. The
@@ -75,8 +77,9 @@ public:
     // Whether a client has asked the restarted node anything since it came back (its library
     // reconnected): the event a wait's bound counts from. A world that cannot tell says yes.
     virtual bool asked_since_restart(int /*node*/) { return true; }
-    // A lock server stops where it is (SIGSTOP) until resumed; its connections stay open.
-    virtual void pause_node(int node) = 0;
+    // A lock server stops where it is (SIGSTOP) until resumed; its connections stay open. As
+    // pause(): false if it still ran at the bound.
+    virtual bool pause_node(int node) = 0;
     virtual void resume_node(int node) = 0;
     // The index a fault's `node` names now: an index as it is; kLeaderNode or kFollowerNode
     // asked of the service when the fault fires (fault_spec.h).

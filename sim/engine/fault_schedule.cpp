@@ -178,14 +178,19 @@ bool FaultSchedule::fire(std::size_t i, int client, long long now_ns) {
     s.done = f.kind != FaultSpec::Kind::gate && !f.repeats();  // a gate fires once per client it holds
     if (f.node) s.node = world_.resolve_node(*f.node);  // "leader": whoever leads now
     switch (f.kind) {
-        case FaultSpec::Kind::pause:
-            if (f.node) world_.pause_node(s.node);
+        case FaultSpec::Kind::pause: {
+            bool in_place = true;
+            if (f.node) in_place = world_.pause_node(s.node);
             else if (f.background) world_.pause_background(client);
-            else world_.pause(client);
+            else in_place = world_.pause(client);
+            if (!in_place)
+                unmet_.push_back(f.label() + ": " + (f.node ? "node " + std::to_string(s.node) : "client " + std::to_string(client)) +
+                                 " did not stop: a thread of it still ran at the pause's bound");
             log(now_ns, "start", i, client);
             s.in_force.push_back(client);
             book(now_ns + length_ns(i), Timer::What::resume, i, client);
             return true;
+        }
         case FaultSpec::Kind::kill:
             killed_.at(static_cast<std::size_t>(client)) = true;  // marked first: it may be reaped at once
             log(now_ns, "start", i, client);

@@ -102,9 +102,9 @@ public:
         killed_ = true;  // it may take a moment to die: it answers nothing meanwhile
     }
     void restart(bool keep_data) override;
-    void pause() override {
-        process_.stop();  // in place once every Go thread has stopped
+    bool pause() override {
         paused_ = true;
+        return process_.stop();  // in place once every Go thread has stopped
     }
     void resume() override {
         process_.signal(SIGCONT);

@@ -16,6 +16,7 @@
 #include "faults/clock_control.h"
 #include "faults/link_proxy.h"
 #include "faults/process.h"
+#include "faults/stopped.h"
 #include "sim/engine/workload.h"
 #include "sim/live/client_main.h"
 #include "sim/live/client_spec.h"
@@ -272,22 +273,33 @@ std::vector<ChildProcess> spawn_clients(const Scenario& s, const RunSpec& run, c
     return children;
 }
 
-// Waits for every client. A client whose adapter failed is recorded, {client, error}, and
-// the run goes on without it; any other failure fails the run.
-std::vector<ClientFailure> wait_for_clients(std::vector<ChildProcess>& children, const RunSpec& run,
-                                            const fs::path& tmp, const fs::path& run_dir, const Nemesis& nemesis) {
-    std::vector<ClientFailure> failed;
+// Waits until every client has ended, reaping none: the nemesis heals by signalling each
+// client's group, and until it has stopped a client's pid (its group's id) must stay its own,
+// not a stranger's that got it since.
+void wait_until_clients_end(std::vector<ChildProcess>& children, const RunSpec& run, const fs::path& tmp,
+                            const fs::path& run_dir) {
     const auto limit = std::chrono::milliseconds(run.workload.longest_ms() + 30000);
     const auto deadline = std::chrono::steady_clock::now() + limit;
     for (size_t c = 0; c < children.size(); ++c) {
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-        const std::optional<int> status = children[c].wait_for(std::max(left, std::chrono::milliseconds(0)));
-        const fs::path log = tmp / (run.name + ".client-" + std::to_string(c) + ".log");
-        if (!status)
+        if (!wait_exited(children[c].pid(), std::max(left, std::chrono::milliseconds(0))))
             throw std::runtime_error("run " + run.name + ": client " + std::to_string(c) + " did not finish within " +
-                                     std::to_string(limit.count()) + " ms; its log: " + tail_of(log) +
+                                     std::to_string(limit.count()) + " ms; its log: " +
+                                     tail_of(tmp / (run.name + ".client-" + std::to_string(c) + ".log")) +
                                      "; the last line of its history (where it stopped): " +
                                      last_line_of(run_dir / "history" / ("client-" + std::to_string(c) + ".jsonl")));
+    }
+}
+
+// Reaps every client, which has ended (wait_until_clients_end). A client whose adapter failed
+// is recorded, {client, error}, and the run goes on without it; any other failure fails the run.
+std::vector<ClientFailure> reap_clients(std::vector<ChildProcess>& children, const RunSpec& run, const fs::path& tmp,
+                                        const Nemesis& nemesis) {
+    std::vector<ClientFailure> failed;
+    for (size_t c = 0; c < children.size(); ++c) {
+        const std::optional<int> status = children[c].wait_for(std::chrono::seconds(10));
+        const fs::path log = tmp / (run.name + ".client-" + std::to_string(c) + ".log");
+        if (!status) throw std::runtime_error("run " + run.name + ": client " + std::to_string(c) + " did not end: " + tail_of(log));
         const bool killed_on_purpose = WIFSIGNALED(*status) && nemesis.killed(static_cast<int>(c));
         if (WIFEXITED(*status) && WEXITSTATUS(*status) == kAdapterFailed && !run.command.empty()) {
             const std::string last = last_line_of(log);
@@ -385,6 +397,9 @@ RunOutcome run_live(const Scenario& s, const RunSpec& run, std::uint64_t seed, c
     const Launch launch{seed, barrier.prefix(), &nemesis, &client_clocks, proxies ? &*proxies : nullptr,
                         opts.project_dir, run.command.empty() ? fs::path() : described_by_client};
     std::vector<ChildProcess> clients = spawn_clients(s, run, nodes, launch, run_dir, tmp, opts.self_exe);
+    // Destroyed before the clients are (killed and reaped): the nemesis's heal signals their
+    // groups while their pids are still theirs.
+    StopFirst stop_before_reaping{nemesis};
     std::vector<pid_t> pids;
     for (const auto& c : clients) pids.push_back(c.pid());
     // Every client starts at the same instant, once all have built their locks (an adapter
@@ -399,10 +414,11 @@ RunOutcome run_live(const Scenario& s, const RunSpec& run, std::uint64_t seed, c
     const long long start_at_ns = monotonic_ns() + (20 + 2LL * run.workload.clients) * 1000000LL;
     nemesis.start(pids, start_at_ns, seed);
     barrier.release(start_at_ns);
-    std::vector<ClientFailure> failed_clients = wait_for_clients(clients, run, tmp, run_dir, nemesis);
+    wait_until_clients_end(clients, run, tmp, run_dir);
     clock.mark("workload");
     nemesis.stop();
     clock.mark("heal");
+    std::vector<ClientFailure> failed_clients = reap_clients(clients, run, tmp, nemesis);
     if (!described_by_client.empty() && !run.command.empty()) {
         const nlohmann::json said = nlohmann::json::parse(std::ifstream(described_by_client), nullptr, false);
         if (said.is_object()) adapter = said;

@@ -45,7 +45,9 @@ public:
     // restart, the moment the clients' libraries are back with it. A server that cannot tell
     // says yes.
     virtual bool asked_since_start() { return true; }
-    virtual void pause() = 0;                     // SIGSTOP
+    // SIGSTOP; returns once every thread of it has stopped, false if one still ran after 10 s
+    // (the pause is not in place: the run is not as written).
+    virtual bool pause() = 0;
     virtual void resume() = 0;                    // SIGCONT
     virtual std::filesystem::path log_path() const = 0;
 };

@@ -15,6 +15,7 @@
 #include <stdexcept>
 
 #include "faults/priority.h"
+#include "faults/stopped.h"
 #include "sim/engine/run_setup.h"
 #include "sim/live/live_env.h"
 #include "sim/live/redis_node.h"
@@ -215,7 +216,13 @@ void Nemesis::reply(int client, const char* word) {
 // ---- the actuator -------------------------------------------------------------------------
 
 // Signals go to the client's process group: an external adapter's children stop and die too.
-void Nemesis::pause(int client) { ::kill(-pids_.at(static_cast<size_t>(client)), SIGSTOP); }
+// A pause is in place once every process of the group has stopped (faults/stopped.h): kill()
+// returns before, and a client answered "go" meanwhile would act before its pause.
+bool Nemesis::pause(int client) {
+    const pid_t group = pids_.at(static_cast<size_t>(client));
+    ::kill(-group, SIGSTOP);
+    return wait_group_none_running(group, std::chrono::seconds(10));
+}
 void Nemesis::resume(int client) { ::kill(-pids_.at(static_cast<size_t>(client)), SIGCONT); }
 void Nemesis::kill(int client) { ::kill(-pids_.at(static_cast<size_t>(client)), SIGKILL); }
 
@@ -294,7 +301,7 @@ void Nemesis::crash(int node) {
     }
     nodes_.at(static_cast<size_t>(node))->kill();
 }
-void Nemesis::pause_node(int node) { nodes_.at(static_cast<size_t>(node))->pause(); }
+bool Nemesis::pause_node(int node) { return nodes_.at(static_cast<size_t>(node))->pause(); }
 void Nemesis::resume_node(int node) { nodes_.at(static_cast<size_t>(node))->resume(); }
 
 // "leader" is whichever server says it leads when the fault fires; during an election none

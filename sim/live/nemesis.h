@@ -112,7 +112,7 @@ private:
     void reply(int client, const char* word);
 
     // The actuator: what the schedule orders, with signals, proxies, the clock shim, nodes.
-    void pause(int client) override;
+    bool pause(int client) override;
     void resume(int client) override;
     void pause_background(int client) override { signal_background(client, SIGUSR1, "held"); }
     void resume_background(int client) override { signal_background(client, SIGUSR2, "released"); }
@@ -128,7 +128,7 @@ private:
     std::optional<bool> restarted(int node, bool wait) override;
     bool asked_since_restart(int node) override { return nodes_.at(static_cast<size_t>(node))->asked_since_start(); }
     void restart_loop();
-    void pause_node(int node) override;
+    bool pause_node(int node) override;
     void resume_node(int node) override;
     int resolve_node(int node) override;
     bool has_leader() override;

@@ -25,6 +25,7 @@
 
 #include "faults/listeners.h"
 #include "faults/process.h"
+#include "faults/stopped.h"
 #include "sim/live/lock_service.h"
 #include "sim/live/redis_node.h"
 
@@ -190,9 +191,13 @@ public:
         postmaster_.signal(SIGKILL);
     }
     void restart(bool /*keep_data*/) override;
-    void pause() override {
-        postmaster_.signal(SIGSTOP);
-        for (pid_t backend : children_of(postmaster_.pid())) ::kill(backend, SIGSTOP);
+    // The postmaster first, so that it forks no backend meanwhile; each backend on its own
+    // (they left its group with setsid). In place once every one of them has stopped.
+    bool pause() override {
+        const bool postmaster = postmaster_.stop();
+        const std::vector<pid_t> backends = children_of(postmaster_.pid());
+        for (pid_t backend : backends) ::kill(backend, SIGSTOP);
+        return wait_none_running(backends, std::chrono::seconds(10)) && postmaster;
     }
     void resume() override {
         for (pid_t backend : children_of(postmaster_.pid())) ::kill(backend, SIGCONT);

@@ -261,7 +261,7 @@ void RedisNode::stop() {
 }
 
 void RedisNode::kill() { process_.signal(SIGKILL); }
-void RedisNode::pause() { process_.stop(); }  // in place once its every thread has stopped
+bool RedisNode::pause() { return process_.stop(); }  // in place once its every thread has stopped
 void RedisNode::resume() { process_.signal(SIGCONT); }
 bool RedisNode::running() { return process_.running(); }
 

@@ -45,7 +45,7 @@ public:
     void start();
     void stop();                      // SHUTDOWN NOSAVE via SIGTERM; waits for exit
     void kill() override;             // SIGKILL, no chance to write anything
-    void pause() override;            // SIGSTOP
+    bool pause() override;            // SIGSTOP, in place when it returns true
     void resume() override;           // SIGCONT
     // Starts it again on the same port; keep_data=false removes its data files first.
     void restart(bool keep_data) override;

@@ -151,10 +151,10 @@ public:
         paused_ = false;
         killed_ = true;  // it may take a moment to die: it answers nothing meanwhile
     }
-    void pause() override {
+    bool pause() override {
         std::lock_guard lock(mutex_);
-        process_.stop();  // in place once every JVM thread has stopped
         paused_ = true;
+        return process_.stop();  // in place once every JVM thread has stopped
     }
     void resume() override {
         std::lock_guard lock(mutex_);

@@ -50,7 +50,10 @@ void SimNemesis::reached(int client, Point p) {
     if (answer == FaultSchedule::Answer::held) world_.wait();
 }
 
-void SimNemesis::pause(int client) { process(client).paused = true; }
+bool SimNemesis::pause(int client) {
+    process(client).paused = true;
+    return true;
+}
 
 void SimNemesis::resume(int client) {
     Process& p = process(client);
@@ -114,7 +117,7 @@ std::optional<bool> SimNemesis::restart(int node) {
     return true;
 }
 
-void SimNemesis::pause_node(int) { throw std::logic_error("the simulator cannot pause a lock server"); }
+bool SimNemesis::pause_node(int) { throw std::logic_error("the simulator cannot pause a lock server"); }
 void SimNemesis::resume_node(int) { throw std::logic_error("the simulator cannot pause a lock server"); }
 
 bool SimNemesis::has_leader() { throw std::logic_error("the simulator models no service with a leader"); }

@@ -49,7 +49,7 @@ public:
     void on_change(std::function<void()> changed) { changed_ = std::move(changed); }
 
 private:
-    void pause(int client) override;
+    bool pause(int client) override;
     void resume(int client) override;
     void pause_background(int client) override;
     void resume_background(int client) override;
@@ -63,7 +63,7 @@ private:
     std::optional<bool> restart(int node) override;  // at once: a modelled node has nothing to start
     // The model has no server process to stop and no service with a leader: runs with such
     // faults are skipped (sim_run.h: unsupported), so these are never called.
-    void pause_node(int node) override;
+    bool pause_node(int node) override;
     void resume_node(int node) override;
     int resolve_node(int node) override;
     bool has_leader() override;

@@ -53,6 +53,10 @@ const std::vector<Metric> kMetrics = {
      Column{"unavail", 9, 0, "ms"}, [](const CheckResult& r) { return r.availability.unavailable_ms; }},
     {"longest_unavailable_ms", G::availability, U::ms, true, A::none, "", std::nullopt, std::nullopt,
      [](const CheckResult& r) { return r.availability.longest_unavailable_ms; }},
+    // The longest acquire attempt: a lock whose attempts all hang (on a node cut off) holds
+    // nobody and counts no failed attempt meanwhile, so the windows above do not see it.
+    {"longest_acquire_ms", G::availability, U::ms, true, A::none, "", std::nullopt, std::nullopt,
+     [](const CheckResult& r) { return r.acquire_ms.max; }},
     // Counted by the fault injector, not the checker: the run's record (run.json) gives it.
     {"faults_injected", G::ops, U::count, true, A::per_rep, "", std::nullopt, std::nullopt, nullptr},
     // The library's validity against the key's real TTL (analysis/validity.h): only in runs

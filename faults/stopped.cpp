@@ -39,15 +39,16 @@ char task_state(const std::filesystem::path& stat) {
     return fields.empty() ? '?' : fields[0];
 }
 
-// The group of /proc/<pid>/stat's process (its third field after the name); -1 if unread.
-pid_t group_of(const std::filesystem::path& stat) {
+// The parent (first) or the group (second) field after the state letter of a /proc/<pid>/stat;
+// -1 if unread.
+pid_t field_of(const std::filesystem::path& stat, int which) {
     const std::string fields = stat_fields(stat);  // "<state> <ppid> <pgrp> ..."
-    const auto first = fields.find(' ');
-    const auto second = first == std::string::npos ? first : fields.find(' ', first + 1);
-    if (second == std::string::npos) return -1;
-    pid_t group = -1;
-    std::from_chars(fields.data() + second + 1, fields.data() + fields.size(), group);
-    return group;
+    std::size_t at = fields.find(' ');
+    for (int i = 1; i < which && at != std::string::npos; ++i) at = fields.find(' ', at + 1);
+    if (at == std::string::npos) return -1;
+    pid_t value = -1;
+    std::from_chars(fields.data() + at + 1, fields.data() + fields.size(), value);
+    return value;
 }
 
 enum class Threads { running, stopped, dead };
@@ -68,9 +69,22 @@ Threads threads_of(pid_t pid) {
     return any ? Threads::stopped : Threads::dead;
 }
 
-// Every process of group `pgid` now.
-std::vector<pid_t> members_of(pid_t pgid) {
-    std::vector<pid_t> members;
+// Polls `done` every `period` until it says yes or no (a value), at most `timeout`.
+template <typename Done>
+bool poll_until(std::chrono::milliseconds timeout, Done done,
+                std::chrono::milliseconds period = std::chrono::milliseconds(1)) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        if (const std::optional<bool> answer = done()) return *answer;
+        if (std::chrono::steady_clock::now() >= deadline) return false;
+        std::this_thread::sleep_for(period);
+    }
+}
+
+}  // namespace
+
+std::vector<pid_t> processes_related(Related how, pid_t of) {
+    std::vector<pid_t> related;
     std::error_code ec;
     std::filesystem::directory_iterator procs("/proc", ec), end;
     for (; !ec && procs != end; procs.increment(ec)) {
@@ -78,23 +92,10 @@ std::vector<pid_t> members_of(pid_t pgid) {
         pid_t pid = 0;
         const auto [rest, error] = std::from_chars(name.data(), name.data() + name.size(), pid);
         if (error != std::errc() || rest != name.data() + name.size()) continue;
-        if (group_of(procs->path() / "stat") == pgid) members.push_back(pid);
+        if (field_of(procs->path() / "stat", how == Related::children ? 1 : 2) == of) related.push_back(pid);
     }
-    return members;
+    return related;
 }
-
-// Polls `done` every millisecond until it says yes or no (a value), at most `timeout`.
-template <typename Done>
-bool poll_until(std::chrono::milliseconds timeout, Done done) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    for (;;) {
-        if (const std::optional<bool> answer = done()) return *answer;
-        if (std::chrono::steady_clock::now() >= deadline) return false;
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-}
-
-}  // namespace
 
 bool wait_stopped(pid_t pid, std::chrono::milliseconds timeout) {
     return poll_until(timeout, [&]() -> std::optional<bool> {
@@ -113,9 +114,9 @@ bool wait_none_running(const std::vector<pid_t>& pids, std::chrono::milliseconds
 
 bool wait_group_none_running(pid_t pgid, std::chrono::milliseconds timeout) {
     return poll_until(timeout, [&]() -> std::optional<bool> {
-        if (std::ranges::any_of(members_of(pgid), [](pid_t pid) { return threads_of(pid) == Threads::running; }))
-            return std::nullopt;
-        return true;
+        const std::vector<pid_t> members = processes_related(Related::group_members, pgid);
+        const bool one_runs = std::ranges::any_of(members, [](pid_t pid) { return threads_of(pid) == Threads::running; });
+        return one_runs ? std::nullopt : std::optional<bool>(true);
     });
 }
 
@@ -128,7 +129,7 @@ bool wait_exited(pid_t pid, std::chrono::milliseconds timeout) {
         } while (r < 0 && errno == EINTR);
         if (r < 0) return true;  // not ours to wait for, or reaped already: gone either way
         return info.si_pid != 0 ? std::optional<bool>(true) : std::nullopt;
-    });
+    }, std::chrono::milliseconds(2));  // a child's exit is not a race to win: no need to spin
 }
 
 }  // namespace lockbench

@@ -1,8 +1,8 @@
-// Whether a process, or a process group, has stopped, read from /proc: SIGSTOP to a multithreaded process is not
-// in place when kill() returns. The kernel wakes one of its threads to start the group stop;
-// until that thread runs, the others go on running (on a loaded machine, for hundreds of
-// milliseconds: a "paused" ZooKeeper JVM answered ruok 300 ms after the signal). A pause is
-// in place once every thread is stopped.
+// Whether a process, or a process group, has stopped, read from /proc: SIGSTOP to a
+// multithreaded process is not in place when kill() returns. The kernel wakes one of its
+// threads to start the group stop; until that thread runs, the others go on running (on a
+// loaded machine, for hundreds of milliseconds: a "paused" ZooKeeper JVM answered ruok 300 ms
+// after the signal). A pause is in place once every thread is stopped.
 #pragma once
 
 #include <sys/types.h>
@@ -24,6 +24,11 @@ bool wait_none_running(const std::vector<pid_t>& pids, std::chrono::milliseconds
 // The same for every process of group `pgid`, read anew at each look: a client and its
 // adapter, which a SIGSTOP to the group reaches each on its own.
 bool wait_group_none_running(pid_t pgid, std::chrono::milliseconds timeout);
+
+// The processes whose parent, or whose group, is `of`, as /proc shows them now (the one
+// scan of /proc for them: a postmaster's backends, a client's group).
+enum class Related { children, group_members };
+std::vector<pid_t> processes_related(Related how, pid_t of);
 
 // Waits until child `pid` of this process has exited, at most `timeout`, without reaping it:
 // until it is reaped its pid, and so its group's id, is nobody else's to get, and a signal

@@ -160,15 +160,14 @@ TEST_F(RedisNodeTest, ListensOnTellsWhoseListenerAPortIs) {
 // The processes of group `group` and the state letter of each, from /proc.
 std::map<pid_t, char> group_states(pid_t group) {
     std::map<pid_t, char> states;
-    for (const auto& entry : fs::directory_iterator("/proc")) {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator("/proc", ec)) {
         const std::string name = entry.path().filename().string();
         if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-        std::ifstream in(entry.path() / "stat");
-        std::string text;
-        std::getline(in, text);
-        const auto paren = text.rfind(')');
+        const std::optional<std::string> text = testing_util::proc_stat(std::stoi(name));
+        const auto paren = text ? text->rfind(')') : std::string::npos;
         if (paren == std::string::npos) continue;
-        std::istringstream rest(text.substr(paren + 2));
+        std::istringstream rest(text->substr(paren + 2));
         char state = '?';
         pid_t parent = 0, its_group = 0;
         rest >> state >> parent >> its_group;

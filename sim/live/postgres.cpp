@@ -6,7 +6,6 @@
 //                                     [pgbouncer on a free port, until it listens] ◀──────────────────────┘
 #include "sim/live/postgres.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <pwd.h>
 #include <signal.h>
@@ -71,27 +70,6 @@ std::string read_proc_file(const std::string& path) {
     const ssize_t n = read(fd, buf, sizeof buf);
     close(fd);
     return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
-}
-
-// The processes whose parent is `pid`: a postmaster's backends, each its own group leader.
-std::vector<pid_t> children_of(pid_t pid) {
-    std::vector<pid_t> out;
-    DIR* proc = opendir("/proc");
-    if (!proc) return out;
-    while (const dirent* e = readdir(proc)) {
-        const pid_t child = static_cast<pid_t>(std::atoi(e->d_name));
-        if (child <= 0) continue;
-        const std::string stat = read_proc_file(std::string("/proc/") + e->d_name + "/stat");
-        // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so read after the last ')'.
-        const auto close = stat.rfind(')');
-        if (close == std::string::npos) continue;
-        std::istringstream rest(stat.substr(close + 1));
-        std::string state;
-        pid_t parent = 0;
-        if (rest >> state >> parent && parent == pid) out.push_back(child);
-    }
-    closedir(proc);
-    return out;
 }
 
 // Neither gone nor a zombie (which holds no memory any more).
@@ -184,7 +162,7 @@ public:
     void kill() override {
         // Stopped first, so that it forks no backend while they are killed.
         postmaster_.signal(SIGSTOP);
-        for (pid_t backend : children_of(postmaster_.pid())) {
+        for (pid_t backend : processes_related(Related::children, postmaster_.pid())) {
             ::kill(backend, SIGKILL);
             killed_.push_back(backend);
         }
@@ -195,12 +173,12 @@ public:
     // (they left its group with setsid). In place once every one of them has stopped.
     bool pause() override {
         const bool postmaster = postmaster_.stop();
-        const std::vector<pid_t> backends = children_of(postmaster_.pid());
+        const std::vector<pid_t> backends = processes_related(Related::children, postmaster_.pid());
         for (pid_t backend : backends) ::kill(backend, SIGSTOP);
         return wait_none_running(backends, std::chrono::seconds(10)) && postmaster;
     }
     void resume() override {
-        for (pid_t backend : children_of(postmaster_.pid())) ::kill(backend, SIGCONT);
+        for (pid_t backend : processes_related(Related::children, postmaster_.pid())) ::kill(backend, SIGCONT);
         postmaster_.signal(SIGCONT);
     }
     fs::path log_path() const override { return log_dir_ / "postgres.log"; }

@@ -54,11 +54,24 @@ TEST(AsWritten, ABoundReachedCountsOnlyWhenAnotherClientTriedMeanwhile) {
     RunHistory tried;
     tried.events = {event(0, 0, OpKind::acquire), event(25, 2, OpKind::acquire)};
     EXPECT_TRUE(not_as_written(r, tried, {}).empty());
-    RunHistory nobody;
-    nobody.events = {event(0, 0, OpKind::acquire), event(5, 2, OpKind::acquire), event(50, 1, OpKind::acquire)};
+    RunHistory nobody;  // client 2's attempt answered before the window, client 1's began after it
+    nobody.events = {event(0, 0, OpKind::acquire), event(5, 2, OpKind::acquire), event(8, 2, OpKind::acquire, EventType::fail),
+                     event(50, 1, OpKind::acquire)};
     const auto why = not_as_written(r, nobody, {});
     ASSERT_EQ(why.size(), 1u);
     EXPECT_NE(why[0].find("no other client trying"), std::string::npos);
+}
+
+// An attempt invoked before the wait and still inside the lock throughout it (etcd's Lock
+// waiting behind client 0's key) is trying, answered during the wait or after it or never.
+TEST(AsWritten, AnAttemptInFlightThroughTheWaitIsTrying) {
+    const RunRecord r = record_with_wait(true, false, 10, 40);
+    for (const long long answered_ms : {20LL, 60LL, -1LL}) {
+        RunHistory waiting;
+        waiting.events = {event(0, 0, OpKind::acquire), event(5, 2, OpKind::acquire)};
+        if (answered_ms > 0) waiting.events.push_back(event(answered_ms, 2, OpKind::acquire, EventType::ok));
+        EXPECT_TRUE(not_as_written(r, waiting, {}).empty()) << "answered at " << answered_ms;
+    }
 }
 
 // A gate until a leader that its bound let go is never an outcome, whoever tried meanwhile:

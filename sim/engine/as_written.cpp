@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <optional>
 
 namespace lockbench {
@@ -19,11 +20,22 @@ bool too_late(long long late_ns, long long bound_ms) {
     return late_ns > std::max(50LL, bound_ms / 10) * 1'000'000;
 }
 
+// Another client was trying to acquire between from_ns and to_ns: an attempt of its was in
+// flight then (invoked before to_ns, not answered before from_ns). An attempt invoked before
+// the window and still waiting inside the lock (etcd's Lock, a queue) is trying too.
 bool tried_between(const RunHistory& h, int held, long long from_ns, long long to_ns) {
-    return std::ranges::any_of(h.events, [&](const ClientEvent& e) {
-        return e.client != held && e.op == OpKind::acquire && e.type == EventType::invoke && e.t_ns >= from_ns &&
-               e.t_ns <= to_ns;
-    });
+    std::map<int, long long> in_flight;  // client -> its acquire's invoke
+    for (const ClientEvent& e : h.events) {
+        if (e.client == held || e.op != OpKind::acquire) continue;
+        if (e.type == EventType::invoke) {
+            if (e.t_ns > to_ns) continue;
+            in_flight[e.client] = e.t_ns;
+        } else if (const auto it = in_flight.find(e.client); it != in_flight.end()) {
+            if (e.t_ns >= from_ns) return true;  // answered inside the window (or after it)
+            in_flight.erase(it);
+        }
+    }
+    return !in_flight.empty();  // never answered: it was waiting throughout
 }
 
 // The lease a story holds live: the held client's last acquire before the wait, from its

@@ -366,6 +366,36 @@ nlohmann::json windows_json(std::vector<std::pair<long long, long long>> windows
     return out;
 }
 
+// The end of a lease's key: its acquire's answer plus what the key had left when read right
+// after it (probe_key_ttl), else plus the run's TTL. No later than this the key was gone,
+// unless whatever kept it changed its expiry (seed 000's question about a promoted replica).
+long long key_end_ns(const ClientEvent& acquired, const RunHistory& h) {
+    long long left_ms = -1;
+    for (const auto& t : acquired.key_ttl_ms)
+        if (t && *t > 0) left_ms = std::max(left_ms, *t);
+    if (left_ms < 0) left_ms = h.ttl_ms.value_or(0);
+    return acquired.t_ns + left_ms * static_cast<long long>(kNsPerMs);
+}
+
+// From when the lock was free again after a Sentinel failover (the switch announced, and every
+// lease granted before it at its key's end) to the first section begun after that (its read's
+// invoke); with none, to the run's last event. Counted from the failover's own end, not from
+// the first failed attempt, so a slow failover moves it not at all.
+std::optional<double> failover_to_entry_ms(const RunHistory& h) {
+    if (!h.failover_ns || h.events.empty()) return std::nullopt;
+    long long free_ns = *h.failover_ns;
+    for (const ClientEvent& e : h.events)
+        if (e.t_ns < *h.failover_ns && e.op == OpKind::acquire && e.type == EventType::ok)
+            free_ns = std::max(free_ns, key_end_ns(e, h));
+    long long entered_ns = std::max(h.events.back().t_ns, free_ns);
+    for (const ClientEvent& e : h.events)
+        if (e.op == OpKind::read && e.type == EventType::invoke && e.t_ns >= free_ns) {
+            entered_ns = e.t_ns;
+            break;
+        }
+    return static_cast<double>(entered_ns - free_ns) / kNsPerMs;
+}
+
 }  // namespace
 
 const char* witness_kind_name(Witness::Kind k) {
@@ -400,6 +430,7 @@ CheckResult check(const RunHistory& h, const CheckOptions& opts) {
     check_store(h, opts, r);
     ClientSweep(h, r).run(opts);
     r.validity = check_validity(h);
+    r.availability.failover_to_entry_ms = failover_to_entry_ms(h);
     if (h.events.size() >= 2)
         r.duration_s = static_cast<double>(h.events.back().t_ns - h.events.front().t_ns) / 1e9;
     if (r.duration_s > 0) r.sections_per_s = static_cast<double>(r.ops.sections_completed) / r.duration_s;

@@ -80,6 +80,9 @@ struct CheckResult {
     struct Availability {
         double unavailable_ms = 0, longest_unavailable_ms = 0;
         std::vector<std::pair<long long, long long>> windows_ns;  // each window [from, to)
+        // A run with a Sentinel failover: from when the lock was free again (the failover
+        // over, and every lease granted before it at its key's end) to the next section.
+        std::optional<double> failover_to_entry_ms;
     } availability;
     Percentiles acquire_ms, acquire_wait_ms, release_ms;
     std::vector<double> acquire_samples_ms;   // every acquire attempt's latency, sorted

@@ -56,6 +56,10 @@ struct RunHistory {
     std::vector<StoreEntry> store;      // in store order
     long long final_counter = 0;
     int clients = 0;
+    std::optional<long long> ttl_ms;       // run.json's params.ttl_ms (lease_ms), where it has one
+    // A run on topology "sentinel": when Sentinel first announced +switch-master (its
+    // sentinel.jsonl, CLOCK_MONOTONIC at receipt), the failover's end as the clients can see it.
+    std::optional<long long> failover_ns;
 
     std::unordered_map<std::string, int> lease_ids;  // name -> index
 

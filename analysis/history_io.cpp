@@ -308,6 +308,12 @@ void read_run_record(const std::filesystem::path& run_json, RunHistory& h) {
     }
     h.final_counter = run.at("final_counter").get<long long>();
     h.clients = run.at("clients").get<int>();
+    const nlohmann::json params = run.value("params", nlohmann::json::object());
+    for (const char* key : {"ttl_ms", "lease_ms"})
+        if (params.is_object() && params.contains(key) && params.at(key).is_number_integer() && params.at(key).get<long long>() > 0) {
+            h.ttl_ms = params.at(key).get<long long>();
+            break;
+        }
 }
 
 // The client a history file belongs to: history/client-N.jsonl, N below run.json's clients.
@@ -362,6 +368,12 @@ RunHistory load_run_history(const std::filesystem::path& run_dir) {
         fail_on(records.store_entry(h.store.back(), {store.string(), line}));
     });
     if (const auto wrong = records.finish(h.final_counter, run_json.string())) throw std::runtime_error(*wrong);
+    if (const auto sentinel = run_dir / "sentinel.jsonl"; std::filesystem::exists(sentinel))
+        for_each_line(sentinel, [&](const nlohmann::json& j, int) {
+            if (h.failover_ns || j.value("event", "") != "+switch-master") return;
+            if (!j.contains("t_ns") || !j.at("t_ns").is_number_integer()) throw std::runtime_error("t_ns: expected a whole number");
+            h.failover_ns = j.at("t_ns").get<long long>();
+        });
     return h;
 }
 

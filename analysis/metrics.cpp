@@ -57,6 +57,10 @@ const std::vector<Metric> kMetrics = {
     // nobody and counts no failed attempt meanwhile, so the windows above do not see it.
     {"longest_acquire_ms", G::availability, U::ms, true, A::none, "", std::nullopt, std::nullopt,
      [](const CheckResult& r) { return r.acquire_ms.max; }},
+    // Only in a run with a Sentinel failover (sentinel.jsonl's +switch-master).
+    {"failover_to_entry_ms", G::availability, U::ms, true, A::none, "", std::nullopt, std::nullopt,
+     [](const CheckResult& r) { return *r.availability.failover_to_entry_ms; },
+     [](const CheckResult& r) { return r.availability.failover_to_entry_ms.has_value(); }},
     // Counted by the fault injector, not the checker: the run's record (run.json) gives it.
     {"faults_injected", G::ops, U::count, true, A::per_rep, "", std::nullopt, std::nullopt, nullptr},
     // The library's validity against the key's real TTL (analysis/validity.h): only in runs

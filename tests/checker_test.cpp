@@ -452,6 +452,41 @@ TEST(CheckerClients, RetryingOnAFreeLockIsUnavailable) {
     EXPECT_EQ(r.acquire_ms.max, 6.0);        // each attempt on its own
 }
 
+// failover_to_entry_ms: counted from when the lock was free again after the failover, the
+// later of Sentinel's switch and the end of the key of every lease granted before it (its
+// acquire's answer plus the key's probed PTTL, else the run's TTL), to the next section.
+TEST(CheckerClients, FailoverToEntryCountsFromTheLaterOfTheSwitchAndTheOldKeysEnd) {
+    const auto run = [](long long switch_ms, std::optional<long long> probed_ms, long long next_read_ms) {
+        HistoryBuilder b;
+        b.add_event(0, 0, Op::acquire, T::invoke).add_event(0, 10 * kMs, Op::acquire, T::ok, "c0.1", 1);
+        b.add_event(0, 11 * kMs, Op::read, T::invoke, "c0.1");  // the old holder's section: before the switch
+        b.add_event(1, 20 * kMs, Op::acquire, T::invoke).add_event(1, 21 * kMs, Op::acquire, T::fail);
+        b.add_event(1, (next_read_ms - 2) * kMs, Op::acquire, T::invoke)
+            .add_event(1, (next_read_ms - 1) * kMs, Op::acquire, T::ok, "c1.1", 1)
+            .add_event(1, next_read_ms * kMs, Op::read, T::invoke, "c1.1")
+            .add_event(1, 5000 * kMs, Op::read, T::ok, "c1.1");
+        RunHistory h = b.build();
+        h.ttl_ms = 2000;
+        h.failover_ns = switch_ms * kMs;
+        if (probed_ms) h.events[1].key_ttl_ms = {*probed_ms};
+        return check(h).availability.failover_to_entry_ms;
+    };
+    EXPECT_EQ(run(700, std::nullopt, 2040), 30.0);   // key's end 10 + 2000 ms, after the switch
+    EXPECT_EQ(run(700, 1990, 2040), 40.0);           // its probed PTTL: 10 + 1990 ms
+    EXPECT_EQ(run(3000, std::nullopt, 3025), 25.0);  // a slow failover: from the switch
+    // A key given a new TTL at the promotion (700 ms) lets nobody in before 2700 ms.
+    EXPECT_EQ(run(700, std::nullopt, 2700), 690.0);
+    // Nobody entered: to the run's last event.
+    HistoryBuilder stuck;
+    stuck.add_event(0, 0, Op::acquire, T::invoke).add_event(0, 10 * kMs, Op::acquire, T::ok, "c0.1", 1);
+    stuck.add_event(1, 20 * kMs, Op::acquire, T::invoke).add_event(1, 6000 * kMs, Op::acquire, T::fail);
+    RunHistory h = stuck.build();
+    h.ttl_ms = 2000;
+    EXPECT_FALSE(check(h).availability.failover_to_entry_ms.has_value());  // no failover, no figure
+    h.failover_ns = 700 * kMs;
+    EXPECT_EQ(check(h).availability.failover_to_entry_ms, 3990.0);
+}
+
 TEST(CheckerClients, WaitingWhileTheOtherHoldsIsNotUnavailable) {
     HistoryBuilder b;
     b.add_event(0, 0, Op::acquire, T::invoke)

@@ -181,6 +181,28 @@ TEST_F(RunFolder, RenewalsAndLostEventsAreSkipped) {
     EXPECT_EQ(h.events[2].op, OpKind::release);
 }
 
+// The run's TTL from run.json's params and the failover's end from sentinel.jsonl (its
+// first +switch-master), for failover_to_entry_ms; a run without them has neither.
+TEST_F(RunFolder, TheTtlAndSentinelsSwitchAreRead) {
+    write("run.json", R"({"final_counter": 0, "clients": 1})");
+    write("history/client-0.jsonl", R"({"t_ns": 5, "client": 0, "op": "acquire", "type": "invoke"})" "\n");
+    write("store.jsonl", "");
+    RunHistory h = load_run_history(dir_);
+    EXPECT_FALSE(h.ttl_ms.has_value());
+    EXPECT_FALSE(h.failover_ns.has_value());
+    write("run.json", R"({"final_counter": 0, "clients": 1, "params": {"ttl_ms": 2000}})");
+    write("sentinel.jsonl",
+          R"({"t_ns": 40, "op": "sentinel", "event": "+odown", "detail": "master lockbench"})" "\n"
+          R"({"t_ns": 70, "op": "sentinel", "event": "+switch-master", "detail": "lockbench a 1 b 2"})" "\n"
+          R"({"t_ns": 90, "op": "sentinel", "event": "+switch-master", "detail": "lockbench b 2 a 1"})" "\n");
+    h = load_run_history(dir_);
+    EXPECT_EQ(h.ttl_ms, 2000);
+    EXPECT_EQ(h.failover_ns, 70);
+    write("sentinel.jsonl", R"({"t_ns": "late", "op": "sentinel", "event": "+switch-master"})" "\n");
+    const std::string err = load_error();
+    EXPECT_NE(err.find("sentinel.jsonl:1: t_ns"), std::string::npos) << err;
+}
+
 TEST_F(RunFolder, MalformedLineNamesFileAndLine) {
     write("run.json", R"({"final_counter": 0, "clients": 1})");
     write("history/client-0.jsonl",

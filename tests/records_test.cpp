@@ -30,6 +30,7 @@ CheckResult distinct_figures() {
     r.availability.unavailable_ms = 17.5;
     r.availability.longest_unavailable_ms = 18.5;
     r.acquire_ms.max = 24.5;
+    r.availability.failover_to_entry_ms = 25.5;
     r.validity = ValidityFigures{19, 20, 21, 22.5, 23.5};
     return r;
 }
@@ -40,7 +41,7 @@ TEST(MetricTable, EachRowReadsItsOwnFigure) {
         {"acquire_success_rate", 0.4}, {"mutual_exclusion_violations", 11}, {"fenced_overlaps", 12},
         {"lost_updates", 13}, {"lost_update_share", 13.0 / 2}, {"stale_writes_accepted", 14}, {"stale_writes_rejected", 15},
         {"foreign_releases", 16}, {"unavailable_ms", 17.5}, {"longest_unavailable_ms", 18.5},
-        {"longest_acquire_ms", 24.5},
+        {"longest_acquire_ms", 24.5}, {"failover_to_entry_ms", 25.5},
         {"validity_probes", 19}, {"validity_spent_live", 20}, {"validity_gone", 21}, {"validity_understated_ms", 22.5},
         {"validity_overstated_ms", 23.5}};
     const CheckResult r = distinct_figures();
@@ -81,7 +82,7 @@ TEST(MetricTable, AnUnknownExpectationListsTheExpectableMetrics) {
                   "case.json: runs[0].expect.bogus: unknown metric (known: acquire_attempts, acquired, released, "
                   "sections_completed, mutual_exclusion_violations, fenced_overlaps, lost_updates, lost_update_share, "
                   "stale_writes_accepted, stale_writes_rejected, foreign_releases, unavailable_ms, "
-                  "longest_unavailable_ms, longest_acquire_ms, faults_injected, validity_probes, validity_spent_live, "
+                  "longest_unavailable_ms, longest_acquire_ms, failover_to_entry_ms, faults_injected, validity_probes, validity_spent_live, "
                   "validity_gone, validity_understated_ms, validity_overstated_ms)");
     }
     s["runs"][0]["expect"] = {{"acquire_success_rate", "> 0"}};  // a figure, but not one to expect

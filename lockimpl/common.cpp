@@ -60,6 +60,7 @@ const char* point_name(Point p) {
         case Point::after_acquire: return "after_acquire";
         case Point::before_write: return "before_write";
         case Point::before_release: return "before_release";
+        case Point::in_line: return "in_line";
     }
     return "?";
 }

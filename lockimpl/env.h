@@ -85,6 +85,9 @@ enum class Point {
     after_acquire,
     before_write,
     before_release,
+    // Not a point a fault is armed at: an external library's acquire, still in flight, waits in
+    // its queue behind a holder (its adapter said {"event": "waiting"}); keep_holder_ms's end.
+    in_line,
 };
 const char* point_name(Point p);
 

@@ -115,12 +115,42 @@ TEST(AsWritten, AHolderLetGoBeforeTheKeptForClientAnsweredIsNotTheStory) {
     };
     EXPECT_TRUE(not_as_written(kept("entered"), {}, {}).empty());
     EXPECT_TRUE(not_as_written(kept("failed"), {}, {}).empty());
+    EXPECT_TRUE(not_as_written(kept("in line"), {}, {}).empty());  // it waits behind the holder: an outcome
     EXPECT_EQ(not_as_written(kept("bound"), {}, {}),
-              std::vector<std::string>{"link hold until another enters: client 2 was let go after 50 ms before client 0 had entered or failed"});
+              std::vector<std::string>{"link hold until another enters: client 2 was let go after 50 ms before client 0 "
+                                       "had entered, failed or queued behind it"});
     EXPECT_EQ(not_as_written(kept("run ended"), {}, {}).size(), 1u);
     EXPECT_EQ(not_as_written(kept("holder gone"), {}, {}).size(), 1u);
     EXPECT_EQ(not_as_written(kept("nobody inside"), {}, {}).size(), 1u);
     EXPECT_TRUE(not_as_written(kept("client gone"), {}, {}).empty());  // its adapter's failure says it
+}
+
+// A kept-for client that answered after the kept holder's lease had ended (its acquire's
+// answer plus its probed PTTL, else the run's TTL) met no lock held: not the story. A lease
+// with no expiry (a znode: the probe found no PTTL) does not end while its holder is kept.
+TEST(AsWritten, AKeptHoldersLeaseMustStillBeLiveWhenTheKeptForClientAnswers) {
+    const auto kept = [](const std::string& ended, long long to_ms) {
+        RunRecord r;
+        r.params = {{"ttl_ms", 100}};
+        r.faults = nlohmann::json::array({{{"label", "link hold"},
+                                           {"kept", {{{"holder", 2}, {"client", 0}, {"from_ns", 10 * kMs},
+                                                      {"to_ns", to_ms * kMs}, {"ended", ended}, {"keep_ms", 500}}}}}});
+        return r;
+    };
+    RunHistory h;
+    h.events = {event(0, 0, OpKind::acquire), event(4, 2, OpKind::acquire), event(5, 2, OpKind::acquire, EventType::ok)};
+    for (const std::string ended : {"entered", "failed", "in line"}) {
+        EXPECT_TRUE(not_as_written(kept(ended, 100), h, {}).empty()) << ended;  // within 5 + 100 ms
+        const auto why = not_as_written(kept(ended, 150), h, {});
+        ASSERT_EQ(why.size(), 1u) << ended;
+        EXPECT_NE(why[0].find("45 ms after client 2's lease had ended"), std::string::npos) << why[0];
+    }
+    RunHistory probed = h;
+    probed.events.back().key_ttl_ms = {30};  // its key had 30 ms left: ended at 35 ms
+    EXPECT_EQ(not_as_written(kept("in line", 60), probed, {}).size(), 1u);
+    RunHistory session = h;
+    session.events.back().key_ttl_ms = {std::nullopt};  // no PTTL: a znode, kept alive by its session
+    EXPECT_TRUE(not_as_written(kept("in line", 900), session, {}).empty());
 }
 
 // A fault that lasted past its max_ms by more than a tenth of it (at least 50 ms), or a holder

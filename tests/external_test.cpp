@@ -534,6 +534,39 @@ TEST_F(ExternalTest, ALateLostEventCountsForTheReleasedLeaseAndOtherEventsAreKep
         EXPECT_EQ(line, "SigBlk:\t0000000000000000") << sigblk;
 }
 
+// A library that queues a waiting acquire says so ({"event": "waiting"}): the point in_line,
+// which ends a keep (keep_holder_ms) as the late answer having met the holder. Said nothing, the
+// same wait outlasts the keep's bound: the repetition is not as written (exit 3).
+TEST_F(ExternalTest, AWaitingEventEndsAKeepAsTheAcquireQueuedBehindTheHolder) {
+    const std::string queue = (kSource / "tests" / "data" / "queue_adapter.py").string();
+    const auto run_with = [&](const std::string& mode) {
+        const std::string args = mode.empty() ? "" : R"(, ")" + mode + R"(")";
+        const fs::path s = write_file("scenario-" + mode + ".json", R"({"name": "ext", "seed": 3, "workload": {"clients": 2,
+            "duration_ms": 3000, "work_ms": {"fixed": 100}, "retry_ms": {"fixed": 20}}, "runs": [{"algorithm": "external",
+            "name": "queue", "command": ["/usr/bin/python3", ")" + queue + R"(")" + args + R"(], "params": {"ttl_ms": 5000},
+            "faults": [{"fault": "gate", "point": "before_acquire", "client": 0, "occurrence": 1,
+            "until": "another-enters", "max_ms": 1000, "keep_holder_ms": 1000}]}]})");
+        const fs::path out = dir() / ("out-" + mode);
+        return std::pair{run({"run", s.string(), "--out", out.string()}), out};
+    };
+    const auto [said, out] = run_with("");
+    EXPECT_EQ(said.exit_code(), 0) << said.describe();
+    const Json fault = read_json(out / "summary.json").at("runs").at(0).at("faults").at(0);
+    ASSERT_EQ(fault.at("kept").size(), 1u) << fault;
+    EXPECT_EQ(fault.at("kept").at(0).at("ended"), "in line") << fault;
+    EXPECT_EQ(fault.at("kept").at(0).at("holder"), 1);
+    std::vector<Json> in_line;
+    for (const Json& p : history_lines(out / "runs" / "queue", "point", "reached"))
+        if (p.value("name", "") == "in_line") in_line.push_back(p);
+    ASSERT_EQ(in_line.size(), 1u);
+    EXPECT_EQ(in_line[0].at("client"), 0);
+
+    const auto [silent, silent_out] = run_with("silent");
+    EXPECT_EQ(silent.exit_code(), 3) << silent.describe();
+    const Json kept = read_json(silent_out / "summary.json").at("runs").at(0).at("faults").at(0).at("kept").at(0);
+    EXPECT_EQ(kept.at("ended"), "bound") << kept;
+}
+
 // ---- what a library needs from the protocol (issue 17) ---------------------------------------
 
 TEST_F(ExternalTest, TheLibrarysOwnParamsReachItAndWhatItSaysAndWarnsIsKept) {

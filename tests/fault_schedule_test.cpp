@@ -87,7 +87,8 @@ public:
     std::optional<int> current_holder() override { return holder; }
     // The store's log, as LLEN and LRANGE from..-1 read it.
     std::optional<Value> ask_store(const Command& c) override {
-        if (c.args.at(0) == "LLEN") return Value{Value::Type::integer, static_cast<long long>(store_log.size()), "", {}};
+        if (c.args.at(0) == "LLEN")
+            return Value{Value::Type::integer, static_cast<long long>(store_log.size()) - enters_after_mark, "", {}};
         Value records{Value::Type::array, 0, "", {}};
         for (size_t i = std::stoul(c.args.at(2)); i < store_log.size(); ++i)
             records.elements.push_back(Value{Value::Type::string, 0, store_log[i], {}});
@@ -97,6 +98,7 @@ public:
     int nodes = 3;
     std::optional<int> holder;  // whom the store saw enter last
     std::vector<std::string> store_log;
+    long long enters_after_mark = 0;  // the log's last records landed just after LLEN read it
 
 private:
     static std::string whose(ClockOf k) {
@@ -437,6 +439,28 @@ ScheduleRun& keep_client_2(ScheduleRun& r) {
     return r;
 }
 
+// A gate at client 0's before_acquire whose wait ends at once (another's enter landed right
+// after the gate marked the log) begins its keep within that same reach: the reach is client
+// 0's first try, not its next one, so it does not end the keep as "failed".
+TEST(FaultSchedule, AKeepBegunByTheKeptForClientsOwnReachDoesNotEndOnIt) {
+    FaultSpec gate = at_point(FaultSpec::Kind::gate, Point::before_acquire);
+    gate.client = 0;
+    gate.until_another_enters = true;
+    gate.max_ms = 200;
+    gate.keep_holder_ms = 100;
+    ScheduleRun r({gate});
+    r.world.store_log.push_back(R"({"kind":"enter","client":1})");
+    r.world.enters_after_mark = 1;
+    r.world.holder = 1;
+    r.schedule.reach(0, Point::before_acquire, 0);
+    EXPECT_EQ(r.world.calls.back(), "let_go 0");
+    EXPECT_FALSE(r.schedule.report()[0].contains("kept"));  // still keeping client 1
+    EXPECT_EQ(r.schedule.reach(1, Point::before_release, 5 * kMs), FaultSchedule::Answer::held);
+    r.schedule.reach(0, Point::in_line, 10 * kMs);
+    r.advance(10);
+    EXPECT_EQ(r.schedule.report()[0]["kept"][0]["ended"], "in line");
+}
+
 // The client whose enter ended the wait stays in its section until client 0 has entered (the
 // store's log) or is back at before_acquire (its acquire failed), or the keep's bound; its
 // record says which. Other clients leave as they like; it is kept once.
@@ -467,6 +491,19 @@ TEST(FaultSchedule, KeepHolderKeepsWhoeverEnteredUntilTheHeldClientEntersOrFails
     failed.advance(70);
     EXPECT_EQ(failed.world.calls.back(), "let_go 2");
     EXPECT_EQ(failed.schedule.report()[0]["kept"][0]["ended"], "failed");
+
+    // Its adapter says its acquire waits in the library's queue behind the holder: the late
+    // answer met the lock held, and the holder may go (its leaving lets client 0 in, in turn).
+    ScheduleRun in_line({held_replies_keeping(100)});
+    keep_client_2(in_line);
+    EXPECT_EQ(in_line.schedule.reach(1, Point::in_line, 68 * kMs), FaultSchedule::Answer::disarm);  // not client 0's
+    in_line.advance(69);
+    EXPECT_EQ(in_line.world.calls.back(), "hold 2");
+    EXPECT_NE(in_line.schedule.reach(0, Point::in_line, 70 * kMs), FaultSchedule::Answer::held);
+    in_line.advance(70);
+    EXPECT_EQ(in_line.world.calls.back(), "let_go 2");
+    EXPECT_EQ(in_line.schedule.report()[0]["kept"][0]["ended"], "in line");
+    EXPECT_EQ(in_line.schedule.report()[0]["kept"][0]["to_ns"], 70 * kMs);
 
     ScheduleRun bound({held_replies_keeping(100)});
     keep_client_2(bound);

@@ -35,7 +35,8 @@
  * state change is logged on stderr in any case, as are Curator's and ZooKeeper's own warnings
  * (slf4j-simple at WARN). "wait": true makes each acquire wait in the queue, as applications
  * call it (acquire(time, unit), for half the answer budget) rather than make one attempt: its
- * znode stays queued behind the holder's until the predecessor's deletion wakes it. "warm": true
+ * znode stays queued behind the holder's until the predecessor's deletion wakes it, and the
+ * adapter says so ({"event": "waiting"}, see QueueLook). "warm": true
  * takes and releases a lock of its own (a path of this process's) before the ready line, as the
  * npm adapters do: a JVM's first acquire loads and compiles the recipe's classes (0.8 s on a
  * loaded machine, against 0.3 s for the next), which is the JVM's start, not the lock's.
@@ -61,6 +62,8 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
@@ -140,6 +143,12 @@ public final class CuratorAdapter {
             return t;
         });
         static Future<Map<String, Object>> late;
+        // With "wait": looks, while an acquire waits, whether it waits in the queue (below).
+        static final ScheduledExecutorService looker = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "lockbench-queue-looker");
+            t.setDaemon(true);
+            return t;
+        });
 
         static void run(Env env) throws Exception {
             int sessionMs = env.ttlMs != null ? env.ttlMs : 500;  // the session is the lease
@@ -199,7 +208,14 @@ public final class CuratorAdapter {
             // One attempt (0 ms: the contender znode is deleted unless it is the lowest), or, with
             // "wait", acquire(time, unit) as applications call it: queued behind the holder, woken
             // by its predecessor's deletion, for at most half the answer budget.
-            if (!candidate.acquire(waitMs, TimeUnit.MILLISECONDS)) {
+            boolean acquired;
+            QueueLook look = waitMs > 0 ? new QueueLook(candidate) : null;
+            try {
+                acquired = candidate.acquire(waitMs, TimeUnit.MILLISECONDS);
+            } finally {
+                if (look != null) look.stop();
+            }
+            if (!acquired) {
                 if (!client.getZookeeperClient().isConnected()) return obj("ok", false, "error", "not connected to ZooKeeper");
                 return obj("ok", false, "error", "held");
             }
@@ -287,6 +303,54 @@ public final class CuratorAdapter {
                 mutex.release();
             } catch (Exception e) {
                 System.err.println("lockbench adapter: releasing a lock nobody was told of: " + describe(e));
+            }
+        }
+
+        /**
+         * Says {"event": "waiting"} when the acquire in flight waits in the queue behind another
+         * contender's znode, and again when the one ahead of it changes: lockbench's keep_holder_ms
+         * then knows that a late answer met the lock held (this acquire waits behind the holder)
+         * rather than not having come. Curator says nothing of it, so every 10 ms, while
+         * acquire(time) runs: the lock's contenders (getParticipantNodes, in queue order), and this
+         * session's among them by its znode's ephemeral owner. Nothing is said once the acquire
+         * has returned.
+         */
+        static final class QueueLook {
+            private final Mutex mutex;
+            private final ScheduledFuture<?> task;
+            private String ahead;      // the contender this acquire was last said to wait behind
+            private boolean stopped;   // under this: no event after the acquire returned
+
+            QueueLook(Mutex mutex) {
+                this.mutex = mutex;
+                this.task = looker.scheduleWithFixedDelay(this::look, 10, 10, TimeUnit.MILLISECONDS);
+            }
+
+            void stop() {
+                synchronized (this) {
+                    stopped = true;
+                }
+                task.cancel(false);
+            }
+
+            private void look() {
+                try {
+                    List<String> nodes = List.copyOf(mutex.getParticipantNodes());
+                    long session = sessionId();
+                    for (int i = 1; i < nodes.size(); i++) {
+                        Stat stat = client.checkExists().forPath(nodes.get(i));
+                        if (stat == null || stat.getEphemeralOwner() != session) continue;
+                        String before = ZKPaths.getNodeFromPath(nodes.get(i - 1));
+                        synchronized (this) {
+                            if (stopped || before.equals(ahead)) return;
+                            ahead = before;
+                            event("waiting", obj("detail", "queued " + (i + 1) + " of " + nodes.size() + ", behind " + before));
+                        }
+                        return;
+                    }
+                } catch (Exception e) {
+                    // not connected, or the lock's path not there yet: the next look
+                }
             }
         }
 

@@ -97,11 +97,32 @@ void check_waits(const RunRecord& r, const RunHistory& h, const Json& fault, std
     }
 }
 
+// The end of the lease a kept holder holds: its last acquire's answer before the keep plus
+// what its key had left then (probe_key_ttl), else plus the run's TTL. None where the probe
+// found no expiry: a znode, an etcd lease or an advisory lock, whose holder's session or
+// keepalives (not its lease's clock) keep it while it is kept. A lock that renews is taken at
+// its first lease: a keep past it is not counted, as before a bound below the TTL did.
+std::optional<long long> holder_lease_end_ns(const RunRecord& r, const RunHistory& h, int holder, long long before_ns) {
+    const ClientEvent* acquired = nullptr;
+    for (const ClientEvent& e : h.events)
+        if (e.client == holder && e.op == OpKind::acquire && e.type == EventType::ok && e.t_ns <= before_ns) acquired = &e;
+    if (!acquired) return std::nullopt;
+    std::optional<long long> left_ms;
+    if (!acquired->key_ttl_ms.empty()) {
+        for (const auto& t : acquired->key_ttl_ms)
+            if (t && *t > 0) left_ms = std::max(left_ms.value_or(0), *t);
+    } else {
+        left_ms = ttl_ms_of(r);
+    }
+    if (!left_ms) return std::nullopt;
+    return acquired->t_ns + *left_ms * 1'000'000;
+}
+
 // The holders a fault with keep_holder_ms kept (FaultSchedule::report's "kept"): its bound
 // or the run's end let the holder go before the kept-for client's acquire had answered, the
-// holder was gone by then, or nobody was inside to keep: its answer met no lock anyone was
-// kept holding.
-void check_kept(const Json& fault, std::vector<std::string>& out) {
+// holder was gone by then, nobody was inside to keep, or the holder's lease had ended before
+// the kept-for client answered: its answer met no lock anyone was holding.
+void check_kept(const RunRecord& r, const RunHistory& h, const Json& fault, std::vector<std::string>& out) {
     const std::string label = fault.value("label", std::string("a fault"));
     for (const Json& k : fault.value("kept", Json::array())) {
         const std::string ended = k.value("ended", std::string());
@@ -117,11 +138,20 @@ void check_kept(const Json& fault, std::vector<std::string>& out) {
                           client + "'s wait ended");
         if (ended == "holder gone")
             out.push_back(label + ": client " + std::to_string(k.value("holder", 0)) + ", kept, was gone before client " +
-                          client + " had entered or failed");
+                          client + " had entered, failed or queued behind it");
+        if (ended == "entered" || ended == "failed" || ended == "in line") {
+            const int holder = k.value("holder", 0);
+            const auto lease_end = holder_lease_end_ns(r, h, holder, k.value("from_ns", 0LL));
+            if (lease_end && k.value("to_ns", 0LL) > *lease_end)
+                out.push_back(label + ": client " + client + " answered (" + ended + ") " +
+                              figure((k.value("to_ns", 0LL) - *lease_end) / 1e6) + " ms after client " +
+                              std::to_string(holder) + "'s lease had ended: its late answer met no lock held");
+            continue;
+        }
         if (ended != "bound" && ended != "run ended") continue;
         out.push_back(label + ": client " + std::to_string(k.value("holder", 0)) + " was let go " +
                       (ended == "bound" ? "after " + std::to_string(k.value("keep_ms", 0LL)) + " ms" : "by the run's end") +
-                      " before client " + client + " had entered or failed");
+                      " before client " + client + " had entered, failed or queued behind it");
     }
 }
 
@@ -137,7 +167,7 @@ std::vector<std::string> not_as_written(const RunRecord& r, const RunHistory& h,
     out.insert(out.end(), r.unmet.begin(), r.unmet.end());
     for (const Json& fault : r.faults) {
         check_waits(r, h, fault, out);
-        check_kept(fault, out);
+        check_kept(r, h, fault, out);
     }
     for (const ClientFailure& f : failed) {
         const bool started = std::ranges::any_of(h.events, [&](const ClientEvent& e) { return e.client == f.client; });

@@ -50,6 +50,7 @@ std::vector<std::string> FaultSchedule::armed_points() const {
         if (f.keep_holder_ms) {  // the holder's leaving, the kept-for client's next try
             names.push_back(point_name(Point::before_release));
             names.push_back(point_name(Point::before_acquire));
+            names.push_back(point_name(Point::in_line));
         }
     if (start_after_) {
         names.push_back(point_name(Point::before_acquire));
@@ -87,6 +88,8 @@ void FaultSchedule::start(int clients, long long start_at_ns, long long now_ns, 
 // before the client hears anything. A kill or a gate, which do not let this client go on,
 // come last, and nothing fires after a kill.
 FaultSchedule::Answer FaultSchedule::reach(int client, Point point, long long now_ns) {
+    std::vector<bool> kept_before(specs_.size());
+    for (std::size_t i = 0; i < specs_.size(); ++i) kept_before[i] = state_[i].keeping.has_value();
     bool answer = true;
     for (std::size_t i : due_at(client, point)) {
         answer = fire(i, client, now_ns) && answer;
@@ -94,7 +97,7 @@ FaultSchedule::Answer FaultSchedule::reach(int client, Point point, long long no
     }
     // After its faults: the start opens even when a gate holds this client there.
     const bool held = start_holds(client, point, now_ns) || !answer;
-    if (keep_holds(client, point, now_ns, !held) || held) return Answer::held;
+    if (keep_holds(client, point, now_ns, !held, kept_before) || held) return Answer::held;
     return armed_at(client, point) || start_waits_for(client, point) ? Answer::go : Answer::disarm;
 }
 
@@ -355,8 +358,9 @@ std::optional<int> FaultSchedule::entered_since(long long log_mark, int other_th
 // ---- keep_holder_ms: the holder stays until the late answer has come ---------------------
 
 // The client that entered stays in its section: held when it reaches its before_release,
-// until the fault's client has entered (the store's log, read every couple of milliseconds)
-// or is back at its before_acquire (its acquire failed), or keep_holder_ms is up.
+// until the fault's client has entered (the store's log, read every couple of milliseconds),
+// is back at its before_acquire (its acquire failed) or waits in its library's queue behind
+// the holder (in_line: its adapter said so), or keep_holder_ms is up.
 void FaultSchedule::begin_keep(std::size_t i, int holder, long long now_ns) {
     State& s = state_[i];
     s.keeping = holder;
@@ -376,12 +380,14 @@ bool FaultSchedule::keep_armed(std::size_t i, int client, Point point) const {
     const FaultSpec& f = specs_[i];
     if (!f.keep_holder_ms || state_[i].keep_over) return false;
     const bool kept_for = client == f.client.value_or(0);
-    return (point == Point::before_release && !kept_for) || (point == Point::before_acquire && kept_for);
+    return (point == Point::before_release && !kept_for) ||
+           ((point == Point::before_acquire || point == Point::in_line) && kept_for);
 }
 
 // The kept-for client back at before_acquire ends the keep whatever else holds it there; the
 // holder is held here only when nothing else holds it already (`may_hold`).
-bool FaultSchedule::keep_holds(int client, Point point, long long now_ns, bool may_hold) {
+bool FaultSchedule::keep_holds(int client, Point point, long long now_ns, bool may_hold,
+                               const std::vector<bool>& kept_before) {
     bool hold = false;
     for (std::size_t i = 0; i < specs_.size(); ++i) {
         State& s = state_[i];
@@ -390,8 +396,10 @@ bool FaultSchedule::keep_holds(int client, Point point, long long now_ns, bool m
             s.keep_held = true;
             world_.hold(client);
             hold = true;
-        } else if (point == Point::before_acquire && client == specs_[i].client.value_or(0)) {
-            end_keep(i, now_ns, "failed");  // its acquire answered: no lock
+        } else if (point == Point::before_acquire && client == specs_[i].client.value_or(0) && kept_before[i]) {
+            end_keep(i, now_ns, "failed");  // its acquire answered: no lock (this reach's own wait aside)
+        } else if (point == Point::in_line && client == specs_[i].client.value_or(0)) {
+            end_keep(i, now_ns, "in line");  // its late answer met the holder: it waits behind it
         }
     }
     return hold;
@@ -407,7 +415,8 @@ void FaultSchedule::check_keep(std::size_t i, long long now_ns) {
     book(std::min(now_ns + kHoldPollNs, ends_ns), Timer::What::keep_check, i, *s.keeping);
 }
 
-// Its record says how it ended: "entered", "failed" (the kept-for client's acquire), "bound",
+// Its record says how it ended: "entered", "failed" (the kept-for client's acquire), "in line"
+// (the kept-for client waits in its library's queue behind the holder), "bound",
 // "holder gone", "client gone", "run ended" (or, from nobody_to_keep, "nobody inside");
 // as_written.cpp reads it.
 void FaultSchedule::end_keep(std::size_t i, long long now_ns, const char* how) {

@@ -159,7 +159,9 @@ private:
     void mark_store_log(std::size_t fault);
     std::optional<int> entered_since(long long log_mark, int other_than, std::optional<int> only = std::nullopt);
     void begin_keep(std::size_t fault, int holder, long long now_ns);
-    bool keep_holds(int client, Point point, long long now_ns, bool may_hold);
+    // `kept_before`: which faults were keeping a holder before this reach's own faults fired (a
+    // keep that this reach began does not end on it).
+    bool keep_holds(int client, Point point, long long now_ns, bool may_hold, const std::vector<bool>& kept_before);
     void nobody_to_keep(std::size_t fault, int client, long long now_ns);
     void check_keep(std::size_t fault, long long now_ns);
     void end_keep(std::size_t fault, long long now_ns, const char* how);

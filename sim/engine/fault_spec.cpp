@@ -72,7 +72,7 @@ std::string FaultSpec::label() const {
     if (until_leader) s += " until a server leads (at most " + std::to_string(max_ms) + " ms)";
     if (keep_holder_ms)
         s += ", then keeps it in its section until client " + std::to_string(client.value_or(0)) +
-             " enters or fails (at most " + std::to_string(keep_holder_ms) + " ms)";
+             " enters, fails or waits in line behind it (at most " + std::to_string(keep_holder_ms) + " ms)";
     if (kind == Kind::crash) {
         s += " node " + node_text(node.value_or(0));
         s += restart_after_ms ? ", restart after " + std::to_string(*restart_after_ms) + " ms" : ", no restart";

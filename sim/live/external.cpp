@@ -298,7 +298,7 @@ std::string ExternalLock::read_line(std::chrono::steady_clock::time_point deadli
     }
 }
 
-bool ExternalLock::keep_if_event(const std::string& line) {
+bool ExternalLock::keep_if_event(const std::string& line, Env* acquiring) {
     const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
     // An answer may carry an "event" field of its own: only a line without "ok" is an event.
     if (!j.is_object() || !j.contains("event") || j.contains("ok")) return false;
@@ -306,12 +306,15 @@ bool ExternalLock::keep_if_event(const std::string& line) {
     // kind comes from the whole line, not the excerpt kept of it (a long line's excerpt is
     // no JSON), and its time is now, not when the worker next looks.
     const LockEvent e{adapter_text(line), j.at("event") == "lost", monotonic_ns()};
-    const std::lock_guard hold(events_mutex_);
-    events_.push_back(e);
+    {
+        const std::lock_guard hold(events_mutex_);
+        events_.push_back(e);
+    }
+    if (acquiring && j.at("event") == "waiting") acquiring->reach(Point::in_line);
     return true;
 }
 
-nlohmann::json ExternalLock::call(const nlohmann::json& request) {
+nlohmann::json ExternalLock::call(const nlohmann::json& request, Env* acquiring) {
     const std::lock_guard hold(mutex_);
     // fail() has killed it and closed the pipes: nothing to write to, nobody to reap.
     if (pid_ <= 0 || to_ < 0) throw AdapterError(gone_why_.empty() ? "adapter " + spec_.name + ": already gone" : gone_why_);
@@ -330,7 +333,7 @@ nlohmann::json ExternalLock::call(const nlohmann::json& request) {
     }
     const auto deadline = std::chrono::steady_clock::now() + spec_.op_timeout;
     std::string line = read_line(deadline, spec_.op_timeout, "its answer to " + op);
-    while (keep_if_event(line)) line = read_line(deadline, spec_.op_timeout, "its answer to " + op);
+    while (keep_if_event(line, acquiring)) line = read_line(deadline, spec_.op_timeout, "its answer to " + op);
     nlohmann::json reply = nlohmann::json::parse(line, nullptr, false);
     if (reply.is_discarded() || !reply.is_object() || !reply.contains("ok") || !reply.at("ok").is_boolean())
         fail("answered " + op + " with something that is not the protocol (expected {\"ok\": true|false, ...})");
@@ -341,7 +344,7 @@ nlohmann::json ExternalLock::call(const nlohmann::json& request) {
 
 AcquireResult ExternalLock::try_acquire(Env& env) {
     const Instant start = env.now();
-    const nlohmann::json r = call({{"op", "acquire"}, {"key", key_}, {"ttl_ms", ttl_ms_}, {"wait_ms", 0}});
+    const nlohmann::json r = call({{"op", "acquire"}, {"key", key_}, {"ttl_ms", ttl_ms_}, {"wait_ms", 0}}, &env);
     if (!r.at("ok").get<bool>()) return AcquireResult::fail(error_of(r, "not acquired"));
     Lease lease;
     if (r.contains("token") && r.at("token").is_string()) lease.token = r.at("token");

@@ -4,6 +4,7 @@
 //   client ── {"op":"acquire","key":K,"ttl_ms":T,"wait_ms":0} ──► adapter (stdin)
 //          ◄── {"ok":true,"token":"…","fence":12,"validity_ms":287.5} ── (stdout)
 //          ◄── {"event":"lost",...} ── at any time: the library says the lock is gone
+//          ◄── {"event":"waiting",...} ── during an acquire: the library queued it behind a holder
 //
 // The worker and its renewal task (on another thread) both talk to the one adapter, which
 // answers one request at a time: a mutex keeps each request and its answer together, and
@@ -78,10 +79,12 @@ public:
     const nlohmann::json& described() const { return described_; }
 
 private:
-    nlohmann::json call(const nlohmann::json& request);
+    // `acquiring`: the env of the acquire this request is, which hears a "waiting" event
+    // (the library queued it behind a holder) as its point in_line.
+    nlohmann::json call(const nlohmann::json& request, Env* acquiring = nullptr);
     // Keeps an event line (its kind decided from the whole line, its time now); false if the
-    // line is not an event.
-    bool keep_if_event(const std::string& line);
+    // line is not an event. A "waiting" one during an acquire reaches in_line on `acquiring`.
+    bool keep_if_event(const std::string& line, Env* acquiring = nullptr);
     // The next line, by `deadline`; `allowed` is the wait it had, as a failure names it.
     std::string read_line(std::chrono::steady_clock::time_point deadline, std::chrono::milliseconds allowed,
                           const std::string& waiting_for);

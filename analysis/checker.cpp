@@ -1,6 +1,7 @@
 #include "analysis/checker.h"
 
 #include <algorithm>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -366,28 +367,27 @@ nlohmann::json windows_json(std::vector<std::pair<long long, long long>> windows
     return out;
 }
 
-// The end of a lease's key: its acquire's answer plus what the key had left when read right
-// after it (probe_key_ttl), else plus the run's TTL. No later than this the key was gone,
-// unless whatever kept it changed its expiry (seed 000's question about a promoted replica).
-long long key_end_ns(const ClientEvent& acquired, const RunHistory& h) {
-    long long left_ms = -1;
-    for (const auto& t : acquired.key_ttl_ms)
-        if (t && *t > 0) left_ms = std::max(left_ms, *t);
-    if (left_ms < 0) left_ms = h.ttl_ms.value_or(0);
-    return acquired.t_ns + left_ms * static_cast<long long>(kNsPerMs);
-}
-
-// From when the lock was free again after a Sentinel failover (the switch announced, and every
-// lease granted before it at its key's end) to the first section begun after that (its read's
-// invoke); with none, to the run's last event. Counted from the failover's own end, not from
-// the first failed attempt, so a slow failover moves it not at all.
+// From when the lock was free again after a Sentinel failover (the switch announced, and the key
+// of every lease granted and not released before it at its end: key_end_ns; unless whatever
+// kept it changed its expiry, seed 000's question about a promoted replica) to the first section
+// begun after that (its read's invoke); with none, to the run's last event. Counted from the
+// failover's own end, not from the first failed attempt, so a slow failover moves it not at
+// all. None when the run had no failover, or ended before the lock was free again: an
+// expectation on it then does not hold (RunFigures::metric).
 std::optional<double> failover_to_entry_ms(const RunHistory& h) {
     if (!h.failover_ns || h.events.empty()) return std::nullopt;
     long long free_ns = *h.failover_ns;
+    std::set<int> released;  // leases whose release was answered before the switch
     for (const ClientEvent& e : h.events)
-        if (e.t_ns < *h.failover_ns && e.op == OpKind::acquire && e.type == EventType::ok)
-            free_ns = std::max(free_ns, key_end_ns(e, h));
-    long long entered_ns = std::max(h.events.back().t_ns, free_ns);
+        if (e.t_ns < *h.failover_ns && e.op == OpKind::release && e.type == EventType::ok && e.lease)
+            released.insert(*e.lease);
+    for (const ClientEvent& e : h.events) {
+        if (e.t_ns >= *h.failover_ns || e.op != OpKind::acquire || e.type != EventType::ok) continue;
+        if (e.lease && released.contains(*e.lease)) continue;
+        if (const auto end = key_end_ns(e, h.ttl_ms)) free_ns = std::max(free_ns, *end);
+    }
+    if (free_ns > h.events.back().t_ns) return std::nullopt;
+    long long entered_ns = h.events.back().t_ns;
     for (const ClientEvent& e : h.events)
         if (e.op == OpKind::read && e.type == EventType::invoke && e.t_ns >= free_ns) {
             entered_ns = e.t_ns;

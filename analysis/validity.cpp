@@ -15,6 +15,15 @@ long long majority_ttl_ms(const std::vector<std::optional<long long>>& ttl_ms) {
     return live[quorum - 1];
 }
 
+std::optional<long long> key_end_ns(const ClientEvent& acquired, std::optional<long long> ttl_ms) {
+    constexpr long long kNsPerMs = 1'000'000;
+    if (acquired.key_ttl_ms.empty()) return ttl_ms ? std::optional(acquired.t_ns + *ttl_ms * kNsPerMs) : std::nullopt;
+    if (const long long held_ms = majority_ttl_ms(acquired.key_ttl_ms); held_ms > 0) return acquired.t_ns + held_ms * kNsPerMs;
+    const auto answered = [&](long long v) { return std::ranges::any_of(acquired.key_ttl_ms, [v](const auto& t) { return t == v; }); };
+    if (std::ranges::none_of(acquired.key_ttl_ms, [](const auto& t) { return t.has_value(); }) || answered(-1)) return std::nullopt;
+    return acquired.t_ns;  // gone on a majority when the answer came
+}
+
 std::optional<ValidityFigures> check_validity(const RunHistory& h) {
     ValidityFigures f;
     for (const ClientEvent& e : h.events) {

@@ -103,7 +103,7 @@ TEST(AsWritten, ALeaseTheStoryNeedsLiveMustNotHaveEndedWhenAnotherEnters) {
 }
 
 // keep_holder_ms: a holder let go by the keep's bound or the run's end, before the kept-for
-// client had entered or failed, leaves its late answer meeting nobody: not the story. The
+// client had entered, failed or queued behind it, leaves its late answer meeting nobody: not the story. The
 // kept-for client entering or failing is an outcome.
 TEST(AsWritten, AHolderLetGoBeforeTheKeptForClientAnsweredIsNotTheStory) {
     const auto kept = [](const std::string& ended) {

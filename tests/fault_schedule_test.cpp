@@ -505,6 +505,18 @@ TEST(FaultSchedule, KeepHolderKeepsWhoeverEnteredUntilTheHeldClientEntersOrFails
     EXPECT_EQ(in_line.schedule.report()[0]["kept"][0]["ended"], "in line");
     EXPECT_EQ(in_line.schedule.report()[0]["kept"][0]["to_ns"], 70 * kMs);
 
+    // In line already before the holder entered (and the attempt still in flight): it waits
+    // behind whoever holds now, so the keep ends as it begins. A new attempt forgets it.
+    ScheduleRun queued({held_replies_keeping(100)});
+    EXPECT_EQ(queued.schedule.reach(0, Point::before_acquire, 0), FaultSchedule::Answer::go);
+    EXPECT_EQ(queued.schedule.reach(0, Point::in_line, 30 * kMs), FaultSchedule::Answer::go);
+    queued.advance(60);
+    queued.world.store_log.push_back(R"({"kind":"enter","client":2})");  // after the hold's 50 ms
+    queued.world.holder = 2;
+    queued.advance(62);
+    EXPECT_EQ(queued.schedule.report()[0]["kept"][0]["ended"], "in line");
+    EXPECT_EQ(queued.schedule.reach(2, Point::before_release, 63 * kMs), FaultSchedule::Answer::disarm);  // not held
+
     ScheduleRun bound({held_replies_keeping(100)});
     keep_client_2(bound);
     bound.advance(161);

@@ -316,13 +316,17 @@ public final class CuratorAdapter {
          * has returned.
          */
         static final class QueueLook {
+            static volatile QueueLook current;  // the acquire's in flight, stopped once it is answered
+
             private final Mutex mutex;
             private final ScheduledFuture<?> task;
             private String ahead;      // the contender this acquire was last said to wait behind
-            private boolean stopped;   // under this: no event after the acquire returned
+            private String own;        // this acquire's znode, once found (its session's)
+            private boolean stopped;   // under this: no event after the acquire was answered
 
             QueueLook(Mutex mutex) {
                 this.mutex = mutex;
+                current = this;
                 this.task = looker.scheduleWithFixedDelay(this::look, 10, 10, TimeUnit.MILLISECONDS);
             }
 
@@ -336,17 +340,24 @@ public final class CuratorAdapter {
             private void look() {
                 try {
                     List<String> nodes = List.copyOf(mutex.getParticipantNodes());
-                    long session = sessionId();
-                    for (int i = 1; i < nodes.size(); i++) {
-                        Stat stat = client.checkExists().forPath(nodes.get(i));
-                        if (stat == null || stat.getEphemeralOwner() != session) continue;
-                        String before = ZKPaths.getNodeFromPath(nodes.get(i - 1));
-                        synchronized (this) {
-                            if (stopped || before.equals(ahead)) return;
-                            ahead = before;
-                            event("waiting", obj("detail", "queued " + (i + 1) + " of " + nodes.size() + ", behind " + before));
+                    int at = own != null ? nodes.indexOf(own) : -1;
+                    if (at < 0) {  // not found yet, or a new znode (Curator's retry after a lost session)
+                        own = null;
+                        long session = sessionId();
+                        for (int i = 0; i < nodes.size() && own == null; i++) {
+                            Stat stat = client.checkExists().forPath(nodes.get(i));
+                            if (stat != null && stat.getEphemeralOwner() == session) {
+                                own = nodes.get(i);
+                                at = i;
+                            }
                         }
-                        return;
+                    }
+                    if (at < 1) return;  // first in line, or not queued yet
+                    String before = ZKPaths.getNodeFromPath(nodes.get(at - 1));
+                    synchronized (this) {
+                        if (stopped || before.equals(ahead)) return;
+                        ahead = before;
+                        event("waiting", obj("detail", "queued " + (at + 1) + " of " + nodes.size() + ", behind " + before));
                     }
                 } catch (Exception e) {
                     // not connected, or the lock's path not there yet: the next look
@@ -386,6 +397,8 @@ public final class CuratorAdapter {
                 return future.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
             } catch (TimeoutException e) {
                 late = future;
+                QueueLook look = QueueLook.current;
+                if (look != null) look.stop();  // answered: its waiting would be a later acquire's
                 return obj("ok", false, "error", "no answer from ZooKeeper within " + budgetMs + " ms");
             } catch (ExecutionException e) {
                 Throwable cause = e.getCause();

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <optional>
+#include <set>
+
+#include "analysis/validity.h"
 
 namespace lockbench {
 namespace {
@@ -24,15 +26,13 @@ bool too_late(long long late_ns, long long bound_ms) {
 // flight then (invoked before to_ns, not answered before from_ns). An attempt invoked before
 // the window and still waiting inside the lock (etcd's Lock, a queue) is trying too.
 bool tried_between(const RunHistory& h, int held, long long from_ns, long long to_ns) {
-    std::map<int, long long> in_flight;  // client -> its acquire's invoke
+    std::set<int> in_flight;  // clients with an acquire invoked by to_ns and not yet answered
     for (const ClientEvent& e : h.events) {
         if (e.client == held || e.op != OpKind::acquire) continue;
         if (e.type == EventType::invoke) {
-            if (e.t_ns > to_ns) continue;
-            in_flight[e.client] = e.t_ns;
-        } else if (const auto it = in_flight.find(e.client); it != in_flight.end()) {
-            if (e.t_ns >= from_ns) return true;  // answered inside the window (or after it)
-            in_flight.erase(it);
+            if (e.t_ns <= to_ns) in_flight.insert(e.client);
+        } else if (in_flight.erase(e.client) && e.t_ns >= from_ns) {
+            return true;  // answered inside the window (or after it)
         }
     }
     return !in_flight.empty();  // never answered: it was waiting throughout
@@ -97,25 +97,17 @@ void check_waits(const RunRecord& r, const RunHistory& h, const Json& fault, std
     }
 }
 
-// The end of the lease a kept holder holds: its last acquire's answer before the keep plus
-// what its key had left then (probe_key_ttl), else plus the run's TTL. None where the probe
-// found no expiry: a znode, an etcd lease or an advisory lock, whose holder's session or
-// keepalives (not its lease's clock) keep it while it is kept. A lock that renews is taken at
-// its first lease: a keep past it is not counted, as before a bound below the TTL did.
+// The end of the lease a kept holder holds: its last acquire before the keep, at its key's end
+// (key_end_ns: the answer plus the majority's PTTL read right after it, else plus the run's
+// TTL). None where the store has no expiry to read: a znode, an etcd lease or an advisory
+// lock, whose holder's session or keepalives (not its lease's clock) keep it while it is kept.
+// A lock that renews by itself is taken at its first lease: a keep past it counts as not as
+// written, a repetition run again rather than a verdict, as a bound below the TTL did before.
 std::optional<long long> holder_lease_end_ns(const RunRecord& r, const RunHistory& h, int holder, long long before_ns) {
     const ClientEvent* acquired = nullptr;
     for (const ClientEvent& e : h.events)
         if (e.client == holder && e.op == OpKind::acquire && e.type == EventType::ok && e.t_ns <= before_ns) acquired = &e;
-    if (!acquired) return std::nullopt;
-    std::optional<long long> left_ms;
-    if (!acquired->key_ttl_ms.empty()) {
-        for (const auto& t : acquired->key_ttl_ms)
-            if (t && *t > 0) left_ms = std::max(left_ms.value_or(0), *t);
-    } else {
-        left_ms = ttl_ms_of(r);
-    }
-    if (!left_ms) return std::nullopt;
-    return acquired->t_ns + *left_ms * 1'000'000;
+    return acquired ? key_end_ns(*acquired, ttl_ms_of(r)) : std::nullopt;
 }
 
 // The holders a fault with keep_holder_ms kept (FaultSchedule::report's "kept"): its bound

@@ -88,6 +88,8 @@ void FaultSchedule::start(int clients, long long start_at_ns, long long now_ns, 
 // before the client hears anything. A kill or a gate, which do not let this client go on,
 // come last, and nothing fires after a kill.
 FaultSchedule::Answer FaultSchedule::reach(int client, Point point, long long now_ns) {
+    if (point == Point::before_acquire) std::erase(in_line_, client);  // a new attempt
+    if (point == Point::in_line && std::ranges::find(in_line_, client) == in_line_.end()) in_line_.push_back(client);
     std::vector<bool> kept_before(specs_.size());
     for (std::size_t i = 0; i < specs_.size(); ++i) kept_before[i] = state_[i].keeping.has_value();
     bool answer = true;
@@ -326,9 +328,9 @@ void FaultSchedule::end_waiting(std::size_t i, int client, long long now_ns, boo
         // Whoever is inside its section now (the store's log ends with its enter), not the
         // first to have entered: on a late look that one may have left already.
         const auto holder = by_bound ? std::nullopt : world_.current_holder();
+        s.keep_over = !holder || *holder == client || by_bound;
         if (holder && *holder != client) begin_keep(i, *holder, now_ns);
         else if (!by_bound) nobody_to_keep(i, client, now_ns);
-        s.keep_over = !holder || *holder == client || by_bound;
     }
     switch (specs_[i].kind) {
         case FaultSpec::Kind::gate:
@@ -365,6 +367,9 @@ void FaultSchedule::begin_keep(std::size_t i, int holder, long long now_ns) {
     State& s = state_[i];
     s.keeping = holder;
     s.keep_from_ns = now_ns;
+    // Its acquire said it waits in line before the holder entered: it waits behind the holder now.
+    if (std::ranges::find(in_line_, specs_[i].client.value_or(0)) != in_line_.end())
+        return end_keep(i, now_ns, "in line");
     book(now_ns + kHoldPollNs, Timer::What::keep_check, i, holder);
 }
 

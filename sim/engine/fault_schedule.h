@@ -198,6 +198,7 @@ private:
     bool start_point_reached_ = false; // its client got there (the start may wait for a restart)
     std::vector<bool> start_reached_;  // the others: reached their first acquire already
     std::vector<int> start_held_;      // the others held there now
+    std::vector<int> in_line_;         // clients whose acquire in flight said it waits in line
     std::vector<std::string> unmet_;
     bool healing_ = false;
     std::vector<std::vector<nlohmann::json>> waits_;  // per fault: its waits (report())

@@ -425,6 +425,8 @@ RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::s
             const Metric* m = find_metric(metric);
             if (m && m->group == MetricGroup::validity && !(algorithm == "external" && r.params.flag("probe_key_ttl")))
                 e.fail(e.at(metric), "needs an external run with \"params\": {\"probe_key_ttl\": true}");
+            if (metric == "failover_to_entry_ms" && !r.sentinel)
+                e.fail(e.at(metric), "needs a run on \"topology\": \"sentinel\" (a Sentinel failover to count from)");
         }
         e.finish();
     }

@@ -21,6 +21,13 @@ std::vector<ExpectationCheck> judge(const RunSummary& run, const std::vector<Exp
             checks.push_back({x.text(), 0, word == *x.word, word});
             continue;
         }
+        // A figure only some runs have (a failover's, a probe's) that this run lacks: the
+        // expectation cannot hold, rather than reading as 0.
+        const Metric* m = find_metric(x.metric);
+        if (m && m->present && !run.figures.metrics.contains(x.metric)) {
+            checks.push_back({x.text(), 0, false, "none"});
+            continue;
+        }
         const double value = run.metric(x.metric);
         checks.push_back({x.text(), value, x.holds(value), std::nullopt});
     }

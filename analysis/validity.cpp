@@ -21,7 +21,9 @@ std::optional<long long> key_end_ns(const ClientEvent& acquired, std::optional<l
     if (const long long held_ms = majority_ttl_ms(acquired.key_ttl_ms); held_ms > 0) return acquired.t_ns + held_ms * kNsPerMs;
     const auto answered = [&](long long v) { return std::ranges::any_of(acquired.key_ttl_ms, [v](const auto& t) { return t == v; }); };
     if (std::ranges::none_of(acquired.key_ttl_ms, [](const auto& t) { return t.has_value(); }) || answered(-1)) return std::nullopt;
-    return acquired.t_ns;  // gone on a majority when the answer came
+    // Not found by this lease's token (-2): gone, or kept in a form the probe does not read
+    // (warlock's value is not the token it reports). The TTL it asked for, not "ended".
+    return ttl_ms ? std::optional(acquired.t_ns + *ttl_ms * kNsPerMs) : std::nullopt;
 }
 
 std::optional<ValidityFigures> check_validity(const RunHistory& h) {

@@ -37,10 +37,10 @@ struct ValidityFigures {
 long long majority_ttl_ms(const std::vector<std::optional<long long>>& ttl_ms);
 
 // When the key an acquire took ends, by what the store said right after it: the answer plus
-// the majority TTL when the lock stood on a majority; the answer itself when the probe found it
-// gone there (-2); none when it found no expiry (-1) or no node answered (a znode, an etcd
-// lease, an advisory lock: no PTTL to read). An acquire that was not probed: the answer plus
-// `ttl_ms` (the run's TTL), none without one.
+// the majority TTL when the lock stood on a majority; none when it found no expiry (-1) or no
+// node answered (a znode, an etcd lease, an advisory lock: no PTTL to read). An acquire that
+// was not probed, or whose key the probe did not find by its token (-2: gone, or stored in a
+// form the probe does not read, as warlock's): the answer plus `ttl_ms` (the run's TTL).
 std::optional<long long> key_end_ns(const ClientEvent& acquired, std::optional<long long> ttl_ms);
 
 // nullopt when no acquire carried a probe and a validity: the run did not probe.

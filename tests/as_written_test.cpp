@@ -148,6 +148,10 @@ TEST(AsWritten, AKeptHoldersLeaseMustStillBeLiveWhenTheKeptForClientAnswers) {
     RunHistory probed = h;
     probed.events.back().key_ttl_ms = {30};  // its key had 30 ms left: ended at 35 ms
     EXPECT_EQ(not_as_written(kept("in line", 60), probed, {}).size(), 1u);
+    RunHistory unread = h;  // not found by its token (warlock's value is not its token): the TTL
+    unread.events.back().key_ttl_ms = {-2};
+    EXPECT_TRUE(not_as_written(kept("entered", 100), unread, {}).empty());
+    EXPECT_EQ(not_as_written(kept("entered", 150), unread, {}).size(), 1u);
     RunHistory session = h;
     session.events.back().key_ttl_ms = {std::nullopt};  // no PTTL: a znode, kept alive by its session
     EXPECT_TRUE(not_as_written(kept("in line", 900), session, {}).empty());

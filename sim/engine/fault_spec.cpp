@@ -21,6 +21,10 @@ std::optional<Point> parse_point(const std::string& name) {
     return std::nullopt;
 }
 
+std::optional<Point> parse_reported_point(const std::string& name) {
+    return name == point_name(Point::in_line) ? std::optional(Point::in_line) : parse_point(name);
+}
+
 std::string node_text(int node) {
     if (node == kLeaderNode) return "leader";
     if (node == kFollowerNode) return "follower";

@@ -91,5 +91,7 @@ struct FaultSpec {
 
 const char* fault_kind_name(FaultSpec::Kind k);
 std::optional<Point> parse_point(const std::string& name);
+// A point a client reports to the nemesis: a fault's, or in_line (its library queued it).
+std::optional<Point> parse_reported_point(const std::string& name);
 
 }  // namespace lockbench

@@ -191,8 +191,7 @@ void Nemesis::on_line(Connection& c, const std::string& line) {
         c.client = std::stoi(line.substr(11));
         c.background = true;
     } else if (line.rfind("reach ", 0) == 0 && c.client) {
-        const std::string name = line.substr(6);
-        if (const auto p = name == point_name(Point::in_line) ? Point::in_line : parse_point(name)) on_reach(*c.client, *p);
+        if (const auto p = parse_reported_point(line.substr(6))) on_reach(*c.client, *p);
         else reply(*c.client, "go\n");
     }
 }

@@ -14,12 +14,13 @@ LinkConnection::Pipe::Pipe(tcp::socket& from, tcp::socket& to)
     : from(from), to(to), timer(from.get_executor()) {}
 
 LinkConnection::LinkConnection(tcp::socket client, tcp::socket server, std::mt19937_64& rng,
-                               OnEnded on_ended)
+                               OnEnded on_ended, ReadCounts reads)
     : client_(std::move(client)),
       server_(std::move(server)),
       pipes_{{Pipe(client_, server_), Pipe(server_, client_)}},
       rng_(rng),
-      on_ended_(std::move(on_ended)) {}
+      on_ended_(std::move(on_ended)),
+      reads_(std::move(reads)) {}
 
 void LinkConnection::start(LinkFault upstream, LinkFault downstream) {
     pipe(Direction::upstream).fault = upstream;
@@ -38,6 +39,12 @@ void LinkConnection::set_fault(Direction direction, LinkFault fault) {
     p.fault = fault;
     if (fault.kind == LinkFault::Kind::pass || fault.kind == LinkFault::Kind::delay)
         release_held(p);
+}
+
+int LinkConnection::held_chunks(Direction direction) const {
+    int held = 0;
+    for (const Chunk& chunk : pipe(direction).queue) held += chunk.held ? 1 : 0;
+    return held;
 }
 
 void LinkConnection::close() {
@@ -77,6 +84,7 @@ void LinkConnection::on_read(Pipe& p, std::error_code ec, std::size_t n) {
         end(true);  // a reset from one peer is passed on to the other as a reset
         return;
     }
+    if (reads_) ++(*reads_)[static_cast<std::size_t>(&p == &pipe(Direction::upstream) ? Direction::upstream : Direction::downstream)];
     admit(p, Chunk{.bytes = std::vector<char>(p.buffer.begin(), p.buffer.begin() + n)});
     read_next(p);
 }

@@ -43,15 +43,20 @@ public:
     // Called once when the connection ends by itself (both streams ended, or a socket error);
     // not when the owner calls close() or reset().
     using OnEnded = std::function<void(LinkConnection*)>;
+    // Chunks read per direction over all of a link's connections, kept by the link (a
+    // connection may end before they are read).
+    using ReadCounts = std::shared_ptr<std::array<long long, 2>>;
 
     LinkConnection(asio::ip::tcp::socket client, asio::ip::tcp::socket server,
-                   std::mt19937_64& rng, OnEnded on_ended);
+                   std::mt19937_64& rng, OnEnded on_ended, ReadCounts reads = nullptr);
     LinkConnection(const LinkConnection&) = delete;
     LinkConnection& operator=(const LinkConnection&) = delete;
 
     void start(LinkFault upstream, LinkFault downstream);
     // pass, delay, blackhole or hold; lifting a hold releases the queued chunks in order.
     void set_fault(Direction direction, LinkFault fault);
+    // Chunks read in `direction` and waiting in a hold now.
+    int held_chunks(Direction direction) const;
     void close();  // FIN to both peers; bytes still queued in the proxy are dropped
     void reset();  // RST to both peers (SO_LINGER 0)
 
@@ -76,6 +81,7 @@ private:
     };
 
     Pipe& pipe(Direction direction) { return pipes_[static_cast<int>(direction)]; }
+    const Pipe& pipe(Direction direction) const { return pipes_[static_cast<int>(direction)]; }
     void read_next(Pipe& p);
     void on_read(Pipe& p, std::error_code ec, std::size_t n);
     void admit(Pipe& p, Chunk chunk);
@@ -90,6 +96,7 @@ private:
     std::array<Pipe, 2> pipes_;  // indexed by Direction
     std::mt19937_64& rng_;
     OnEnded on_ended_;
+    ReadCounts reads_;
     bool closed_ = false;
 };
 

@@ -84,6 +84,8 @@ struct LinkProxy::State {
     tcp::acceptor acceptor;
     tcp::endpoint upstream;
     std::array<LinkFault, 2> faults{};  // indexed by Direction
+    LinkConnection::ReadCounts reads = std::make_shared<std::array<long long, 2>>();  // every connection's
+    long long asked_from = 0;  // upstream reads when the downstream was last set to hold
     std::unordered_map<LinkConnection*, std::shared_ptr<LinkConnection>> connections;
     bool closed = false;
 };
@@ -139,13 +141,15 @@ void LinkProxy::State::on_connected(std::error_code ec, tcp::socket client, tcp:
     }
     auto connection = std::make_shared<LinkConnection>(
         std::move(client), std::move(server), loop.rng,
-        [this](LinkConnection* ended) { connections.erase(ended); });
+        [this](LinkConnection* ended) { connections.erase(ended); }, reads);
     connections.emplace(connection.get(), connection);
     connection->start(faults[0], faults[1]);
 }
 
 void LinkProxy::State::set(Direction direction, LinkFault fault) {
     faults[index_of(direction)] = fault;
+    if (direction == Direction::downstream && fault.kind == LinkFault::Kind::hold)
+        asked_from = (*reads)[index_of(Direction::upstream)];
     if (fault.kind == LinkFault::Kind::reset) {
         for (auto& connection : take_connections(true)) connection->reset();
         return;
@@ -192,6 +196,14 @@ void LinkProxy::heal() { set_both(LinkFault::pass()); }
 
 LinkFault LinkProxy::fault(Direction direction) const {
     return loop_.run([&] { return state_->faults[index_of(direction)]; });
+}
+
+LinkProxy::HeldReplies LinkProxy::held_replies() const {
+    return loop_.run([&] {
+        HeldReplies out{.asked = (*state_->reads)[index_of(Direction::upstream)] > state_->asked_from};
+        for (const auto& entry : state_->connections) out.answered = out.answered || entry.second->held_chunks(Direction::downstream) > 0;
+        return out;
+    });
 }
 
 int LinkProxy::connection_count() const {

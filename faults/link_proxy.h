@@ -59,6 +59,14 @@ public:
     // The proxied connections open now (a client that has not yet been connected upstream
     // is not counted).
     int connection_count() const;
+    // Since the downstream was last set to hold: whether the client has sent anything
+    // (`asked`), and whether bytes of the server's answer wait in the hold now (`answered`).
+    // What a case's start waits for: the client's request reached its server.
+    struct HeldReplies {
+        bool asked = false;
+        bool answered = false;
+    };
+    HeldReplies held_replies() const;
 
 private:
     friend class ProxyHub;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -65,6 +66,15 @@ public:
     bool asked_since_restart(int) override {
         ++asked_questions;
         return asked;
+    }
+    // Per lock node, what client 0's path to it shows while its replies are held (quiet if
+    // unset), and how often it was asked.
+    std::map<int, HeldPath> held;
+    int held_questions = 0;
+    HeldPath held_path(LinkPath p) override {
+        ++held_questions;
+        const auto it = held.find(p.node);
+        return it == held.end() ? HeldPath::quiet : it->second;
     }
     bool pause_node(int n) override {
         calls.push_back("pause node " + std::to_string(n));
@@ -691,6 +701,46 @@ TEST(StartAfter, TheOthersSetOutOnceANodeRestartedAtOnceIsBack) {
 
 // node-restart-empty's shape: client 0 is held at its point until another enters, so the
 // others must set out while it is held there.
+// held-replies: client 0's replies held from its before_acquire, the start's point. The
+// others set out once its request has reached the nodes: every path it sent on has an answer
+// waiting in the hold, and one has; a path it never sent on (a server it is not connected
+// to) is not waited for. Not in time: the others go at max_ms, and the story did not happen.
+TEST(StartAfter, HeldRepliesOpenTheStartOnceTheFirstClientsRequestReachedItsNodes) {
+    FaultSpec hold = at_point(FaultSpec::Kind::link, Point::before_acquire);
+    hold.client = 0;
+    hold.link_nodes = {0, 1, 2};
+    hold.link = LinkFault::hold();
+    hold.direction = Direction::downstream;
+    hold.duration_ms = 2200;
+    ScheduleRun r({hold}, 3, 0, StartAfter{0, Point::before_acquire, 1000});
+    EXPECT_EQ(r.schedule.reach(1, Point::before_acquire, 1 * kMs), FaultSchedule::Answer::held);
+    r.schedule.reach(0, Point::before_acquire, 2 * kMs);
+    EXPECT_EQ(r.world.calls, (Strings{"hold 1", "link c0-n0 hold", "link c0-n1 hold", "link c0-n2 hold"}));
+    r.advance(20);  // nothing sent yet
+    r.world.held = {{0, FaultActuator::HeldPath::answered}, {1, FaultActuator::HeldPath::asked}};
+    r.advance(40);  // node 1 has not answered
+    EXPECT_EQ(r.world.calls.size(), 4u);
+    EXPECT_GE(r.world.held_questions, 6);
+    r.world.held[1] = FaultActuator::HeldPath::answered;  // node 2: never sent to
+    r.advance(50);
+    EXPECT_EQ(r.world.calls.back(), "let_go 1");
+    EXPECT_EQ(r.schedule.reach(2, Point::before_acquire, 60 * kMs), FaultSchedule::Answer::disarm);
+    r.advance(1100);
+    EXPECT_TRUE(r.schedule.unmet().empty());
+
+    ScheduleRun late({hold}, 3, 0, StartAfter{0, Point::before_acquire, 1000});
+    late.schedule.reach(1, Point::before_acquire, 1 * kMs);
+    late.schedule.reach(0, Point::before_acquire, 2 * kMs);
+    late.world.held = {{0, FaultActuator::HeldPath::asked}};
+    late.advance(999);
+    EXPECT_NE(late.world.calls.back(), "let_go 1");
+    late.advance(1000);
+    EXPECT_EQ(late.world.calls.back(), "let_go 1");
+    ASSERT_EQ(late.schedule.unmet().size(), 1u);
+    EXPECT_EQ(late.schedule.unmet()[0],
+              "client 0's request, its replies held, had not reached its nodes within 1000 ms of the start (start_after)");
+}
+
 TEST(StartAfter, AFirstClientHeldAtItsPointStillLetsTheOthersGo) {
     FaultSpec gate = at_point(FaultSpec::Kind::gate, Point::after_acquire);
     gate.client = 0;

@@ -307,6 +307,32 @@ TEST_F(LinkProxyTest, HoldDeliversTheQueuedBytesIntactAndInOrderAfterHeal) {
         EXPECT_EQ(std::string(list->element[i]->str), std::to_string(i));
 }
 
+// What a start waits for when a client's replies are held: nothing asked since the hold, then
+// a request sent (and applied: the key is there), then its reply waiting in the hold. A new
+// hold counts afresh; the bytes from before it are not an answer to it.
+TEST_F(LinkProxyTest, AHoldSaysWhetherTheClientAskedAndWhetherTheAnswerWaitsInIt) {
+    const Context c = connect_to(link.port());
+    ASSERT_TRUE(c && !c->err);
+    EXPECT_EQ(text(command(c, "PING")), "PONG");  // before any hold
+    link.set(Direction::downstream, LinkFault::hold());
+    LinkProxy::HeldReplies held = link.held_replies();
+    EXPECT_FALSE(held.asked);
+    EXPECT_FALSE(held.answered);
+    ASSERT_TRUE(send_only(c, "SET k %s", "mine"));
+    EXPECT_TRUE(eventually([&] { return link.held_replies().answered; }));
+    EXPECT_TRUE(link.held_replies().asked);
+    EXPECT_EQ(text(command(direct, "GET k")), "mine");  // the request reached Redis first
+    EXPECT_FALSE(readable_within(c->fd, 50ms));
+    link.heal();
+    EXPECT_EQ(text(next_reply(c)), "OK");
+    EXPECT_FALSE(link.held_replies().answered);  // let go
+
+    link.set(Direction::downstream, LinkFault::hold());
+    held = link.held_replies();
+    EXPECT_FALSE(held.asked);
+    EXPECT_FALSE(held.answered);
+}
+
 // ---- reset ----------------------------------------------------------------------------------
 
 TEST_F(LinkProxyTest, ResetResetsOpenConnectionsAndNewOnesUntilHealed) {

@@ -77,6 +77,13 @@ public:
     // Whether a client has asked the restarted node anything since it came back (its library
     // reconnected): the event a wait's bound counts from. A world that cannot tell says yes.
     virtual bool asked_since_restart(int /*node*/) { return true; }
+    // On a client's path to a lock node whose replies a link fault holds, since the hold was
+    // set: `quiet` while the client has sent nothing on it, `asked` once it has, `answered`
+    // once bytes of the node's answer wait in the hold (the request reached the node). What a
+    // start waits for when its client's replies are held (workload.start_after). A world that
+    // cannot tell says answered.
+    enum class HeldPath { quiet, asked, answered };
+    virtual HeldPath held_path(LinkPath /*path*/) { return HeldPath::answered; }
     // A lock server stops where it is (SIGSTOP) until resumed; its connections stay open. As
     // pause(): false if it still ran at the bound.
     virtual bool pause_node(int node) = 0;

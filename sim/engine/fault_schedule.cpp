@@ -125,12 +125,47 @@ bool FaultSchedule::start_holds(int client, Point point, long long now_ns) {
 // wait until it is back (restart_outcome opens the start then). How long a server takes to
 // start is the machine's; an acquire sent while it starts can fail with its outcome unknown (a
 // key written, a refusal reported) and tell another story than the case's.
+//
+// A client whose replies a link fault holds (held-replies) has reached its point before it
+// sends: the others set out once its request has reached its nodes, so that they meet a lock
+// it holds there rather than race its send (a library under load has taken over 70 ms to send
+// its first command). That is asked of the world every few milliseconds until then.
 void FaultSchedule::open_start(long long now_ns) {
     if (start_open_) return;
     start_point_reached_ = true;
     if (restarting_at_once()) return;
+    if (replies_pending()) {
+        book(now_ns + kRestartPollNs, Timer::What::replies_check, 0, 0);
+        return;
+    }
     start_open_ = true;
     book(now_ns, Timer::What::open_start, 0, 0);
+}
+
+// A hold of the start's client's replies, in force: every node path it has sent on since
+// has an answer waiting in the hold, and one path has (a path it never used, a ZooKeeper
+// server it is not connected to, is not waited for).
+bool FaultSchedule::replies_pending() {
+    const int client = start_after_->client;
+    if (start_client_gone_) return false;
+    for (std::size_t i = 0; i < specs_.size(); ++i) {
+        const FaultSpec& f = specs_[i];
+        const State& s = state_[i];
+        if (f.kind != FaultSpec::Kind::link || f.link.kind != LinkFault::Kind::hold || f.direction == Direction::upstream)
+            continue;
+        const bool on_client = std::ranges::find(s.fired_on, client) != s.fired_on.end();
+        const bool in_force = std::ranges::find(s.in_force, client) != s.in_force.end() ||
+                              (!f.duration_ms && !f.duration_drawn_ms && !s.healed);
+        if (!on_client || !in_force) continue;
+        bool answered = false;
+        for (int n : f.link_nodes) {
+            const FaultActuator::HeldPath path = world_.held_path({LinkPath::To::node, client, n});
+            if (path == FaultActuator::HeldPath::asked) return true;
+            answered = answered || path == FaultActuator::HeldPath::answered;
+        }
+        if (!answered && !f.link_nodes.empty()) return true;
+    }
+    return false;
 }
 
 bool FaultSchedule::restarting_at_once() const {
@@ -454,8 +489,8 @@ bool FaultSchedule::gate(std::size_t i, int client, long long now_ns) {
 }
 
 void FaultSchedule::book(long long at_ns, Timer::What what, std::size_t fault, int client) {
-    // The start's opening is the one timer of no fault.
-    const bool repeats = what != Timer::What::open_start && specs_[fault].repeats();
+    // The start's opening, and its asking after held replies, are the timers of no fault.
+    const bool repeats = what != Timer::What::open_start && what != Timer::What::replies_check && specs_[fault].repeats();
     const auto occurrence = repeats ? std::optional(state_[fault].occurrences) : std::nullopt;
     timers_.push_back({at_ns, what, fault, client, true, occurrence});
     if (booked_) booked_(at_ns, timers_.size() - 1);
@@ -503,13 +538,15 @@ void FaultSchedule::run(const Timer& t, long long now_ns) {
         case Timer::What::open_start:
             // Its bound, not its client: the others set out into a story that did not begin.
             // (Its client got there and a node is restarting: restart_outcome opens it.)
-            if (!start_open_ && start_point_reached_) break;
+            if (!start_open_ && start_point_reached_ && restarting_at_once()) break;
             if (!start_open_)
-                unmet_.push_back("client " + std::to_string(start_after_->client) + " did not reach " +
-                                 point_name(start_after_->point) + " within " + std::to_string(start_after_->max_ms) +
-                                 " ms of the start (start_after)");
+                unmet_.push_back("client " + std::to_string(start_after_->client) +
+                                 (start_point_reached_ ? std::string("'s request, its replies held, had not reached its nodes")
+                                                       : " did not reach " + std::string(point_name(start_after_->point))) +
+                                 " within " + std::to_string(start_after_->max_ms) + " ms of the start (start_after)");
             let_go_start();
             break;
+        case Timer::What::replies_check: open_start(now_ns); break;
         case Timer::What::restart:
             // What the node's persistence kept (nothing, without AOF) comes back; a failed
             // restart is recorded, and the checker sees a node that stayed down.
@@ -570,7 +607,10 @@ void FaultSchedule::release(std::size_t fault, int client, long long now_ns) {
 
 void FaultSchedule::client_gone(int gone, long long now_ns) {
     std::erase(start_held_, gone);
-    if (start_after_ && gone == start_after_->client) open_start(now_ns);  // it will get nowhere now
+    if (start_after_ && gone == start_after_->client) {  // it will get nowhere now
+        start_client_gone_ = true;
+        open_start(now_ns);
+    }
     for (std::size_t i = 0; i < specs_.size(); ++i) {
         State& s = state_[i];
         if (s.keeping && *s.keeping == gone) {

@@ -61,7 +61,8 @@ public:
 
     // The workload's start_after (before start()): every other client is held at its first
     // before_acquire until that client has reached its point, or max_ms after the start. A
-    // node that a crash at that point restarts at once (restart_after_ms 0) is back first.
+    // node that a crash at that point restarts at once (restart_after_ms 0) is back first, and
+    // a request of that client whose replies a link fault holds has reached its nodes first.
     // It is no fault: it counts in no fault's figures and writes no nemesis.jsonl line.
     void set_start_after(std::optional<StartAfter> start_after) { start_after_ = start_after; }
 
@@ -132,7 +133,7 @@ private:
         bool keep_held = false;
     };
     struct Timer {
-        enum class What { fire, aim_again, resume, release, heal_links, restart, restart_check, asked_check, until_check, keep_check, let_holder_go, open_start };
+        enum class What { fire, aim_again, resume, release, heal_links, restart, restart_check, asked_check, until_check, keep_check, let_holder_go, open_start, replies_check };
         long long at_ns = 0;
         What what = What::fire;
         std::size_t fault = 0;
@@ -144,6 +145,7 @@ private:
     bool start_holds(int client, Point point, long long now_ns);
     void open_start(long long now_ns);
     bool restarting_at_once() const;  // a crash with restart_after_ms 0 whose node is not back
+    bool replies_pending();           // the start's client's request not yet answered in a hold
     void let_go_start();
     bool start_waits_for(int client, Point point) const;
 
@@ -194,6 +196,7 @@ private:
     int clients_ = 0;
     long long start_at_ns_ = 0;
     std::optional<StartAfter> start_after_;
+    bool start_client_gone_ = false;  // the start's client finished or was killed
     bool start_open_ = true;           // no start_after, or its client got there (or max_ms passed)
     bool start_point_reached_ = false; // its client got there (the start may wait for a restart)
     std::vector<bool> start_reached_;  // the others: reached their first acquire already

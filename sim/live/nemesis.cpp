@@ -266,17 +266,29 @@ void Nemesis::drift_clock(ClockOf clock, double rate) { clock_of(clock).set_rate
 
 // The proxies are named "c<client>-n<node>", "c<client>-store" and "repl"; without proxies
 // (no fault names a path) there is nothing to set.
-void Nemesis::set_link(LinkPath path, std::optional<Direction> direction, const LinkFault& fault) {
-    if (!proxies_) return;
-    if (path.to == LinkPath::To::peer) return set_peer_link(path.node, path.peer, direction, fault);
+LinkProxy* Nemesis::proxy_of(LinkPath path) const {
+    if (!proxies_) return nullptr;
     std::string name = "repl";
     if (path.to != LinkPath::To::replication) name = "c" + std::to_string(path.client) + "-";
     if (path.to == LinkPath::To::node) name += "n" + std::to_string(path.node);
     if (path.to == LinkPath::To::store) name += "store";
-    LinkProxy* link = proxies_->find(name);
+    return proxies_->find(name);
+}
+
+void Nemesis::set_link(LinkPath path, std::optional<Direction> direction, const LinkFault& fault) {
+    if (!proxies_) return;
+    if (path.to == LinkPath::To::peer) return set_peer_link(path.node, path.peer, direction, fault);
+    LinkProxy* link = proxy_of(path);
     if (!link) return;
     if (direction) link->set(*direction, fault);
     else link->set_both(fault);
+}
+
+FaultActuator::HeldPath Nemesis::held_path(LinkPath path) {
+    LinkProxy* link = path.to == LinkPath::To::node ? proxy_of(path) : nullptr;
+    if (!link) return HeldPath::answered;
+    const LinkProxy::HeldReplies held = link->held_replies();
+    return held.answered ? HeldPath::answered : held.asked ? HeldPath::asked : HeldPath::quiet;
 }
 
 // The bytes from server `from` to server `to` go upstream through the proxies of the

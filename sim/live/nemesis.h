@@ -123,6 +123,7 @@ private:
     void step_clock(ClockOf clock, long long jump_ms) override;
     void drift_clock(ClockOf clock, double rate) override;
     void set_link(LinkPath path, std::optional<Direction> direction, const LinkFault& fault) override;
+    HeldPath held_path(LinkPath path) override;
     void crash(int node) override;
     std::optional<bool> restart(int node) override;
     std::optional<bool> restarted(int node, bool wait) override;
@@ -136,6 +137,7 @@ private:
     std::optional<int> current_holder() override;
     std::optional<Value> ask_store(const Command& command) override;
     void set_peer_link(int from, int to, std::optional<Direction> direction, const LinkFault& fault);
+    LinkProxy* proxy_of(LinkPath path) const;  // a client's or the replication's; none without proxies
     ClockControl& clock_of(ClockOf clock) const;
 
     std::filesystem::path socket_path_;

@@ -56,6 +56,8 @@ struct Link {
     LinkFault fault;
     VTime last_due = 0;
     std::vector<std::function<void()>> held;  // deliveries waiting for the hold to lift
+    long long sent = 0;        // messages onto it, ever
+    long long asked_from = 0;  // a down link set to hold: its up link's `sent` then
 };
 
 // A client process's path to one node: what the link faults act on.

@@ -59,6 +59,7 @@ private:
     void step_clock(ClockOf clock, long long jump_ms) override;
     void drift_clock(ClockOf clock, double rate) override;
     void set_link(LinkPath path, std::optional<Direction> direction, const LinkFault& fault) override;
+    HeldPath held_path(LinkPath path) override;
     void crash(int node) override;
     std::optional<bool> restart(int node) override;  // at once: a modelled node has nothing to start
     // The model has no server process to stop and no service with a leader: runs with such

@@ -14,13 +14,13 @@ LinkConnection::Pipe::Pipe(tcp::socket& from, tcp::socket& to)
     : from(from), to(to), timer(from.get_executor()) {}
 
 LinkConnection::LinkConnection(tcp::socket client, tcp::socket server, std::mt19937_64& rng,
-                               OnEnded on_ended, ReadCounts reads)
+                               OnEnded on_ended, std::shared_ptr<Traffic> traffic)
     : client_(std::move(client)),
       server_(std::move(server)),
       pipes_{{Pipe(client_, server_), Pipe(server_, client_)}},
       rng_(rng),
       on_ended_(std::move(on_ended)),
-      reads_(std::move(reads)) {}
+      traffic_(std::move(traffic)) {}
 
 void LinkConnection::start(LinkFault upstream, LinkFault downstream) {
     pipe(Direction::upstream).fault = upstream;
@@ -39,12 +39,6 @@ void LinkConnection::set_fault(Direction direction, LinkFault fault) {
     p.fault = fault;
     if (fault.kind == LinkFault::Kind::pass || fault.kind == LinkFault::Kind::delay)
         release_held(p);
-}
-
-int LinkConnection::held_chunks(Direction direction) const {
-    int held = 0;
-    for (const Chunk& chunk : pipe(direction).queue) held += chunk.held ? 1 : 0;
-    return held;
 }
 
 void LinkConnection::close() {
@@ -84,7 +78,6 @@ void LinkConnection::on_read(Pipe& p, std::error_code ec, std::size_t n) {
         end(true);  // a reset from one peer is passed on to the other as a reset
         return;
     }
-    if (reads_) ++(*reads_)[static_cast<std::size_t>(&p == &pipe(Direction::upstream) ? Direction::upstream : Direction::downstream)];
     admit(p, Chunk{.bytes = std::vector<char>(p.buffer.begin(), p.buffer.begin() + n)});
     read_next(p);
 }
@@ -98,6 +91,11 @@ void LinkConnection::admit(Pipe& p, Chunk chunk) {
         fate = {ChunkFate::Kind::deliver, std::max(now, p.last_due)};
     if (fate.kind == ChunkFate::Kind::drop) return;
     chunk.held = fate.kind == ChunkFate::Kind::hold;
+    if (traffic_ && !chunk.end_of_stream) {
+        const long long n = ++traffic_->last;
+        if (&p == &pipe(Direction::upstream)) traffic_->last_request = n;
+        else if (chunk.held) traffic_->last_held_answer = n;
+    }
     chunk.due = fate.due;
     if (!chunk.held) p.last_due = chunk.due;
     p.queue.push_back(std::move(chunk));

@@ -43,20 +43,24 @@ public:
     // Called once when the connection ends by itself (both streams ended, or a socket error);
     // not when the owner calls close() or reset().
     using OnEnded = std::function<void(LinkConnection*)>;
-    // Chunks read per direction over all of a link's connections, kept by the link (a
-    // connection may end before they are read).
-    using ReadCounts = std::shared_ptr<std::array<long long, 2>>;
+    // The order of a link's chunks of bytes, over all its connections, kept by the link (a
+    // connection may end before it is read): each chunk read takes the next number; the
+    // last request's (upstream) and the last held answer's (downstream, put in a hold) are
+    // kept. An end of stream is no chunk.
+    struct Traffic {
+        long long last = 0;
+        long long last_request = 0;
+        long long last_held_answer = 0;
+    };
 
     LinkConnection(asio::ip::tcp::socket client, asio::ip::tcp::socket server,
-                   std::mt19937_64& rng, OnEnded on_ended, ReadCounts reads = nullptr);
+                   std::mt19937_64& rng, OnEnded on_ended, std::shared_ptr<Traffic> traffic = nullptr);
     LinkConnection(const LinkConnection&) = delete;
     LinkConnection& operator=(const LinkConnection&) = delete;
 
     void start(LinkFault upstream, LinkFault downstream);
     // pass, delay, blackhole or hold; lifting a hold releases the queued chunks in order.
     void set_fault(Direction direction, LinkFault fault);
-    // Chunks read in `direction` and waiting in a hold now.
-    int held_chunks(Direction direction) const;
     void close();  // FIN to both peers; bytes still queued in the proxy are dropped
     void reset();  // RST to both peers (SO_LINGER 0)
 
@@ -81,7 +85,6 @@ private:
     };
 
     Pipe& pipe(Direction direction) { return pipes_[static_cast<int>(direction)]; }
-    const Pipe& pipe(Direction direction) const { return pipes_[static_cast<int>(direction)]; }
     void read_next(Pipe& p);
     void on_read(Pipe& p, std::error_code ec, std::size_t n);
     void admit(Pipe& p, Chunk chunk);
@@ -96,7 +99,7 @@ private:
     std::array<Pipe, 2> pipes_;  // indexed by Direction
     std::mt19937_64& rng_;
     OnEnded on_ended_;
-    ReadCounts reads_;
+    std::shared_ptr<Traffic> traffic_;
     bool closed_ = false;
 };
 

@@ -84,8 +84,8 @@ struct LinkProxy::State {
     tcp::acceptor acceptor;
     tcp::endpoint upstream;
     std::array<LinkFault, 2> faults{};  // indexed by Direction
-    LinkConnection::ReadCounts reads = std::make_shared<std::array<long long, 2>>();  // every connection's
-    long long asked_from = 0;  // upstream reads when the downstream was last set to hold
+    std::shared_ptr<LinkConnection::Traffic> traffic = std::make_shared<LinkConnection::Traffic>();
+    long long hold_from = 0;  // traffic.last when the downstream was last set to hold
     std::unordered_map<LinkConnection*, std::shared_ptr<LinkConnection>> connections;
     bool closed = false;
 };
@@ -141,7 +141,7 @@ void LinkProxy::State::on_connected(std::error_code ec, tcp::socket client, tcp:
     }
     auto connection = std::make_shared<LinkConnection>(
         std::move(client), std::move(server), loop.rng,
-        [this](LinkConnection* ended) { connections.erase(ended); }, reads);
+        [this](LinkConnection* ended) { connections.erase(ended); }, traffic);
     connections.emplace(connection.get(), connection);
     connection->start(faults[0], faults[1]);
 }
@@ -149,7 +149,7 @@ void LinkProxy::State::on_connected(std::error_code ec, tcp::socket client, tcp:
 void LinkProxy::State::set(Direction direction, LinkFault fault) {
     faults[index_of(direction)] = fault;
     if (direction == Direction::downstream && fault.kind == LinkFault::Kind::hold)
-        asked_from = (*reads)[index_of(Direction::upstream)];
+        hold_from = traffic->last;
     if (fault.kind == LinkFault::Kind::reset) {
         for (auto& connection : take_connections(true)) connection->reset();
         return;
@@ -200,9 +200,9 @@ LinkFault LinkProxy::fault(Direction direction) const {
 
 LinkProxy::HeldReplies LinkProxy::held_replies() const {
     return loop_.run([&] {
-        HeldReplies out{.asked = (*state_->reads)[index_of(Direction::upstream)] > state_->asked_from};
-        for (const auto& entry : state_->connections) out.answered = out.answered || entry.second->held_chunks(Direction::downstream) > 0;
-        return out;
+        const LinkConnection::Traffic& t = *state_->traffic;
+        return HeldReplies{.asked = t.last_request > state_->hold_from,
+                           .answered = t.last_held_answer > state_->hold_from && t.last_held_answer > t.last_request};
     });
 }
 

@@ -60,8 +60,12 @@ public:
     // is not counted).
     int connection_count() const;
     // Since the downstream was last set to hold: whether the client has sent anything
-    // (`asked`), and whether bytes of the server's answer wait in the hold now (`answered`).
-    // What a case's start waits for: the client's request reached its server.
+    // (`asked`), and whether bytes from the server were put in the hold after the last it
+    // sent (`answered`: its last request reached the server, and was answered; a connection
+    // ended since does not undo it). What a case's start waits for: the client's request
+    // reached its server. An end of stream is no answer. Which request it was, the proxy
+    // cannot tell: a library whose first round trip is something else (a script load, a
+    // lease grant) is answered before its lock command is sent.
     struct HeldReplies {
         bool asked = false;
         bool answered = false;

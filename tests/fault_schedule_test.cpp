@@ -699,12 +699,12 @@ TEST(StartAfter, TheOthersSetOutOnceANodeRestartedAtOnceIsBack) {
     EXPECT_EQ(down.world.calls, (Strings{"hold 1", "crash 0", "let_go 1"}));
 }
 
-// node-restart-empty's shape: client 0 is held at its point until another enters, so the
-// others must set out while it is held there.
 // held-replies: client 0's replies held from its before_acquire, the start's point. The
-// others set out once its request has reached the nodes: every path it sent on has an answer
-// waiting in the hold, and one has; a path it never sent on (a server it is not connected
-// to) is not waited for. Not in time: the others go at max_ms, and the story did not happen.
+// others set out once its request has reached the nodes: every path it sent on has its last
+// request answered into the hold, and one has; a path it never sent on (a server it is not
+// connected to) is not waited for. Not in time: the others go at max_ms, and the story did
+// not happen. A hold let go first is not the story either; a hold in both directions (its
+// requests never reach the nodes) is not waited for.
 TEST(StartAfter, HeldRepliesOpenTheStartOnceTheFirstClientsRequestReachedItsNodes) {
     FaultSpec hold = at_point(FaultSpec::Kind::link, Point::before_acquire);
     hold.client = 0;
@@ -739,7 +739,31 @@ TEST(StartAfter, HeldRepliesOpenTheStartOnceTheFirstClientsRequestReachedItsNode
     ASSERT_EQ(late.schedule.unmet().size(), 1u);
     EXPECT_EQ(late.schedule.unmet()[0],
               "client 0's request, its replies held, had not reached its nodes within 1000 ms of the start (start_after)");
+
+    FaultSpec short_hold = hold;
+    short_hold.duration_ms = 100;
+    ScheduleRun let_go({short_hold}, 3, 0, StartAfter{0, Point::before_acquire, 1000});
+    let_go.schedule.reach(1, Point::before_acquire, 1 * kMs);
+    let_go.schedule.reach(0, Point::before_acquire, 2 * kMs);
+    let_go.world.held = {{0, FaultActuator::HeldPath::asked}};
+    let_go.advance(150);  // the hold ended at 102 ms: the next look lets the others go
+    EXPECT_EQ(let_go.world.calls.back(), "let_go 1");
+    ASSERT_EQ(let_go.schedule.unmet().size(), 1u);
+    EXPECT_NE(let_go.schedule.unmet()[0].find("replies were let go before its request had reached its nodes"),
+              std::string::npos);
+
+    FaultSpec both = hold;
+    both.direction.reset();
+    ScheduleRun both_ways({both}, 3, 0, StartAfter{0, Point::before_acquire, 1000});
+    both_ways.schedule.reach(1, Point::before_acquire, 1 * kMs);
+    both_ways.schedule.reach(0, Point::before_acquire, 2 * kMs);
+    both_ways.advance(2);
+    EXPECT_EQ(both_ways.world.calls.back(), "let_go 1");
+    EXPECT_EQ(both_ways.world.held_questions, 0);
 }
+
+// node-restart-empty's shape: client 0 is held at its point until another enters, so the
+// others must set out while it is held there.
 
 TEST(StartAfter, AFirstClientHeldAtItsPointStillLetsTheOthersGo) {
     FaultSpec gate = at_point(FaultSpec::Kind::gate, Point::after_acquire);

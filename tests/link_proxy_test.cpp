@@ -309,7 +309,8 @@ TEST_F(LinkProxyTest, HoldDeliversTheQueuedBytesIntactAndInOrderAfterHeal) {
 
 // What a start waits for when a client's replies are held: nothing asked since the hold, then
 // a request sent (and applied: the key is there), then its reply waiting in the hold. A new
-// hold counts afresh; the bytes from before it are not an answer to it.
+// hold counts afresh; the bytes from before it are not an answer to it. A request sent after
+// the last held answer is not answered yet; the server's end of stream is no answer.
 TEST_F(LinkProxyTest, AHoldSaysWhetherTheClientAskedAndWhetherTheAnswerWaitsInIt) {
     const Context c = connect_to(link.port());
     ASSERT_TRUE(c && !c->err);
@@ -325,9 +326,22 @@ TEST_F(LinkProxyTest, AHoldSaysWhetherTheClientAskedAndWhetherTheAnswerWaitsInIt
     EXPECT_FALSE(readable_within(c->fd, 50ms));
     link.heal();
     EXPECT_EQ(text(next_reply(c)), "OK");
-    EXPECT_FALSE(link.held_replies().answered);  // let go
+    EXPECT_TRUE(link.held_replies().answered);  // let go: it was answered all the same
 
     link.set(Direction::downstream, LinkFault::hold());
+    held = link.held_replies();
+    EXPECT_FALSE(held.asked);
+    EXPECT_FALSE(held.answered);
+    ASSERT_TRUE(send_only(c, "PING"));
+    EXPECT_TRUE(eventually([&] { return link.held_replies().answered; }));
+    ASSERT_TRUE(send_only(c, "BLPOP nothing 0.5"));  // answered half a second later
+    EXPECT_TRUE(eventually([&] { return !link.held_replies().answered; }));
+    EXPECT_TRUE(eventually([&] { return link.held_replies().answered; }));
+
+    link.set(Direction::downstream, LinkFault::hold());
+    const Reply killed = command(direct, "CLIENT KILL TYPE normal SKIPME yes");  // a FIN from the server
+    ASSERT_TRUE(killed && killed->type == REDIS_REPLY_INTEGER && killed->integer >= 1);
+    EXPECT_FALSE(readable_within(c->fd, 200ms));  // the end of stream waits in the hold
     held = link.held_replies();
     EXPECT_FALSE(held.asked);
     EXPECT_FALSE(held.answered);

@@ -16,8 +16,8 @@ std::string figure(double v) { return std::to_string(std::llround(v)); }
 
 // How late past its bound the nemesis may end a fault before the fault is no longer the one
 // written: a tenth of the bound, at least 50 ms (a timer's ordinary lateness on a loaded
-// machine). A case leaves its story that margin (held-replies: replies held at most 4.6 s
-// of a 5 s timeout). Later than that, a stalled machine ran the fault, not the case.
+// machine). A case leaves its story that margin (held-replies: replies held at most 4.6 s,
+// 5.06 s with that margin, of a 5.5 s timeout). Later than that, a stalled machine ran the fault, not the case.
 bool too_late(long long late_ns, long long bound_ms) {
     return late_ns > std::max(50LL, bound_ms / 10) * 1'000'000;
 }

@@ -13,6 +13,7 @@ namespace {
 
 constexpr long long kNsPerMs = 1'000'000;
 constexpr long long kRestartPollNs = 5 * kNsPerMs;  // how often a starting node is asked whether it is back
+constexpr long long kRepliesPollNs = 5 * kNsPerMs;  // how often a start asks whether held replies came
 constexpr long long kHoldPollNs = 2 * kNsPerMs;     // how often a fault "until another enters" reads the store's log
 constexpr long long kLeaderPollNs = 20 * kNsPerMs;  // how often a gate "until a leader" asks the servers (a connection each)
 
@@ -135,28 +136,36 @@ void FaultSchedule::open_start(long long now_ns) {
     start_point_reached_ = true;
     if (restarting_at_once()) return;
     if (replies_pending()) {
-        book(now_ns + kRestartPollNs, Timer::What::replies_check, 0, 0);
+        if (!replies_polling_) book(now_ns + kRepliesPollNs, Timer::What::replies_check, 0, 0);
+        replies_polling_ = true;
         return;
     }
     start_open_ = true;
     book(now_ns, Timer::What::open_start, 0, 0);
 }
 
-// A hold of the start's client's replies, in force: every node path it has sent on since
-// has an answer waiting in the hold, and one path has (a path it never used, a ZooKeeper
-// server it is not connected to, is not waited for).
+// A hold of the start's client's replies (downstream only) set at the start's point: every
+// node path it has sent on since has had its last request answered into the hold, and one
+// path has (a path it never used, a ZooKeeper server it is not connected to, is not waited
+// for). A hold let go before then: the others set out into a story that did not begin.
 bool FaultSchedule::replies_pending() {
     const int client = start_after_->client;
     if (start_client_gone_) return false;
     for (std::size_t i = 0; i < specs_.size(); ++i) {
         const FaultSpec& f = specs_[i];
-        const State& s = state_[i];
-        if (f.kind != FaultSpec::Kind::link || f.link.kind != LinkFault::Kind::hold || f.direction == Direction::upstream)
+        State& s = state_[i];
+        if (f.kind != FaultSpec::Kind::link || f.link.kind != LinkFault::Kind::hold ||
+            f.direction != Direction::downstream || f.point != start_after_->point || s.replies_came ||
+            std::ranges::find(s.fired_on, client) == s.fired_on.end())
             continue;
-        const bool on_client = std::ranges::find(s.fired_on, client) != s.fired_on.end();
         const bool in_force = std::ranges::find(s.in_force, client) != s.in_force.end() ||
                               (!f.duration_ms && !f.duration_drawn_ms && !s.healed);
-        if (!on_client || !in_force) continue;
+        if (!in_force) {
+            unmet_.push_back(f.label() + ": client " + std::to_string(client) +
+                             "'s replies were let go before its request had reached its nodes (start_after)");
+            s.replies_came = true;  // said once
+            continue;
+        }
         bool answered = false;
         for (int n : f.link_nodes) {
             const FaultActuator::HeldPath path = world_.held_path({LinkPath::To::node, client, n});
@@ -164,8 +173,18 @@ bool FaultSchedule::replies_pending() {
             answered = answered || path == FaultActuator::HeldPath::answered;
         }
         if (!answered && !f.link_nodes.empty()) return true;
+        s.replies_came = true;
     }
     return false;
+}
+
+// Why the start opened by its bound: its client never got to its point, or got there and its
+// held replies did not come.
+std::string FaultSchedule::start_missed() const {
+    const std::string what = start_point_reached_ ? "'s request, its replies held, had not reached its nodes"
+                                                  : " did not reach " + std::string(point_name(start_after_->point));
+    return "client " + std::to_string(start_after_->client) + what + " within " + std::to_string(start_after_->max_ms) +
+           " ms of the start (start_after)";
 }
 
 bool FaultSchedule::restarting_at_once() const {
@@ -539,14 +558,19 @@ void FaultSchedule::run(const Timer& t, long long now_ns) {
             // Its bound, not its client: the others set out into a story that did not begin.
             // (Its client got there and a node is restarting: restart_outcome opens it.)
             if (!start_open_ && start_point_reached_ && restarting_at_once()) break;
-            if (!start_open_)
-                unmet_.push_back("client " + std::to_string(start_after_->client) +
-                                 (start_point_reached_ ? std::string("'s request, its replies held, had not reached its nodes")
-                                                       : " did not reach " + std::string(point_name(start_after_->point))) +
-                                 " within " + std::to_string(start_after_->max_ms) + " ms of the start (start_after)");
+            if (!start_open_) unmet_.push_back(start_missed());
             let_go_start();
             break;
-        case Timer::What::replies_check: open_start(now_ns); break;
+        case Timer::What::replies_check:
+            replies_polling_ = false;
+            // The bound passed while a node restarted at once: it counts now.
+            if (!start_open_ && now_ns >= start_at_ns_ + start_after_->max_ms * kNsPerMs) {
+                unmet_.push_back(start_missed());
+                let_go_start();
+                break;
+            }
+            open_start(now_ns);
+            break;
         case Timer::What::restart:
             // What the node's persistence kept (nothing, without AOF) comes back; a failed
             // restart is recorded, and the checker sees a node that stayed down.
@@ -698,7 +722,9 @@ bool FaultSchedule::spent() const {
         if (f.kind == FaultSpec::Kind::crash && !f.restart_after_ms) return false;
     }
     return start_open_ && start_held_.empty() &&
-           std::ranges::none_of(timers_, [](const Timer& t) { return t.pending && t.what != Timer::What::open_start; });
+           std::ranges::none_of(timers_, [](const Timer& t) {
+               return t.pending && t.what != Timer::What::open_start && t.what != Timer::What::replies_check;
+           });
 }
 
 bool FaultSchedule::killed(int client) const {

@@ -131,6 +131,7 @@ private:
         std::optional<int> keeping;
         long long keep_from_ns = 0;
         bool keep_held = false;
+        bool replies_came = false;  // a hold of the start's client's replies: they came (or it ended)
     };
     struct Timer {
         enum class What { fire, aim_again, resume, release, heal_links, restart, restart_check, asked_check, until_check, keep_check, let_holder_go, open_start, replies_check };
@@ -146,6 +147,7 @@ private:
     void open_start(long long now_ns);
     bool restarting_at_once() const;  // a crash with restart_after_ms 0 whose node is not back
     bool replies_pending();           // the start's client's request not yet answered in a hold
+    std::string start_missed() const; // the unmet line of a start opened by its bound
     void let_go_start();
     bool start_waits_for(int client, Point point) const;
 
@@ -197,6 +199,7 @@ private:
     long long start_at_ns_ = 0;
     std::optional<StartAfter> start_after_;
     bool start_client_gone_ = false;  // the start's client finished or was killed
+    bool replies_polling_ = false;    // a replies_check is booked
     bool start_open_ = true;           // no start_after, or its client got there (or max_ms passed)
     bool start_point_reached_ = false; // its client got there (the start may wait for a restart)
     std::vector<bool> start_reached_;  // the others: reached their first acquire already

@@ -35,7 +35,8 @@ VTime Net::latency() {
 
 // One message onto one direction of a link, by the rules of faults/link_fault.h.
 void Net::travel(Link& link, std::function<void()> deliver) {
-    ++link.sent;
+    link.last = ++messages_;
+    if (link.fault.kind == LinkFault::Kind::hold) link.last_held = link.last;
     VTime due = world_.now() + latency();
     switch (link.fault.kind) {
         case LinkFault::Kind::blackhole:
@@ -59,7 +60,7 @@ void Net::set_link(Link& up, Link& down, std::optional<Direction> direction, con
     for (Link* link : {&up, &down}) {
         if (direction && (link == &up) != (*direction == Direction::upstream)) continue;
         link->fault = fault;
-        if (link == &down && fault.kind == LinkFault::Kind::hold) down.asked_from = up.sent;
+        if (fault.kind == LinkFault::Kind::hold) link->hold_from = messages_;
         if (fault.kind == LinkFault::Kind::reset) link->held.clear();  // a reset destroys them
         if (fault.kind != LinkFault::Kind::pass && fault.kind != LinkFault::Kind::delay) continue;
         auto held = std::move(link->held);

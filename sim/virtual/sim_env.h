@@ -56,8 +56,12 @@ struct Link {
     LinkFault fault;
     VTime last_due = 0;
     std::vector<std::function<void()>> held;  // deliveries waiting for the hold to lift
-    long long sent = 0;        // messages onto it, ever
-    long long asked_from = 0;  // a down link set to hold: its up link's `sent` then
+    // What a start waits for when a client's replies are held (SimNemesis::held_path), in the
+    // order of every message onto any link (Net's count): the last message onto it, the last
+    // one it held, and the count when it was last set to hold.
+    long long last = 0;
+    long long last_held = 0;
+    long long hold_from = 0;
 };
 
 // A client process's path to one node: what the link faults act on.
@@ -151,6 +155,7 @@ private:
 
     World& world_;
     VTime latency_min_, latency_max_;
+    long long messages_ = 0;  // onto any link, ever: the order Link::last and last_held are in
     std::vector<std::unique_ptr<SimNode>> nodes_;
     std::map<std::pair<int, std::size_t>, Path> paths_;
     std::map<std::pair<int, std::size_t>, Conn> conns_;  // by (channel, node)

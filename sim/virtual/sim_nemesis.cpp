@@ -113,8 +113,8 @@ void SimNemesis::set_link(LinkPath path, std::optional<Direction> direction, con
 FaultActuator::HeldPath SimNemesis::held_path(LinkPath path) {
     if (path.to != LinkPath::To::node) return HeldPath::answered;
     const Path& p = net_.path(path.client, static_cast<std::size_t>(path.node));
-    if (!p.down.held.empty()) return HeldPath::answered;
-    return p.up.sent > p.down.asked_from ? HeldPath::asked : HeldPath::quiet;
+    if (p.down.last_held > p.down.hold_from && p.down.last_held > p.up.last) return HeldPath::answered;
+    return p.up.last > p.down.hold_from ? HeldPath::asked : HeldPath::quiet;
 }
 
 void SimNemesis::crash(int node) { net_.crash(static_cast<std::size_t>(node)); }

@@ -148,7 +148,8 @@ void FaultSchedule::open_start(long long now_ns) {
 // node path it has sent on since has had its last request answered into the hold, and one
 // path has (a path it has not sent on is not waited for: a ZooKeeper server it is not
 // connected to, or the next node of a Redlock that writes them one after another; but so is
-// one a slow client has not sent on yet, and its case's start stagger covers that). A hold let go before then: the others set out into a story that did not begin.
+// one a slow client has not sent on yet, and its case's start stagger covers that). A hold
+// let go before then: the others set out into a story that did not begin.
 bool FaultSchedule::replies_pending() {
     const int client = start_after_->client;
     if (start_client_gone_) return false;

@@ -92,9 +92,13 @@ void LinkConnection::admit(Pipe& p, Chunk chunk) {
     if (fate.kind == ChunkFate::Kind::drop) return;
     chunk.held = fate.kind == ChunkFate::Kind::hold;
     if (traffic_ && !chunk.end_of_stream) {
-        const long long n = ++traffic_->last;
-        if (&p == &pipe(Direction::upstream)) traffic_->last_request = n;
-        else if (chunk.held) traffic_->last_held_answer = n;
+        const long long n = ++*traffic_->order;
+        if (&p == &pipe(Direction::upstream)) {
+            traffic_->last_request = n;
+            if (traffic_->first_request <= traffic_->mark) traffic_->first_request = n;
+        } else if (chunk.held) {
+            traffic_->last_held_answer = n;
+        }
     }
     chunk.due = fate.due;
     if (!chunk.held) p.last_due = chunk.due;

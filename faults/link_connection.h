@@ -44,13 +44,16 @@ public:
     // not when the owner calls close() or reset().
     using OnEnded = std::function<void(LinkConnection*)>;
     // The order of a link's chunks of bytes, over all its connections, kept by the link (a
-    // connection may end before it is read): each chunk read takes the next number; the
-    // last request's (upstream) and the last held answer's (downstream, put in a hold) are
-    // kept. An end of stream is no chunk.
+    // connection may end before it is read): each chunk read takes the next number of
+    // `order`, one count over every link of a hub; the last request's (upstream) and the last
+    // held answer's (downstream, put in a hold) are kept, and the first request's after the
+    // count stood at `mark`. An end of stream is no chunk.
     struct Traffic {
-        long long last = 0;
+        long long* order = nullptr;
         long long last_request = 0;
         long long last_held_answer = 0;
+        long long mark = 0;
+        long long first_request = 0;  // after mark (if not above it: none yet)
     };
 
     LinkConnection(asio::ip::tcp::socket client, asio::ip::tcp::socket server,

@@ -49,6 +49,7 @@ struct ProxyLoop {
     asio::io_context io{1};  // one thread runs it: handlers never run concurrently
     asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
     std::mt19937_64 rng;     // every link's jitter; used on the loop thread only
+    long long chunks = 0;    // every link's chunks so far: one order over them (Traffic)
     std::thread thread;
 };
 
@@ -84,8 +85,9 @@ struct LinkProxy::State {
     tcp::acceptor acceptor;
     tcp::endpoint upstream;
     std::array<LinkFault, 2> faults{};  // indexed by Direction
-    std::shared_ptr<LinkConnection::Traffic> traffic = std::make_shared<LinkConnection::Traffic>();
-    long long hold_from = 0;  // traffic.last when the downstream was last set to hold
+    std::shared_ptr<LinkConnection::Traffic> traffic =
+        std::make_shared<LinkConnection::Traffic>(LinkConnection::Traffic{.order = &loop.chunks});
+    long long hold_from = 0;  // the hub's count when the downstream was last set to hold
     std::unordered_map<LinkConnection*, std::shared_ptr<LinkConnection>> connections;
     bool closed = false;
 };
@@ -149,7 +151,7 @@ void LinkProxy::State::on_connected(std::error_code ec, tcp::socket client, tcp:
 void LinkProxy::State::set(Direction direction, LinkFault fault) {
     faults[index_of(direction)] = fault;
     if (direction == Direction::downstream && fault.kind == LinkFault::Kind::hold)
-        hold_from = traffic->last;
+        hold_from = loop.chunks;
     if (fault.kind == LinkFault::Kind::reset) {
         for (auto& connection : take_connections(true)) connection->reset();
         return;
@@ -206,6 +208,13 @@ LinkProxy::HeldReplies LinkProxy::held_replies() const {
     });
 }
 
+long long LinkProxy::first_request() const {
+    return loop_.run([&] {
+        const LinkConnection::Traffic& t = *state_->traffic;
+        return t.first_request > t.mark ? t.first_request : 0;
+    });
+}
+
 int LinkProxy::connection_count() const {
     return loop_.run([&] { return static_cast<int>(state_->connections.size()); });
 }
@@ -256,6 +265,13 @@ LinkProxy* ProxyHub::find_locked(const std::string& name) {
     for (auto& link : links_)
         if (link->name() == name) return link.get();
     return nullptr;
+}
+
+void ProxyHub::mark_requests() {
+    std::lock_guard lock(links_mutex_);
+    loop_->run([&] {
+        for (auto& link : links_) link->state_->traffic->mark = loop_->chunks;
+    });
 }
 
 void ProxyHub::heal_all() {

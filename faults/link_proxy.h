@@ -71,6 +71,10 @@ public:
         bool answered = false;
     };
     HeldReplies held_replies() const;
+    // Where the client's first request since the hub's mark_requests() came in one order over
+    // every link of the hub (0: none yet): of two clients' links to one server, the lower
+    // number reached it first.
+    long long first_request() const;
 
 private:
     friend class ProxyHub;
@@ -103,6 +107,8 @@ public:
     // Every link whose name begins with `prefix` ("s0-s1-": all that server 0 opens to server 1).
     std::vector<LinkProxy*> find_prefix(const std::string& prefix);
     void heal_all();
+    // Begins the order first_request() numbers in, on every link at one moment.
+    void mark_requests();
 
 private:
     LinkProxy* find_locked(const std::string& name);

@@ -347,6 +347,30 @@ TEST_F(LinkProxyTest, AHoldSaysWhetherTheClientAskedAndWhetherTheAnswerWaitsInIt
     EXPECT_FALSE(held.answered);
 }
 
+// Two clients' links to one server: which request reached it first since the hub's mark, in
+// one order over both (what tells a held client that another overtook it on a node).
+TEST_F(LinkProxyTest, TheFirstRequestSinceTheMarkIsNumberedInOneOrderOverEveryLink) {
+    LinkProxy& other = hub.add("c1->lock0", node_endpoint());
+    const Context mine = connect_to(link.port());
+    const Context theirs = connect_to(other.port());
+    ASSERT_TRUE(mine && !mine->err && theirs && !theirs->err);
+    EXPECT_EQ(text(command(mine, "PING")), "PONG");  // before the mark: not counted
+    hub.mark_requests();
+    EXPECT_EQ(link.first_request(), 0);
+    EXPECT_EQ(other.first_request(), 0);
+    EXPECT_EQ(text(command(theirs, "SET k %s", "theirs")), "OK");
+    EXPECT_EQ(text(command(mine, "SET k %s", "mine")), "OK");
+    EXPECT_EQ(text(command(theirs, "PING")), "PONG");  // a later request keeps the first's number
+    ASSERT_GT(other.first_request(), 0);
+    EXPECT_GT(link.first_request(), other.first_request());
+
+    hub.mark_requests();  // afresh: this time mine goes first
+    EXPECT_EQ(link.first_request(), 0);
+    EXPECT_EQ(text(command(mine, "PING")), "PONG");
+    EXPECT_EQ(text(command(theirs, "PING")), "PONG");
+    EXPECT_LT(link.first_request(), other.first_request());
+}
+
 // ---- reset ----------------------------------------------------------------------------------
 
 TEST_F(LinkProxyTest, ResetResetsOpenConnectionsAndNewOnesUntilHealed) {

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <utility>
 
 namespace lockbench {
 
@@ -168,16 +169,42 @@ bool FaultSchedule::replies_pending() {
             s.replies_came = true;  // said once
             continue;
         }
-        bool answered = false;
+        std::vector<int> sent;
         for (int n : f.link_nodes) {
             const FaultActuator::HeldPath path = world_.held_path({LinkPath::To::node, client, n});
             if (path == FaultActuator::HeldPath::asked) return true;
-            answered = answered || path == FaultActuator::HeldPath::answered;
+            if (path == FaultActuator::HeldPath::answered) sent.push_back(n);
         }
-        if (!answered && !f.link_nodes.empty()) return true;
+        if (sent.empty() && !f.link_nodes.empty()) return true;
         s.replies_came = true;
+        overtaking_ = Overtaking{i, std::move(sent)};
+        world_.mark_requests();
     }
     return false;
+}
+
+// The others set out once the start's client's request had reached the nodes it had sent to;
+// a node it sent to only later, still within the hold, may have seen another client's request
+// first (a library that sends its SETs in parallel but slowly under load): that client then
+// took the node, and the late answers that were the story lost their majority to it. Asked
+// when the hold ends (what the client sends after it, a Redlock writing its nodes one by one,
+// is not the hold's).
+void FaultSchedule::check_overtaken(std::size_t i, int client) {
+    if (!overtaking_ || overtaking_->fault != i || client != start_after_->client) return;
+    const Overtaking watch = *std::exchange(overtaking_, std::nullopt);
+    for (int n : specs_[i].link_nodes) {
+        if (std::ranges::find(watch.sent, n) != watch.sent.end()) continue;
+        const long long own = world_.first_request({LinkPath::To::node, client, n});
+        if (!own) continue;  // not sent to while its replies were held
+        for (int other = 0; other < clients_; ++other) {
+            const long long theirs = other == client ? 0 : world_.first_request({LinkPath::To::node, other, n});
+            if (!theirs || theirs > own) continue;
+            unmet_.push_back(specs_[i].label() + ": client " + std::to_string(other) + "'s request reached node " +
+                             std::to_string(n) + " before client " + std::to_string(client) +
+                             "'s, which it sent while its replies were held (start_after)");
+            return;
+        }
+    }
 }
 
 // Why the start opened by its bound: its client never got to its point, or got there and its
@@ -684,6 +711,7 @@ void FaultSchedule::heal(long long now_ns) {
 // `client` only, its lock nodes' paths and its store path; or a server's links to its peers.
 void FaultSchedule::set_links(std::size_t i, int client, bool heal) {
     const FaultSpec& f = specs_[i];
+    if (heal) check_overtaken(i, client);
     const LinkFault fault = heal ? LinkFault::pass() : f.link;
     if (f.link_replication) world_.set_link({LinkPath::To::replication, client, 0}, f.direction, fault);
     for (int peer = 0; f.link_peers && peer < world_.node_count(); ++peer)

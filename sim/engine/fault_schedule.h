@@ -188,6 +188,7 @@ private:
     void end_pause(std::size_t fault, int client, long long now_ns, std::optional<int> occurrence = std::nullopt);
     void release(std::size_t fault, int client, long long now_ns);
     void set_links(std::size_t fault, int client, bool heal);
+    void check_overtaken(std::size_t fault, int client);
     void log(long long t_ns, const char* type, std::size_t fault, int client,
              std::optional<int> occurrence = std::nullopt);
 
@@ -200,6 +201,13 @@ private:
     std::optional<StartAfter> start_after_;
     bool start_client_gone_ = false;  // the start's client finished or was killed
     bool replies_polling_ = false;    // a replies_check is booked
+    // The hold of the start's client's replies that opened the start, and the nodes its
+    // client had sent to by then: on the others, another client may have got there first.
+    struct Overtaking {
+        std::size_t fault = 0;
+        std::vector<int> sent;
+    };
+    std::optional<Overtaking> overtaking_;
     bool start_open_ = true;           // no start_after, or its client got there (or max_ms passed)
     bool start_point_reached_ = false; // its client got there (the start may wait for a restart)
     std::vector<bool> start_reached_;  // the others: reached their first acquire already

@@ -291,6 +291,15 @@ FaultActuator::HeldPath Nemesis::held_path(LinkPath path) {
     return held.answered ? HeldPath::answered : held.asked ? HeldPath::asked : HeldPath::quiet;
 }
 
+void Nemesis::mark_requests() {
+    if (proxies_) proxies_->mark_requests();
+}
+
+long long Nemesis::first_request(LinkPath path) {
+    LinkProxy* link = path.to == LinkPath::To::node ? proxy_of(path) : nullptr;
+    return link ? link->first_request() : 0;
+}
+
 // The bytes from server `from` to server `to` go upstream through the proxies of the
 // connections `from` opened ("s<from>-s<to>-…") and downstream through those `to` opened.
 void Nemesis::set_peer_link(int from, int to, std::optional<Direction> direction, const LinkFault& fault) {

@@ -124,6 +124,8 @@ private:
     void drift_clock(ClockOf clock, double rate) override;
     void set_link(LinkPath path, std::optional<Direction> direction, const LinkFault& fault) override;
     HeldPath held_path(LinkPath path) override;
+    void mark_requests() override;
+    long long first_request(LinkPath path) override;
     void crash(int node) override;
     std::optional<bool> restart(int node) override;
     std::optional<bool> restarted(int node, bool wait) override;

@@ -36,6 +36,7 @@ VTime Net::latency() {
 // One message onto one direction of a link, by the rules of faults/link_fault.h.
 void Net::travel(Link& link, std::function<void()> deliver) {
     link.last = ++messages_;
+    if (link.first <= mark_) link.first = link.last;
     if (link.fault.kind == LinkFault::Kind::hold) link.last_held = link.last;
     VTime due = world_.now() + latency();
     switch (link.fault.kind) {

@@ -58,10 +58,12 @@ struct Link {
     std::vector<std::function<void()>> held;  // deliveries waiting for the hold to lift
     // What a start waits for when a client's replies are held (SimNemesis::held_path), in the
     // order of every message onto any link (Net's count): the last message onto it, the last
-    // one it held, and the count when it was last set to hold.
+    // one it held, the count when it was last set to hold, and the first message onto it
+    // since Net's mark_messages() (if above the mark).
     long long last = 0;
     long long last_held = 0;
     long long hold_from = 0;
+    long long first = 0;
 };
 
 // A client process's path to one node: what the link faults act on.
@@ -129,6 +131,10 @@ public:
 
     // Sets one direction's fault (or both) on a path; lifting a hold delivers what it held.
     void set_fault(int client, std::size_t node, std::optional<Direction> direction, const LinkFault& fault);
+    // Begins the count Link::first is read against; first_since_mark() is a link's first
+    // message since (0: none yet).
+    void mark_messages() { mark_ = messages_; }
+    long long first_since_mark(const Link& link) const { return link.first > mark_ ? link.first : 0; }
     // A node crashes: every connection to it is lost; without persistence, so is its data.
     void crash(std::size_t node);
     void restart(std::size_t node);
@@ -156,6 +162,7 @@ private:
     World& world_;
     VTime latency_min_, latency_max_;
     long long messages_ = 0;  // onto any link, ever: the order Link::last and last_held are in
+    long long mark_ = 0;      // messages_ at mark_messages()
     std::vector<std::unique_ptr<SimNode>> nodes_;
     std::map<std::pair<int, std::size_t>, Path> paths_;
     std::map<std::pair<int, std::size_t>, Conn> conns_;  // by (channel, node)

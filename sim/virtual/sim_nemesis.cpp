@@ -117,6 +117,11 @@ FaultActuator::HeldPath SimNemesis::held_path(LinkPath path) {
     return p.up.last > p.down.hold_from ? HeldPath::asked : HeldPath::quiet;
 }
 
+long long SimNemesis::first_request(LinkPath path) {
+    if (path.to != LinkPath::To::node) return 0;
+    return net_.first_since_mark(net_.path(path.client, static_cast<std::size_t>(path.node)).up);
+}
+
 void SimNemesis::crash(int node) { net_.crash(static_cast<std::size_t>(node)); }
 
 std::optional<bool> SimNemesis::restart(int node) {

@@ -60,6 +60,8 @@ private:
     void drift_clock(ClockOf clock, double rate) override;
     void set_link(LinkPath path, std::optional<Direction> direction, const LinkFault& fault) override;
     HeldPath held_path(LinkPath path) override;
+    void mark_requests() override { net_.mark_messages(); }
+    long long first_request(LinkPath path) override;
     void crash(int node) override;
     std::optional<bool> restart(int node) override;  // at once: a modelled node has nothing to start
     // The model has no server process to stop and no service with a leader: runs with such

@@ -87,9 +87,10 @@ public:
     // The order requests reach the lock nodes in, one order over every client's path:
     // mark_requests() begins it (again), and first_request() numbers a node path's first
     // request since then (0: none yet). A request from one client numbered below another's on
-    // the same node reached that node first. What tells a start whose client's replies are
-    // held that another client overtook it on a node it had not yet sent to. A world that
-    // cannot tell numbers nothing.
+    // the same node reached that node first (live, the proxy read it first; the simulator
+    // numbers a message as it is sent). A request is any bytes the client sent. What tells a
+    // start whose client's replies are held that another client overtook it on a node it had
+    // not yet sent to. A world that cannot tell numbers nothing.
     virtual void mark_requests() {}
     virtual long long first_request(LinkPath /*path*/) { return 0; }
     // A lock server stops where it is (SIGSTOP) until resumed; its connections stay open. As

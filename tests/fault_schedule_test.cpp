@@ -819,6 +819,25 @@ TEST(StartAfter, OtherClientsTakingTheMajorityBeforeTheHeldClientsLateRequestsIs
     EXPECT_TRUE(run({{{0, 1}, 1}, {{0, 2}, 2}, {{0, 3}, 3}, {{0, 4}, 4}, {{1, 1}, 5}, {{2, 4}, 6}}).empty());
 }
 
+// A hold on no lock node (the store's link alone) has no majority to lose: the overtake check
+// has nothing to say of it.
+TEST(StartAfter, AHoldOnNoLockNodeIsNeverOvertaken) {
+    FaultSpec hold = at_point(FaultSpec::Kind::link, Point::before_acquire);
+    hold.client = 0;
+    hold.link_store = true;
+    hold.link = LinkFault::hold();
+    hold.direction = Direction::downstream;
+    hold.duration_ms = 2200;
+    ScheduleRun r({hold}, 3, 0, StartAfter{0, Point::before_acquire, 1000});
+    r.schedule.reach(1, Point::before_acquire, 1 * kMs);
+    r.schedule.reach(0, Point::before_acquire, 2 * kMs);
+    r.advance(10);
+    EXPECT_EQ(r.world.calls.back(), "let_go 1");
+    r.world.first = {{{1, 0}, 1}, {{2, 0}, 2}};
+    r.advance(2300);
+    EXPECT_TRUE(r.schedule.unmet().empty());
+}
+
 // node-restart-empty's shape: client 0 is held at its point until another enters, so the
 // others must set out while it is held there.
 

@@ -211,7 +211,7 @@ void FaultSchedule::check_overtaken(std::size_t i, int client) {
             break;
         }
     }
-    if (nodes.size() - lost >= nodes.size() / 2 + 1) return;
+    if (!lost || nodes.size() - lost >= nodes.size() / 2 + 1) return;  // none taken: no story lost
     unmet_.push_back(specs_[i].label() + ": another client's request reached " + taken + " before client " +
                      std::to_string(client) + "'s, which it sent there while its replies were held: the rest are no " +
                      "majority of " + std::to_string(nodes.size()) + " (start_after)");

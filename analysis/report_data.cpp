@@ -185,6 +185,7 @@ ReportData report_data(const RunHistory& h, const CheckResult& r) {
     const ClientTimes times = client_times(h, d.t0_ns);
     for (const Witness& w : r.witnesses) d.witnesses.push_back(witness_window(w, d, times));
     if (auto w = reject_window(d, times)) d.witnesses.push_back(std::move(*w));
+    d.acquire_ms = r.acquire_samples_ms;
     return d;
 }
 
@@ -226,7 +227,8 @@ nlohmann::json to_json(const ReportData& d, const RunHistory& h) {
             {"sections", sections},
             {"writes_ms", d.writes_ms},
             {"unavailable_ms", unavailable},
-            {"witnesses", windows}};
+            {"witnesses", windows},
+            {"acquire_ms", d.acquire_ms}};
 }
 
 nlohmann::json report_data_json(const RunHistory& h, const CheckResult& r) { return to_json(report_data(h, r), h); }

@@ -1,7 +1,8 @@
 // What the report draws of one run, computed here once so that the report only draws it:
 // each critical section at the store with its store positions, placed on the clients' time
 // axis; the store-to-client clock alignment that places it; every accepted write; the
-// unavailable windows; and each witness's window.
+// unavailable windows; each witness's window; and every acquire latency, which a matrix cell
+// pools (so a repetition is checked once).
 //
 //   history/*.jsonl + store.jsonl ─► load_run_history ─► check ─► report_data ─► sections.json
 //
@@ -75,6 +76,8 @@ struct ReportData {
     std::vector<double> writes_ms;       // every accepted write, in store order
     std::vector<std::pair<double, double>> unavailable_ms;  // every window [from, to)
     std::vector<WitnessWindow> witnesses;  // the checker's, in its order; then "reject"
+    std::vector<double> acquire_ms;      // every acquire attempt's latency (the checker's), sorted:
+                                         // a matrix cell pools them without checking again
 };
 
 ClockAlignment align_store_clock(const RunHistory& h);

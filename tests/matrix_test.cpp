@@ -39,6 +39,14 @@ const Json& cell(const Json& summary, const std::string& id) {
     throw std::runtime_error("no cell " + id);
 }
 
+// Each run's sections.json, as a run wrote it, under a tree's repetitions.
+std::map<fs::path, std::string> sections_files(const fs::path& tree) {
+    std::map<fs::path, std::string> files;
+    for (const auto& e : fs::recursive_directory_iterator(tree))
+        if (e.path().filename() == "sections.json") files[e.path()] = read_text(e.path());
+    return files;
+}
+
 class MatrixTest : public CliTest {};
 
 TEST_F(MatrixTest, RunsEveryCellRepeatTimesWithDistinctSeedsAndAggregates) {
@@ -302,6 +310,51 @@ TEST_F(MatrixTest, AResumedMatrixRunsADamagedRepetitionAgain) {
     EXPECT_NE(r.err.find("1 repetitions already done are kept"), std::string::npos) << r.err;  // the fenced one
     EXPECT_EQ(read_json(damaged).at("runs").size(), 1u);
     EXPECT_EQ(run({"report", out.string()}).exit_code(), 0);
+}
+
+// A repetition is checked once, where it is made: the cell pools the acquire latencies the
+// checker wrote beside its histories (sections.json), the same figures as checking again; a
+// repetition an older lockbench wrote, with none there, goes through the checker again.
+TEST_F(MatrixTest, ACellPoolsTheAcquireLatenciesItsRepetitionsWroteAndChecksOnlyOlderOnesAgain) {
+    const fs::path out = dir() / "m";
+    const std::vector<std::string> args = {"matrix", kTiny.string(), "--backend", "sim", "--repeat", "2",
+                                           "--out", out.string()};
+    ASSERT_EQ(run(args).exit_code(), 0);
+    const auto acquire = [&] {
+        std::map<std::string, Json> by_cell;
+        const Json summary = read_json(out / "summary.json");
+        for (const Json& c : summary.at("cells"))
+            by_cell[c.at("id").get<std::string>()] = c.at("aggregate").at("acquire_ms");
+        return by_cell;
+    };
+    // Each cell made again from its repetitions' files, as a resumed matrix does.
+    const auto refreshed = [&] {
+        for (const auto& e : fs::recursive_directory_iterator(out))
+            if (e.path().filename() == "cell.json") fs::remove(e.path());
+        const Result r = run(args);
+        EXPECT_EQ(r.exit_code(), 0) << r.describe();
+        return acquire();
+    };
+    const auto rewrite_sections = [&](const std::function<void(Json&)>& change) {
+        const auto files = sections_files(out);
+        ASSERT_EQ(files.size(), 4u);  // two cells, two repetitions each
+        for (const auto& [path, text] : files) {
+            Json j = Json::parse(text);
+            ASSERT_GT(j.at("acquire_ms").size(), 0u) << path;
+            change(j);
+            write_text(path, j.dump());
+        }
+    };
+    const auto made = acquire();
+    ASSERT_EQ(made.size(), 2u);
+    EXPECT_EQ(refreshed(), made);
+    rewrite_sections([](Json& j) { j["acquire_ms"] = {1234.5}; });  // read, not checked again
+    for (const auto& [id, a] : refreshed()) {
+        EXPECT_EQ(a.at("count"), 2) << id;
+        EXPECT_EQ(a.at("p50"), 1234.5) << id;
+    }
+    rewrite_sections([](Json& j) { j.erase("acquire_ms"); });  // an older tree's: checked again
+    EXPECT_EQ(refreshed(), made);
 }
 
 // A repetition that could not run is no evidence: resumed after its adapter was fixed, the
@@ -732,14 +785,6 @@ TEST_F(ReportTest, BadResultsAreOneLineAndLeaveThePreviousReport) {
     unchanged();
     write_text(results / "lockbench-results.json", good_header);
     EXPECT_EQ(report(results).exit_code(), 0);
-}
-
-// Each run's sections.json, as a run wrote it, under a tree's repetitions.
-std::map<fs::path, std::string> sections_files(const fs::path& tree) {
-    std::map<fs::path, std::string> files;
-    for (const auto& e : fs::recursive_directory_iterator(tree))
-        if (e.path().filename() == "sections.json") files[e.path()] = read_text(e.path());
-    return files;
 }
 
 // Makes `tree` look as an older lockbench left it: version `version`, no sections.json.

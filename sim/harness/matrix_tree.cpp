@@ -1,12 +1,13 @@
 #include "sim/harness/matrix_tree.h"
 
+#include <algorithm>
 #include <fstream>
-#include <map>
 #include <set>
 
 #include "analysis/aggregate.h"
 #include "analysis/checker.h"
 #include "analysis/history_io.h"
+#include "analysis/report_data.h"
 #include "sim/harness/matrix.h"
 #include "sim/harness/results_folder.h"
 
@@ -84,18 +85,21 @@ std::optional<RunSummary> rep_run(const fs::path& dir, const Json& summary) {
     return run_summary_from_json(summary.at("runs").at(0));
 }
 
-// A repetition's acquire latencies, from its history through the checker. A matrix refreshes
-// a cell after each of its repetitions, so each is kept here by its folder (and the time its
-// summary.json was written, which comes last): in a three-round matrix the cell's first
-// repetition was checked again at the second and third, in the one process that writes the tree.
-const std::vector<double>& acquire_samples(const fs::path& dir, const std::string& run) {
-    static std::map<std::string, std::vector<double>> known;
-    const auto written = fs::last_write_time(dir / "summary.json").time_since_epoch().count();
-    const std::string key = (dir / "runs" / run).string() + "@" + std::to_string(written);
-    const auto it = known.find(key);
-    if (it != known.end()) return it->second;
-    const CheckResult r = check(load_run_history(dir / "runs" / run), {.max_witnesses = 0});
-    return known[key] = r.acquire_samples_ms;
+// A repetition's acquire latencies, as the checker wrote them beside its histories when the
+// repetition was made (runs/NAME/sections.json); a tree an older lockbench wrote has none
+// there, and its history goes through the checker again.
+std::vector<double> acquire_samples(const fs::path& dir, const std::string& run) {
+    const fs::path run_dir = dir / "runs" / run;
+    if (fs::is_regular_file(run_dir / kSectionsFile)) {
+        const Json sections = read_json_file(run_dir / kSectionsFile);
+        if (sections.is_object() && sections.contains("acquire_ms")) {
+            const Json& samples = sections.at("acquire_ms");
+            if (!samples.is_array() || !std::ranges::all_of(samples, &Json::is_number))
+                throw std::runtime_error((run_dir / kSectionsFile).string() + ": acquire_ms: not a list of numbers");
+            return samples.get<std::vector<double>>();
+        }
+    }
+    return check(load_run_history(run_dir), {.max_witnesses = 0}).acquire_samples_ms;
 }
 
 }  // namespace
@@ -122,7 +126,7 @@ Json refresh_cell(const fs::path& out, const MatrixCell& cell, int repeat) {
         figures["rep"] = k;
         figures["dir"] = fs::relative(dir, out).string();
         reps.push_back(std::move(figures));
-        const std::vector<double>& samples = acquire_samples(dir, cell.run);
+        const std::vector<double> samples = acquire_samples(dir, cell.run);
         acquire_ms.insert(acquire_ms.end(), samples.begin(), samples.end());
     }
     entry["repeat"] = repeat;

@@ -23,6 +23,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "analysis/verdict.h"
 #include "faults/process.h"
 #include "lockimpl/params.h"
 #include "lockimpl/registry.h"
@@ -427,7 +428,27 @@ int list_lock(const std::string& asked) {
     return 0;
 }
 
-int cmd_list(const std::optional<std::string>& lock) {
+// The facts the report words its pages with, defined here once (the verdict words worst
+// first, the verdict table's columns, the built-in algorithms in order): its
+// analysis/report/facts.json is this, checked by ctest's report_facts_test.
+int list_facts() {
+    nlohmann::json verdict_words = nlohmann::json::array(), classes = nlohmann::json::array(),
+                   algorithm_names = nlohmann::json::array();
+    for (Verdict v : verdicts()) verdict_words.push_back(verdict_word(v));
+    for (const FailureClass& c : failure_class_table()) classes.push_back({{"class", c.code}, {"heading", c.heading}});
+    for (const AlgorithmInfo& a : algorithms()) algorithm_names.push_back(a.name);
+    std::cout << nlohmann::json{{"format", "lockbench-facts"},
+                                {"generated_by", "lockbench list --json"},
+                                {"verdicts", verdict_words},
+                                {"failure_classes", classes},
+                                {"algorithms", algorithm_names}}
+                     .dump(2)
+              << "\n";
+    return 0;
+}
+
+int cmd_list(const std::optional<std::string>& lock, bool json) {
+    if (json) return list_facts();
     if (lock) return list_lock(*lock);
     list_algorithms();
     std::cout << "\nlocks (" << locks_dir().string() << "; `lockbench list --lock NAME` shows the cases each meets):\n";
@@ -967,8 +988,12 @@ Subcommand add_list(CLI::App& app) {
     auto lock = std::make_shared<std::optional<std::string>>();
     CLI::App* list = app.add_subcommand("list", "list the algorithms and their parameters, the locks and the cases; "
                                                 "with --lock, which cases a lock meets and why not the others");
+    auto json = std::make_shared<bool>(false);
     list->add_option("--lock", *lock, "a lock, by name (locks/NAME.json) or lock file path");
-    return {list, [lock] { return cmd_list(*lock); }};
+    list->add_flag("--json", *json, "print the facts the report words its pages with (verdict words worst first, "
+                                    "the verdict table's columns, the built-in algorithms), as JSON")
+        ->excludes("--lock");
+    return {list, [lock, json] { return cmd_list(*lock, *json); }};
 }
 
 Subcommand add_help(CLI::App& app) {

@@ -95,24 +95,45 @@ def plt():
     return _plt
 
 
-# The verdicts, worst first, as the checker words them (analysis/verdict.h) and writes them
-# into every run's summary and every repetition's figures: the report never derives one. Each
-# with its CSS class (o-KEY), its colours (background, text) and its legend line.
-VERDICTS = (
-    ("adapter broke", "failed", "#5a5a5a", "white", "adapter broke: a client's adapter broke the protocol (not trusted)"),
-    ("2 holders", "violation", "#d7301f", "white", "2 holders: two critical sections overlapped in the store"),
-    ("unsafe", "unsafe", "#fdae61", "black", "unsafe: no overlap, but a lost update, a stale write accepted or "
-                                             "another's lock released"),
-    ("stale write refused", "fenced", "#7fb3d5", "black", "stale write refused: the store's check refused it, "
-                                                          "nothing unsafe got in"),
-    ("unavailable", "unavailable", "#b7a4d9", "black", "unavailable: nothing unsafe, but no section completed"),
-    ("safe", "safe", "#91cf60", "black", "safe: none of these in any repetition"),
-)
+# The facts the report words its pages with, defined once in C++ (the verdict words worst
+# first, analysis/verdict.h; the verdict table's columns, sim/engine/scenario.cpp; the built-in
+# algorithms in order, lockimpl/registry.cpp) and written here by `lockbench list --json`
+# (ctest's report_facts_test fails when the two differ).
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "facts.json"), encoding="utf-8") as _f:
+    FACTS = json.load(_f)
+
+# The verdicts, worst first, as the checker words them and writes them into every run's
+# summary and every repetition's figures: the report never derives one.
+VERDICT_WORDS = tuple(FACTS["verdicts"])
 NOT_RUN = "not run"
-VERDICT_WORDS = tuple(v[0] for v in VERDICTS)
 RANK = {w: i for i, w in enumerate(VERDICT_WORDS + (NOT_RUN,))}
+
+
+def _verdict(word):
+    """A verdict word the report treats apart, checked against the facts when loaded."""
+    if word not in VERDICT_WORDS:
+        raise AssertionError(f"{word!r} is no verdict word of facts.json {VERDICT_WORDS}")
+    return word
+
+
+ADAPTER_BROKE, TWO_HOLDERS, UNSAFE = _verdict("adapter broke"), _verdict("2 holders"), _verdict("unsafe")
+FENCED, UNAVAILABLE, SAFE = _verdict("stale write refused"), _verdict("unavailable"), _verdict("safe")
+
+# How each verdict looks: its CSS class (o-KEY), its colours (background, text) and its
+# legend line; one for every word of the facts.
+_LOOK = {
+    ADAPTER_BROKE: ("failed", "#5a5a5a", "white", "adapter broke: a client's adapter broke the protocol (not trusted)"),
+    TWO_HOLDERS: ("violation", "#d7301f", "white", "2 holders: two critical sections overlapped in the store"),
+    UNSAFE: ("unsafe", "#fdae61", "black", "unsafe: no overlap, but a lost update, a stale write accepted or "
+                                           "another's lock released"),
+    FENCED: ("fenced", "#7fb3d5", "black", "stale write refused: the store's check refused it, nothing unsafe got in"),
+    UNAVAILABLE: ("unavailable", "#b7a4d9", "black", "unavailable: nothing unsafe, but no section completed"),
+    SAFE: ("safe", "#91cf60", "black", "safe: none of these in any repetition"),
+}
+if set(_LOOK) != set(VERDICT_WORDS):
+    raise AssertionError(f"the report's verdict colours {sorted(_LOOK)} are not facts.json's {VERDICT_WORDS}")
 # word -> (background, text colour, legend line, CSS class)
-OUTCOME = {w: (bg, fg, legend, "o-" + key) for w, key, bg, fg, legend in VERDICTS}
+OUTCOME = {w: (_LOOK[w][1], _LOOK[w][2], _LOOK[w][3], "o-" + _LOOK[w][0]) for w in VERDICT_WORDS}
 OUTCOME[NOT_RUN] = ("#d9d9d9", "#444444", "not run: no repetition", "o-notrun")
 
 

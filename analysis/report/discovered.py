@@ -12,9 +12,9 @@ import html
 import json
 import os
 
-from .common import Fail, plural, slug
+from .common import TWO_HOLDERS, Fail, plural, slug
 
-WORDS = {"mutual_exclusion_violations": "2 holders", "stale_writes_accepted": "stale write accepted",
+WORDS = {"mutual_exclusion_violations": TWO_HOLDERS, "stale_writes_accepted": "stale write accepted",
          "lost_updates": "lost update"}
 CSS = {"mutual_exclusion_violations": "o-violation", "stale_writes_accepted": "o-unsafe", "lost_updates": "o-unsafe"}
 

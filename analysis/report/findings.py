@@ -4,7 +4,8 @@ sentences under each scenario, all from the checker's figures."""
 import json
 import os
 
-from .common import fmt_ms, fmt_n, join_en, load_json, num, plural, slug
+from .common import (ADAPTER_BROKE, FENCED, SAFE, TWO_HOLDERS, UNAVAILABLE, UNSAFE, fmt_ms, fmt_n, join_en,
+                     load_json, num, plural, slug)
 from .phase import boundary, sweep_lines
 
 
@@ -98,14 +99,14 @@ def safety_text(run):
             f"{c.run} ({plural(c.total('stale_writes_rejected'), 'write')} in {c.reps_with('stale_writes_rejected')}/{len(c.reps)} reps"
             + (f"; {fmt_n(c.total('fenced_overlaps'))} overlapping sections neutralised" if c.total("fenced_overlaps") > 0 else "")
             + ")" for c in fenced) + ".")
-    held = [c for c in run if c.outcome() in ("safe", "stale write refused", "unavailable")]
+    held = [c for c in run if c.outcome() in (SAFE, FENCED, UNAVAILABLE)]
     if held:
         out.append("Held (no overlap, no lost update, no stale write accepted, no foreign release in any rep): "
                    + join_en(c.run for c in held) + ".")
-    dead = [c for c in run if c.reps_of("unavailable")]
+    dead = [c for c in run if c.reps_of(UNAVAILABLE)]
     if dead:
         out.append("Unavailable (nothing unsafe, but no section completed): " + join_en(
-            f"{c.run} ({c.reps_of('unavailable')}/{len(c.reps)} reps)" for c in dead) + ".")
+            f"{c.run} ({c.reps_of(UNAVAILABLE)}/{len(c.reps)} reps)" for c in dead) + ".")
     return out
 
 
@@ -168,14 +169,14 @@ def finding_of_scenario(t, sc):
     if not cells:
         return "not run."
     groups = []
-    broken = [c for c in cells if c.outcome() == "adapter broke"]
+    broken = [c for c in cells if c.outcome() == ADAPTER_BROKE]
     if broken:
         groups.append("adapter broke (not trusted) with " + join_en(cell_name(c, cells) for c in broken))
-    viol = [c for c in cells if c.outcome() == "2 holders"]
+    viol = [c for c in cells if c.outcome() == TWO_HOLDERS]
     if viol:
         groups.append("2 holders with " + join_en(
-            f"{cell_name(c, cells)} ({c.reps_of('2 holders')}/{len(c.reps)} reps)" for c in viol))
-    unsafe = [c for c in cells if c.outcome() == "unsafe"]
+            f"{cell_name(c, cells)} ({c.reps_of(TWO_HOLDERS)}/{len(c.reps)} reps)" for c in viol))
+    unsafe = [c for c in cells if c.outcome() == UNSAFE]
     if unsafe:
         def damage(c):
             return ", ".join(plural(c.total(m), w, pl) for m, w, pl in (
@@ -184,15 +185,15 @@ def finding_of_scenario(t, sc):
                 ("foreign_releases", "foreign release", "foreign releases")) if c.total(m) > 0)
         groups.append("unsafe (no overlap but damage in the store) with " + join_en(
             f"{cell_name(c, cells)} ({damage(c)})" for c in unsafe))
-    fenced = [c for c in cells if c.outcome() == "stale write refused"]
+    fenced = [c for c in cells if c.outcome() == FENCED]
     if fenced:
         groups.append("stale write refused: the store's check refused the stale writes of "
                       + join_en(cell_name(c, cells) for c in fenced))
-    dead = [c for c in cells if c.outcome() == "unavailable"]
+    dead = [c for c in cells if c.outcome() == UNAVAILABLE]
     if dead:
         groups.append("unavailable (nothing unsafe, no section completed) with "
-                      + join_en(f"{cell_name(c, cells)} ({c.reps_of('unavailable')}/{len(c.reps)} reps)" for c in dead))
-    safe = [c for c in cells if c.outcome() == "safe"]
+                      + join_en(f"{cell_name(c, cells)} ({c.reps_of(UNAVAILABLE)}/{len(c.reps)} reps)" for c in dead))
+    safe = [c for c in cells if c.outcome() == SAFE]
     if safe:
         groups.append("safe: " + join_en(
             cell_name(c, cells) + (f" (unavailable {fmt_ms(c.unavailable_mean())} a rep)" if c.unavailable_mean() >= 100 else "")
@@ -212,7 +213,7 @@ def finding_of_sweep(t):
     parts = []
     for label, key, cs in sweep_lines(t):
         done = [c for c in cs if c.reps]
-        bad = [c for c in done if c.outcome() == "2 holders"]
+        bad = [c for c in done if c.outcome() == TWO_HOLDERS]
         notrun = [c for c in cs if not c.reps]
         if not done:
             parts.append(f"{label} not run")
@@ -259,7 +260,7 @@ def families_table(trees):
             cells = [c for c in tree.cells_of(sc) if c.reps and family_of(c.run) == name]
             seen = seen or bool(cells)
             row.append("; ".join(sorted({("fenced: " if "fence" in c.run else "") + c.outcome()
-                                         + ((" " if c.outcome() == "unavailable" else ", unavailable ")
+                                         + ((" " if c.outcome() == UNAVAILABLE else ", unavailable ")
                                             + fmt_ms(c.unavailable_mean()) if c.unavailable_mean() >= 100 else "")
                                          for c in cells})) or "—")
         if seen:

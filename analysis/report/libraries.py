@@ -19,13 +19,11 @@ import json
 import os
 import re
 
-from .common import RANK, css_of, slug, worst
+from .common import FACTS, RANK, css_of, slug, worst
 
-# The columns, in the order of scenario.cpp's failure_classes(), with the table's header words.
-CLASSES = (("baseline", "no fault"), ("gc-pause", "GC pause"), ("delayed-write", "delayed write"),
-           ("held-replies", "held replies"), ("client-clock-skew", "client clock skew"),
-           ("node-clock-jump", "node clock jump"), ("restart-empty", "restart without data"),
-           ("failover", "failover"), ("slow-holder", "slow holder"), ("discovered", "discovered"))
+# The columns, in the order of the verdict table (sim/engine/scenario.cpp, through facts.json),
+# with their header words.
+CLASSES = tuple((c["class"], c["heading"]) for c in FACTS["failure_classes"])
 CLASS_WORD = dict(CLASSES)
 
 # What lockbench's own algorithms are, as lockimpl/registry.cpp's table sums them up: the

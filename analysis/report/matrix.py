@@ -4,7 +4,8 @@ recorded over its reps; as a figure and as a table."""
 
 import html
 
-from .common import NBSP, NOT_RUN, OUTCOME, VERDICT_WORDS, css_of, fmt_ms, fmt_n, num, plt, save_fig
+from .common import (ADAPTER_BROKE, FACTS, FENCED, NBSP, NOT_RUN, OUTCOME, SAFE, TWO_HOLDERS, UNAVAILABLE, UNSAFE,
+                     VERDICT_WORDS, css_of, fmt_ms, fmt_n, num, plt, save_fig)
 from .phase import sweep_lines
 
 
@@ -43,7 +44,7 @@ def matrix_layout(tree):
     return variants, sub, colkeys, collabels, grid
 
 
-ALGO_ORDER = ["setnx", "getset", "token-lua", "redlock", "reentrant"]
+ALGO_ORDER = FACTS["algorithms"]  # the built-in algorithms in lockimpl/registry.cpp's order
 
 
 def variant_key(v):
@@ -104,22 +105,22 @@ def cell_lines(c, multi):
         lines += ["not run", f"0/{c.repeat or '?'} reps"]
         return o, lines
     k = f"{c.reps_of(o)}/{n} reps"
-    if o == "adapter broke":
-        lines.append("adapter broke")
-    elif o == "2 holders":
-        lines.append(f"2 holders: {fmt_n(c.total('mutual_exclusion_violations'))} viol")
-    elif o == "unsafe":
+    if o == ADAPTER_BROKE:
+        lines.append(ADAPTER_BROKE)
+    elif o == TWO_HOLDERS:
+        lines.append(f"{TWO_HOLDERS}: {fmt_n(c.total('mutual_exclusion_violations'))} viol")
+    elif o == UNSAFE:
         parts = []
         for m, short in (("lost_updates", "lost"), ("stale_writes_accepted", "stale"), ("foreign_releases", "foreign")):
             if c.total(m) > 0:
                 parts.append(f"{fmt_n(c.total(m))} {short}")
-        lines.append(" · ".join(["unsafe"] + parts[:2]))
-    elif o == "stale write refused":
+        lines.append(" · ".join([UNSAFE] + parts[:2]))
+    elif o == FENCED:
         lines.append(f"refused {fmt_n(c.total('stale_writes_rejected'))}")
-    elif o == "unavailable":
-        lines.append("unavailable")
+    elif o == UNAVAILABLE:
+        lines.append(UNAVAILABLE)
     else:
-        lines.append("safe")
+        lines.append(SAFE)
         k = f"{n} reps"
     lines.append(k)
     if c.partial:
@@ -232,7 +233,7 @@ def draw_matrix_legend(fig, tree, m):
 def legend_words(tree):
     """The verdicts a legend names: every word but "adapter broke" (only where an adapter broke), then not run."""
     seen = {c.outcome() for c in tree.cells}
-    return [w for w in VERDICT_WORDS if w != "adapter broke" or w in seen] + [NOT_RUN]
+    return [w for w in VERDICT_WORDS if w != ADAPTER_BROKE or w in seen] + [NOT_RUN]
 
 
 def legend_rows(tree):

@@ -15,7 +15,7 @@ import html
 import json
 import os
 
-from .common import OUTCOME, RANK, VERDICT_WORDS, Fail, css_of, load_json, plural, progress, slug, worst
+from .common import OUTCOME, RANK, TWO_HOLDERS, UNSAFE, VERDICT_WORDS, Fail, css_of, load_json, plural, progress, slug, worst
 from .libraries import CLASS_WORD, CLASSES, Notes, cell_text, generic, note_anchor, notes_parts
 from .rundata import RepData
 from .timeline import draw_timeline
@@ -25,7 +25,7 @@ VERDICT_FORMAT = "lockbench-verdict"
 VERDICT_VERSION = 2
 VERDICT_VERSIONS = (1, 2)  # 1: before the live search (no "discovered"); read alike
 NOT_APPLICABLE = "not applicable"
-UNSAFE = ("2 holders", "unsafe")
+UNSAFE_WORDS = (TWO_HOLDERS, UNSAFE)
 
 
 def load_verdict(d):
@@ -207,7 +207,7 @@ def witness_focus(tree, case):
     kinds = [x.get("kind") for x in run.get("witnesses") or [] if isinstance(x, dict)]
     # The witness that shows the verdict: two holders overlapping for "2 holders"; for "unsafe",
     # the stale write or foreign release the checker found first.
-    want = ["mutual_exclusion"] if case["verdict"] == "2 holders" else []
+    want = ["mutual_exclusion"] if case["verdict"] == TWO_HOLDERS else []
     first = (w.get("first") or {}).get("kind") if isinstance(w.get("first"), dict) else None
     want += [first] if first else []
     want += ["stale_write", "foreign_release", "mutual_exclusion"]
@@ -250,7 +250,7 @@ def write_case(case, timelines, page):
         items.append("Expectations that did not hold: " + "; ".join(failed) + ".")
     if items:
         page.bullets(items)
-    if case["verdict"] not in UNSAFE:
+    if case["verdict"] not in UNSAFE_WORDS:
         return
     res = timelines.get(name)
     if res is not None:
@@ -345,7 +345,7 @@ def header(v, tree, page):
 
 def plan(v, tree, outdir):
     """Every witness timeline to draw, drawn with progress: {case name: (img, caption)}."""
-    todo = [c for c in v["cases"] if c["verdict"] in UNSAFE]
+    todo = [c for c in v["cases"] if c["verdict"] in UNSAFE_WORDS]
     out = {}
     for i, c in enumerate(todo):
         progress(f"drawing timeline {case_name(c)} ... ({i + 1}/{len(todo)})")

@@ -42,12 +42,29 @@ std::vector<std::string> points_reached(const AlgorithmInfo& algorithm, const nl
     return p;
 }
 
+const std::vector<FailureClass>& failure_class_table() {
+    static const std::vector<FailureClass> table{
+        {"baseline", "no fault"},
+        {"gc-pause", "GC pause"},
+        {"delayed-write", "delayed write"},
+        {"held-replies", "held replies"},
+        {"client-clock-skew", "client clock skew"},
+        {"node-clock-jump", "node clock jump"},
+        {"restart-empty", "restart without data"},
+        {"failover", "failover"},
+        {"slow-holder", "slow holder"},
+        {"discovered", "discovered"},  // the cases promoted from a search and kept (scenarios/discovered/)
+    };
+    return table;
+}
+
 const std::vector<std::string>& failure_classes() {
-    static const std::vector<std::string> classes{
-        "baseline", "gc-pause", "delayed-write", "held-replies", "client-clock-skew",
-        "node-clock-jump", "restart-empty", "failover", "slow-holder",
-        "discovered"};  // the cases promoted from a search and kept (scenarios/discovered/)
-    return classes;
+    static const std::vector<std::string> codes = [] {
+        std::vector<std::string> out;
+        for (const FailureClass& c : failure_class_table()) out.push_back(c.code);
+        return out;
+    }();
+    return codes;
 }
 
 using namespace scenario_parse;

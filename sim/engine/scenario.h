@@ -113,7 +113,14 @@ const AlgorithmInfo& external_algorithm();
 // worker passes the generic ones; a built-in algorithm's acquire adds its own (lockimpl/).
 std::vector<std::string> points_reached(const AlgorithmInfo& algorithm, const nlohmann::json& params);
 
-// The values "failure_class" may take, in the order of the verdict table's columns.
+// A column of the verdict table: the value "failure_class" takes, and its heading there.
+struct FailureClass {
+    std::string code, heading;
+};
+// Every class, in the order of the verdict table's columns: defined here only (the report
+// reads them from analysis/report/facts.json, which `lockbench list --json` writes).
+const std::vector<FailureClass>& failure_class_table();
+// Their codes alone, in that order.
 const std::vector<std::string>& failure_classes();
 
 // Throws ScenarioError("<file>: <field.path>: <what was expected>").

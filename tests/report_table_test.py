@@ -3,7 +3,7 @@ results tree (version 7) written here: two libraries, lockbench's own locks belo
 cell, the unavailable word, a case's variant in its lock's row, every "—" explained from the
 tree's not_applicable entries; a run of no class left out. Also: a version 6 tree read as it
 is, a version 5 tree refused in one line, a repetition without its verdict refused, and
-scripts/readme-table.
+scripts/readme-table; each variant's one colour, the same in every drawing process.
 
     /usr/bin/python3 tests/report_table_test.py   (ctest: report_table_test)
 """
@@ -23,7 +23,8 @@ sys.path.insert(0, HERE)
 
 from report.common import Fail, slug  # noqa: E402
 from report.libraries import html_table, md_table, table_rows, write_library_table  # noqa: E402
-from report.page import Page  # noqa: E402
+from report import common  # noqa: E402
+from report.page import Job, Page, assign_colors, run_jobs  # noqa: E402
 from report.tree import find_trees  # noqa: E402
 from report_synthetic import FIGURES, Builder  # noqa: E402
 
@@ -190,6 +191,28 @@ class LibraryTableTest(unittest.TestCase):
             page = Page()
             self.assertFalse(write_library_table(b.finish(), page))
             self.assertEqual(page.h, [])
+
+
+class ColourTest(unittest.TestCase):
+    def test_a_variant_has_the_colour_of_its_place_in_the_trees_in_every_drawing_process(self):
+        with tempfile.TemporaryDirectory(prefix="lockbench-report-colours-") as d:
+            b = Builder(d)
+            for run in ("lib-a", "lib-b", "lib-c", "lib-d"):
+                b.cell("gc-pause", run, [S], "gc-pause", adapter=ADAPTER_A)
+            trees = b.finish()
+            saved = dict(common._variant_colors)
+            common._variant_colors.clear()
+            try:
+                assign_colors(trees)
+                expected = {v: common.PALETTE[i] for i, v in enumerate(("lib-a", "lib-b", "lib-c", "lib-d"))}
+                # Asked in the opposite order, in forked workers as the figures are drawn.
+                os.environ["LOCKBENCH_REPORT_JOBS"] = "2"
+                asked = [Job(v, lambda v=v: (v, common.color_of(v))) for v in reversed(expected)]
+                self.assertEqual(dict(run_jobs(asked).values()), expected)
+            finally:
+                os.environ.pop("LOCKBENCH_REPORT_JOBS", None)
+                common._variant_colors.clear()
+                common._variant_colors.update(saved)
 
 
 def run_report(d):

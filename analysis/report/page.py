@@ -8,7 +8,7 @@ import os
 import re
 import shutil
 
-from .common import BUCKET_MS, NOT_RUN, Fail, css_of, fmt_ms, fmt_n, join_en, num, plural, progress, slug
+from .common import BUCKET_MS, NOT_RUN, Fail, color_of, css_of, fmt_ms, fmt_n, join_en, num, plural, progress, slug
 from .discovered import load as load_explore, write_discovered
 from .findings import budget_note, scenario_text, write_findings
 from .libraries import README_CLOSE, write_library_table
@@ -170,7 +170,20 @@ def run_jobs(jobs):
     return out
 
 
+def assign_colors(trees):
+    """One colour per variant over the whole page, in the trees' order: given before the
+    figures are drawn in forked processes, which each kept colours of their own in the order
+    they drew (a variant's colour changed from figure to figure and from one report to the next)."""
+    for t in trees:
+        for c in sorted(t.cells, key=lambda c: c.index):
+            color_of(c.variant)
+        if t.kind == "sweep":
+            for _, key, _ in sweep_lines(t):
+                color_of(key)
+
+
 def build(trees, outdir, page):
+    assign_colors(trees)
     # plan every figure first, so progress can count
     jobs = []
     results = {}

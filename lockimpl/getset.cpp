@@ -74,6 +74,7 @@ AlgorithmInfo getset_algorithm() {
         [](const Params& p, const LockContext& c) -> std::unique_ptr<Lock> {
             return std::make_unique<GetsetLock>(p, c);
         },
+        [](const nlohmann::json&) { return std::vector<Point>{Point::after_seen_expired}; },
     };
 }
 

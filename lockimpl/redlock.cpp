@@ -119,6 +119,7 @@ AlgorithmInfo redlock_algorithm() {
         [](const Params& p, const LockContext& c) -> std::unique_ptr<Lock> {
             return std::make_unique<Redlock>(p, c);
         },
+        [](const nlohmann::json&) { return std::vector<Point>{Point::during_acquire}; },
     };
 }
 

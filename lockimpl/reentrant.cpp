@@ -123,6 +123,9 @@ AlgorithmInfo reentrant_algorithm() {
         [](const Params& p, const LockContext& c) -> std::unique_ptr<Lock> {
             return std::make_unique<ReentrantLock>(p, c);
         },
+        [](const nlohmann::json&) { return std::vector<Point>{Point::during_acquire}; },
+        [](const nlohmann::json& p) { return p.value("watchdog", true); },
+        true,
     };
 }
 

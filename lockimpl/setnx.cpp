@@ -121,6 +121,12 @@ AlgorithmInfo setnx_algorithm() {
         [](const Params& p, const LockContext& c) -> std::unique_ptr<Lock> {
             return std::make_unique<SetnxLock>(p, c);
         },
+        [](const nlohmann::json& p) {
+            const std::string expiry = p.value("expiry", "expire");
+            return expiry == "expire"     ? std::vector<Point>{Point::between_setnx_and_expire}
+                   : expiry == "in-value" ? std::vector<Point>{Point::after_seen_expired}
+                                          : std::vector<Point>{};
+        },
     };
 }
 

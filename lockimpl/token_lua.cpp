@@ -98,6 +98,7 @@ AlgorithmInfo token_lua_algorithm() {
         [](const Params& p, const LockContext& c) -> std::unique_ptr<Lock> {
             return std::make_unique<TokenLuaLock>(p, c);
         },
+        [](const nlohmann::json&) { return std::vector<Point>{Point::during_acquire}; },
     };
 }
 

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <bit>
 #include <cstring>
+#include <set>
 #include <thread>
 
 #include "lockimpl/registry.h"
@@ -120,6 +121,43 @@ TEST_F(LockAlgorithms, SetnxLeavesAWindowWithoutExpiryAndTokenLuaDoesNot) {
     const long long pttl = raw(e, 0, {"PTTL", kKey}).value.integer;
     EXPECT_GT(pttl, 0);
     EXPECT_LE(pttl, 500);
+}
+
+// The points an algorithm's acquire says it passes (AlgorithmInfo::acquire_points, which
+// decides where a case's faults can land) are those it reaches: on a free key, and on a key
+// whose stored value is an expiry long past (what the value-as-expiry locks take over).
+std::set<Point> points_met(const std::string& algorithm, const nlohmann::json& params, int nodes,
+                           const std::vector<RedisNode>& servers) {
+    std::set<Point> met;
+    LiveEnvConfig c;
+    for (int i = 0; i < nodes; ++i) c.nodes.push_back({"127.0.0.1", servers[static_cast<size_t>(i)].port()});
+    c.on_point = [&](Point p) { met.insert(p); };
+    LiveEnv e(std::move(c));
+    const AlgorithmInfo* a = find_algorithm(algorithm);
+    Params p;
+    std::string error;
+    EXPECT_TRUE(resolve_params(a->params, params, p, error)) << error;
+    e.fan_out({"FLUSHALL"}, std::chrono::seconds(2), std::nullopt);
+    a->make(p, {kKey, 0, std::chrono::milliseconds(200)})->try_acquire(e);
+    e.fan_out({"FLUSHALL"}, std::chrono::seconds(2), std::nullopt);
+    e.fan_out({"SET", kKey, "1"}, std::chrono::seconds(2), std::nullopt);
+    a->make(p, {kKey, 1, std::chrono::milliseconds(200)})->try_acquire(e);
+    return met;
+}
+
+TEST_F(LockAlgorithms, EachAcquirePassesThePointsItsAlgorithmDeclares) {
+    const std::vector<nlohmann::json> setnx_kinds = {
+        {{"expiry", "expire"}}, {{"expiry", "none"}}, {{"expiry", "in-value"}}};
+    for (const AlgorithmInfo& a : algorithms()) {
+        const std::vector<nlohmann::json> kinds =
+            a.name == "setnx" ? setnx_kinds : std::vector<nlohmann::json>{nlohmann::json::object()};
+        for (const nlohmann::json& params : kinds) {
+            std::set<Point> declared;
+            if (a.acquire_points)
+                for (Point p : a.acquire_points(params)) declared.insert(p);
+            EXPECT_EQ(points_met(a.name, params, a.default_nodes, *nodes_), declared) << a.name << " " << params.dump();
+        }
+    }
 }
 
 TEST_F(LockAlgorithms, FencingTokensIncreaseWithEveryAcquire) {

@@ -32,12 +32,9 @@ const AlgorithmInfo& external_algorithm() {
 }
 
 std::vector<std::string> points_reached(const AlgorithmInfo& algorithm, const nlohmann::json& params) {
-    const std::string& a = algorithm.name;
-    const std::string expiry = params.value("expiry", "expire");
     std::vector<std::string> p{"before_acquire"};
-    if (a == "token-lua" || a == "redlock" || a == "reentrant") p.push_back("during_acquire");
-    if (a == "getset" || (a == "setnx" && expiry == "in-value")) p.push_back("after_seen_expired");
-    if (a == "setnx" && expiry == "expire") p.push_back("between_setnx_and_expire");
+    if (algorithm.acquire_points)
+        for (Point own : algorithm.acquire_points(params)) p.push_back(point_name(own));
     for (const char* later : {"after_acquire", "before_write", "before_release"}) p.push_back(later);
     return p;
 }
@@ -297,9 +294,11 @@ namespace {
 // algorithm's watchdog, the worker's renewal policy); an external library's own threads
 // (etcd's keepalive, a watchdog in Java) are out of its reach.
 // A run with neither has no background task, and a pause of one would do nothing while it
-// counted as injected: the only built-in algorithm that runs one is reentrant, its watchdog.
+// counted as injected: a built-in algorithm says whether it runs one (AlgorithmInfo's
+// background_task: reentrant's watchdog).
 void check_background_faults(Fields& f, const RunSpec& r, const std::string& faults_at) {
-    const bool watchdog = r.command.empty() && r.params.json().contains("watchdog") && r.params.flag("watchdog");
+    const bool watchdog =
+        r.command.empty() && r.algorithm->background_task && r.algorithm->background_task(r.params.json());
     for (size_t i = 0; i < r.faults.size(); ++i) {
         if (!r.faults[i].background || r.renew) continue;
         const std::string at = faults_at + "[" + std::to_string(i) + "].task";
@@ -310,12 +309,13 @@ void check_background_faults(Fields& f, const RunSpec& r, const std::string& fau
     }
 }
 
-// Reentrant's lease token is the client's hash field, the same for every lease one client
-// takes: a check on it cannot tell that client's stale lease from its new one.
+// An algorithm whose every lease of one client carries one token (reentrant's hash field): a
+// check on it cannot tell that client's stale lease from its new one.
 void check_resource_check(Fields& f, const RunSpec& r) {
-    if (r.resource_check == ResourceCheck::token && r.command.empty() && r.algorithm->name == "reentrant")
-        f.fail(f.at("resource_check"), "\"token\" cannot check reentrant, whose token is the same for every lease "
-                                       "of one client: use \"fence\" or \"none\"");
+    if (r.resource_check == ResourceCheck::token && r.command.empty() && r.algorithm->one_token_per_client)
+        f.fail(f.at("resource_check"), "\"token\" cannot check " + r.algorithm->name +
+                                           ", whose token is the same for every lease of one client: use \"fence\" "
+                                           "or \"none\"");
 }
 
 // "resource_check": what the protected store refuses (store.h); "fence", today's check, by default.

@@ -222,12 +222,12 @@ std::optional<std::string> why_not_by_policy(const CaseFile& c, const CaseVarian
             return "renews by " + mode + "; " + lock.name + " cannot (its extend: " +
                    (lock.offers.extend.empty() ? std::string("none") : join(lock.offers.extend)) + ")";
     }
-    const bool watchdog = lock.algorithm->name == "reentrant" && lock.params.value("watchdog", true);
+    const bool watchdog = lock.algorithm->background_task && lock.algorithm->background_task(lock.params);
     const bool background = renewing(v.renew) || renewing(lock.renew) || watchdog;
     if (std::ranges::any_of(faults, &FaultSpec::background) && !background)
         return "pauses a client's background renewal alone; " + lock.name + " has none lockbench runs";
-    if (v.resource_check == "token" && lock.algorithm->name == "reentrant")
-        return "the store checks the lock's token, the same for every lease of one client in reentrant";
+    if (v.resource_check == "token" && lock.algorithm->one_token_per_client)
+        return "the store checks the lock's token, the same for every lease of one client in " + lock.algorithm->name;
     if (v.persistence && *v.persistence != "none" && lock.service != Service::redis)
         return "sets a Redis node's persistence; " + lock.name + " is on " + service_name(lock.service);
     if (v.server_settings && lock.service != Service::postgresql)

@@ -39,7 +39,7 @@ Run describe_run(const RunSpec& r) {
                  Kind::client_kill};
     if (out.clients >= 2) out.kinds.push_back(Kind::gate);
     // Only a client with a background task (a watchdog, a renewal timer) can have it stopped alone.
-    if (r.renew || (r.algorithm->name == "reentrant" && p.value("watchdog", true))) out.kinds.push_back(Kind::watchdog_pause);
+    if (r.renew || (r.algorithm->background_task && r.algorithm->background_task(p))) out.kinds.push_back(Kind::watchdog_pause);
     if (r.sentinel) out.kinds.push_back(Kind::replication_link);  // no Sentinel failover without Sentinel
     return out;
 }

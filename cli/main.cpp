@@ -57,7 +57,7 @@ std::string self_exe() {
 // The repository this binary was built from: scenarios/ and analysis/ live there.
 fs::path source_dir() {
     const fs::path beside = fs::path(self_exe()).parent_path().parent_path();
-    if (fs::is_directory(beside / "scenarios") && fs::is_regular_file(beside / "analysis" / "report" / "__main__.py")) return beside;
+    if (fs::is_directory(beside / "scenarios") && fs::is_regular_file(beside / "report" / "__main__.py")) return beside;
     return LOCKBENCH_SOURCE_DIR;
 }
 
@@ -336,7 +336,7 @@ int cmd_report(const std::string& dir) {
         std::cerr << "lockbench report: " << message_line(e.what()) << "\n";
         return 2;
     }
-    const fs::path script = source_dir() / "analysis" / "report";  // a package, run as a folder
+    const fs::path script = source_dir() / "report";  // a package, run as a folder
     const char* python = "/usr/bin/python3";  // Debian's, with python3-matplotlib
     if (::access(python, X_OK) != 0) throw std::runtime_error(std::string(python) + ": missing; scripts/setup installs it");
     std::cout << std::flush;
@@ -430,7 +430,7 @@ int list_lock(const std::string& asked) {
 
 // The facts the report words its pages with, defined here once (the verdict words worst
 // first, the verdict table's columns, the built-in algorithms in order): its
-// analysis/report/facts.json is this, checked by ctest's report_facts_test.
+// report/facts.json is this, checked by ctest's report_facts_test.
 int list_facts() {
     nlohmann::json verdict_words = nlohmann::json::array(), classes = nlohmann::json::array(),
                    algorithm_names = nlohmann::json::array();
@@ -617,13 +617,13 @@ int cmd_verdict(const VerdictArgs& a) {
     std::cout << "verdict: " << (opts.out / kVerdictFile).string() << "\n";
     // A case that could not be made to happen passes no check against the lock's record.
     const int status = !v.at("differences").empty() ? 1 : v.at("could_not_force").empty() ? 0 : kNotForcedExit;
-    // The one-page report (analysis/report draws verdict.json), started with an argument vector
+    // The one-page report (report draws verdict.json), started with an argument vector
     // (no shell: a path with a space or a ';' is a path) as a child that a signal to lockbench
     // ends too, while the folder's lock is held; its failure is reported, the verdict stands.
     bool drawn = false;
     try {
         ChildProcess report = ChildProcess::spawn(
-            {{"/usr/bin/python3", (source_dir() / "analysis" / "report").string(), opts.out.string()}, "/dev/stderr", "/dev/stderr"});
+            {{"/usr/bin/python3", (source_dir() / "report").string(), opts.out.string()}, "/dev/stderr", "/dev/stderr"});
         const std::optional<int> ended = report.wait_for(std::chrono::hours(24));
         drawn = ended && WIFEXITED(*ended) && WEXITSTATUS(*ended) == 0;
     } catch (const std::exception& e) {

@@ -1,4 +1,4 @@
-"""The report's cross-library verdict table (analysis/report/libraries.py) on a small synthetic
+"""The report's cross-library verdict table (report/libraries.py) on a small synthetic
 results tree (version 7) written here: two libraries, lockbench's own locks below them, a mixed
 cell, the unavailable word, a case's variant in its lock's row, every "—" explained from the
 tree's not_applicable entries; a run of no class left out. Also: a version 6 tree read as it
@@ -18,7 +18,7 @@ import unittest
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(ROOT, "analysis"))
+sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
 from report.common import Fail, slug  # noqa: E402
@@ -29,7 +29,7 @@ from report.tree import find_trees  # noqa: E402
 from report_synthetic import FIGURES, Builder  # noqa: E402
 
 PY = "/usr/bin/python3"
-REPORT = os.path.join(ROOT, "analysis", "report")
+REPORT = os.path.join(ROOT, "report")
 README_TABLE = os.path.join(ROOT, "scripts", "readme-table")
 ADAPTER_A = {"library": "lib-a 1.2.3", "algorithm": "SET NX PX, Lua release", "fencing": False}
 H, S, R, U = "2 holders", "safe", "stale write refused", "unavailable"

@@ -1,4 +1,4 @@
-"""The report's verdict page (analysis/report/verdict_page.py): `analysis/report DIR` on a small
+"""The report's verdict page (report/verdict_page.py): `report DIR` on a small
 synthetic tree of one lock with the verdict.json `lockbench verdict` writes beside it.
 
     /usr/bin/python3 tests/report_verdict_test.py   (ctest: report_verdict_test)
@@ -14,13 +14,13 @@ import unittest
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(ROOT, "analysis"))
+sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
 from report_synthetic import Builder, write_json  # noqa: E402
 
 PY = "/usr/bin/python3"
-REPORT = os.path.join(ROOT, "analysis", "report")
+REPORT = os.path.join(ROOT, "report")
 ADAPTER = {"library": "lib-a 1.2.3", "algorithm": "SET NX PX, Lua release", "fencing": False}
 NOT_REC = {k: {"verdict": "not recorded"} for k in ("baseline", "gc-pause", "delayed-write", "held-replies",
                                                      "client-clock-skew", "node-clock-jump", "restart-empty",

@@ -118,7 +118,7 @@ struct FailureClass {
     std::string code, heading;
 };
 // Every class, in the order of the verdict table's columns: defined here only (the report
-// reads them from analysis/report/facts.json, which `lockbench list --json` writes).
+// reads them from report/facts.json, which `lockbench list --json` writes).
 const std::vector<FailureClass>& failure_class_table();
 // Their codes alone, in that order.
 const std::vector<std::string>& failure_classes();

@@ -1,6 +1,6 @@
 """lockbench report: render results trees as one self-contained HTML page and a Markdown page.
 
-    /usr/bin/python3 analysis/report DIR
+    /usr/bin/python3 report DIR
 
 DIR is a results tree (the output folder of `lockbench matrix` or `lockbench sweep`, holding
 lockbench-results.json, version 6 or 7) or a folder whose immediate subfolders are results trees.

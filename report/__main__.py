@@ -1,11 +1,11 @@
-"""`/usr/bin/python3 analysis/report DIR`: the report's entry point (see __init__.py)."""
+"""`/usr/bin/python3 report DIR`: the report's entry point (see __init__.py)."""
 
 import os
 import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 if __package__ in (None, ""):
-    # Run as a folder (python3 analysis/report): make `report` importable as a package.
+    # Run as a folder (python3 report): make `report` importable as a package.
     sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 import report  # noqa: E402
@@ -19,7 +19,7 @@ def main(argv):
         print(report.__doc__.strip())
         return 0
     if len(args) != 1:
-        print(f"{PROG}: usage: analysis/report DIR (a results tree of `lockbench matrix`/`sweep`, or a folder of them)",
+        print(f"{PROG}: usage: report DIR (a results tree of `lockbench matrix`/`sweep`, or a folder of them)",
               file=sys.stderr)
         return 2
     d = args[0]

@@ -72,7 +72,7 @@
 #include <vector>
 
 #include "analysis/checker.h"
-#include "faults/process.h"
+#include "process/process.h"
 #include "lockimpl/registry.h"
 #include "sim/live/external.h"
 #include "sim/live/live_env.h"

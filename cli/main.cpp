@@ -24,7 +24,7 @@
 #include <string_view>
 
 #include "analysis/verdict.h"
-#include "faults/process.h"
+#include "process/process.h"
 #include "lockimpl/params.h"
 #include "lockimpl/registry.h"
 #include "sim/engine/scenario.h"
@@ -1081,7 +1081,7 @@ int main(int argc, char** argv) {
         // A worker runs in a process group of its own, which the run that started it kills on
         // Ctrl-C and the like: it needs no handler of its own.
         // Every lockbench process adopts what its children leave behind (a daemon that left its
-        // group), and a command ends all of it before it returns (faults/process.h).
+        // group), and a command ends all of it before it returns (process/process.h).
         // A command (not a client, nor a repetition a matrix started) also puts all it starts
         // in a cgroup whose guard ends it even after a SIGKILL of this process.
         if (!client.sub->parsed()) end_everything_started_when_gone();

@@ -18,7 +18,7 @@
 
 #include "tests/test_util.h"
 #include "faults/clock_control.h"
-#include "faults/process.h"
+#include "process/process.h"
 #include "sim/live/redis_node.h"
 
 namespace lockbench {

@@ -24,7 +24,7 @@
 
 #include "faults/link_proxy.h"
 #include "faults/listeners.h"
-#include "faults/process.h"
+#include "process/process.h"
 #include "sim/live/etcd.h"
 #include "sim/live/http_client.h"
 #include "sim/live/lock_service.h"

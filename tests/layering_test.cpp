@@ -29,11 +29,12 @@ const std::map<std::string, std::set<std::string>>& allowed() {
         {"lockimpl", {"lockimpl"}},
         {"analysis", {"analysis"}},
         {"faults", {"faults"}},
+        {"process", {"process"}},
         {"sim/engine", {"sim/engine", "lockimpl", "analysis", "faults"}},
-        {"sim/live", {"sim/live", "sim/engine", "lockimpl", "analysis", "faults"}},
+        {"sim/live", {"sim/live", "sim/engine", "lockimpl", "analysis", "faults", "process"}},
         {"sim/virtual", {"sim/virtual", "sim/engine", "lockimpl", "analysis", "faults"}},
-        {"sim/harness", {"sim/harness", "sim/live", "sim/virtual", "sim/engine", "lockimpl", "analysis", "faults"}},
-        {"cli", {"cli", "sim/harness", "sim/live", "sim/virtual", "sim/engine", "lockimpl", "analysis", "faults"}},
+        {"sim/harness", {"sim/harness", "sim/live", "sim/virtual", "sim/engine", "lockimpl", "analysis", "faults", "process"}},
+        {"cli", {"cli", "sim/harness", "sim/live", "sim/virtual", "sim/engine", "lockimpl", "analysis", "faults", "process"}},
     };
     return rules;
 }
@@ -115,7 +116,7 @@ TEST(Layering, TheRuleRefusesUpwardAndSidewaysIncludes) {
     EXPECT_EQ(violations("sim/engine", "#include <sim/live/nemesis.h>\n").size(), 1u);
     EXPECT_TRUE(violations("sim/engine", "#include <vector>\n#include <hiredis/hiredis.h>\n").empty());
     EXPECT_TRUE(violations("sim/harness", "#include \"sim/live/live_run.h\"\n#include \"sim/virtual/sim_run.h\"\n").empty());
-    EXPECT_TRUE(violations("sim/live", "#include \"sim/engine/scenario.h\"\n#include \"faults/process.h\"\n").empty());
+    EXPECT_TRUE(violations("sim/live", "#include \"sim/engine/scenario.h\"\n#include \"process/process.h\"\n").empty());
 }
 
 }  // namespace

@@ -13,7 +13,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "faults/process.h"
+#include "process/process.h"
 #include "sim/live/lock_service.h"
 #include "sim/live/postgres.h"
 #include "sim/live/redis_node.h"

@@ -19,7 +19,7 @@
 #include "sim/harness/explore.h"
 #include "sim/harness/promote.h"
 #include "sim/harness/results_folder.h"
-#include "faults/process.h"
+#include "process/process.h"
 #include "tests/catalog_util.h"
 
 namespace lockbench::sim {

@@ -1,4 +1,4 @@
-// Live tests for faults/process.h and sim/live/redis_node.h: real redis-server processes, real
+// Live tests for process/process.h and sim/live/redis_node.h: real redis-server processes, real
 // forks. Waits are bounded polls for an outcome; nothing asserts how long anything took.
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
@@ -23,8 +23,8 @@
 #include "proc_util.h"
 #include "tests/test_util.h"
 #include "faults/listeners.h"
-#include "faults/process.h"
-#include "faults/stopped.h"
+#include "process/process.h"
+#include "process/stopped.h"
 #include "sim/live/redis_node.h"
 #include "sim/live/sentinel.h"
 

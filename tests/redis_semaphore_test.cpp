@@ -26,7 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/live/redis_node.h"
-#include "faults/process.h"
+#include "process/process.h"
 #include "adapter_process.h"
 #include "test_util.h"
 

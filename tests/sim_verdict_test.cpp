@@ -24,7 +24,7 @@
 #include "sim/engine/workload.h"
 #include "sim/harness/discover.h"
 #include "sim/harness/explore.h"
-#include "faults/process.h"
+#include "process/process.h"
 #include "sim/virtual/sim_run.h"
 #include "tests/catalog_util.h"
 

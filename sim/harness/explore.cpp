@@ -17,7 +17,7 @@
 #include "analysis/aggregate.h"
 #include "sim/harness/discover.h"
 #include "sim/harness/matrix.h"
-#include "faults/process.h"
+#include "process/process.h"
 #include "sim/harness/results_folder.h"
 #include "sim/harness/worker_pool.h"
 #include "sim/harness/runner.h"

@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "analysis/run_summary.h"
-#include "faults/process.h"
+#include "process/process.h"
 #include "sim/engine/scenario.h"
 #include "sim/harness/matrix_tree.h"
 #include "sim/harness/results_folder.h"

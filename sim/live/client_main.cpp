@@ -5,7 +5,7 @@
 #include <iostream>
 #include <optional>
 
-#include "faults/process.h"
+#include "process/process.h"
 #include "sim/engine/recorder.h"
 #include "sim/engine/run_setup.h"
 #include "sim/engine/workload.h"

@@ -20,7 +20,7 @@
 #include <thread>
 
 #include "faults/listeners.h"
-#include "faults/process.h"
+#include "process/process.h"
 #include "sim/live/http_client.h"
 #include "sim/live/lock_service.h"
 #include "sim/live/redis_node.h"

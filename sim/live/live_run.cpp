@@ -15,8 +15,8 @@
 
 #include "faults/clock_control.h"
 #include "faults/link_proxy.h"
-#include "faults/process.h"
-#include "faults/stopped.h"
+#include "process/process.h"
+#include "process/stopped.h"
 #include "sim/engine/workload.h"
 #include "sim/live/client_main.h"
 #include "sim/live/client_spec.h"
@@ -171,7 +171,7 @@ void drop_empty_files(const fs::path& dir) {
 
 // Before any client starts: the adapter starts and says it is ready, or the run fails in
 // one line (a missing library names the command that installs it). The check is a child like
-// every other (faults/process.h: its own process group, dies with lockbench, inherits no
+// every other (process/process.h: its own process group, dies with lockbench, inherits no
 // descriptor, killed on Ctrl-C): `lockbench client` with a spec that only starts the adapter,
 // which is then that child's child, in its group.
 // Returns what the adapter's ready line said about its library (ExternalLock::described).

@@ -1,6 +1,6 @@
 // The servers a run's clients lock on: Redis nodes (the default), a ZooKeeper ensemble, etcd
 // members, or a PostgreSQL server. lockbench starts them itself, on 127.0.0.1 only, in the run's temporary
-// folder, and nothing they start outlives it (faults/process.h). The nemesis reaches every
+// folder, and nothing they start outlives it (process/process.h). The nemesis reaches every
 // one of them the same way: kill and restart, pause and resume, and, where a service has
 // one, ask which server leads now.
 //

@@ -15,7 +15,7 @@
 #include <stdexcept>
 
 #include "faults/priority.h"
-#include "faults/stopped.h"
+#include "process/stopped.h"
 #include "sim/engine/run_setup.h"
 #include "sim/live/live_env.h"
 #include "sim/live/redis_node.h"
@@ -216,7 +216,7 @@ void Nemesis::reply(int client, const char* word) {
 // ---- the actuator -------------------------------------------------------------------------
 
 // Signals go to the client's process group: an external adapter's children stop and die too.
-// A pause is in place once every process of the group has stopped (faults/stopped.h): kill()
+// A pause is in place once every process of the group has stopped (process/stopped.h): kill()
 // returns before, and a client answered "go" meanwhile would act before its pause.
 bool Nemesis::pause(int client) {
     const pid_t group = pids_.at(static_cast<size_t>(client));

@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "faults/listeners.h"
-#include "faults/process.h"
-#include "faults/stopped.h"
+#include "process/process.h"
+#include "process/stopped.h"
 #include "sim/live/lock_service.h"
 #include "sim/live/redis_node.h"
 

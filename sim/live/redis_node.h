@@ -2,7 +2,7 @@
 //
 // Bound to 127.0.0.1 only, on a free port (or the one given), in its own directory under the
 // run's temporary folder, no persistence unless asked. start() returns once the server answers
-// PING. Nothing it starts outlives lockbench (see faults/process.h).
+// PING. Nothing it starts outlives lockbench (see process/process.h).
 #pragma once
 
 #include <chrono>
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "faults/process.h"
+#include "process/process.h"
 #include "sim/engine/persistence.h"
 #include "sim/live/lock_service.h"
 

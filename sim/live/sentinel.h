@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "faults/process.h"
+#include "process/process.h"
 #include "sim/live/live_env.h"
 
 namespace lockbench {

@@ -19,7 +19,7 @@
 
 #include "faults/link_proxy.h"
 #include "faults/listeners.h"
-#include "faults/process.h"
+#include "process/process.h"
 #include "sim/live/lock_service.h"
 #include "sim/live/redis_node.h"
 

@@ -1,4 +1,4 @@
-#include "faults/stopped.h"
+#include "process/stopped.h"
 
 #include <fcntl.h>
 #include <sys/wait.h>

@@ -44,7 +44,7 @@ public:
     pid_t pid() const { return pid_; }
     bool running();                        // reaps it if it has exited
     void signal(int sig);                  // to the whole process group
-    // SIGSTOP to its group; returns once its every thread has stopped (faults/stopped.h), at
+    // SIGSTOP to its group; returns once its every thread has stopped (process/stopped.h), at
     // most `timeout`: kill() returns before a multithreaded process stops. False only if a thread
     // still ran by then (a process already dead stops nothing, and misses no pause).
     bool stop(std::chrono::milliseconds timeout = std::chrono::seconds(10));

@@ -9,8 +9,8 @@
 //
 // Between fork and exec the child may only make async-signal-safe calls (another thread may
 // hold the allocator's lock at the moment of fork), so everything it needs is built before.
-#include "faults/process.h"
-#include "faults/stopped.h"
+#include "process/process.h"
+#include "process/stopped.h"
 
 #include <fcntl.h>
 #include <grp.h>

@@ -647,7 +647,7 @@ constexpr std::array<Topic, 10> kTopics{{
     {"files", "docs/files.md", "case, lock and scenario file formats; algorithm parameters"},
     {"faults", "docs/faults.md", "every fault kind, where it lands, what it can reach"},
     {"adapters", "docs/adapters.md", "external locks: adapters, the protocol, kits, your own lock"},
-    {"services", "docs/services.md", "lock services: Redis, Sentinel, ZooKeeper, etcd"},
+    {"services", "docs/services.md", "lock services: Redis, Sentinel, ZooKeeper, etcd, PostgreSQL, PgBouncer"},
     {"catalog", "docs/catalog.md", "the verdict table, the cases, what the libraries do, known bugs"},
     {"results", "docs/results.md", "results and reports: metrics, verdict words, file versions"},
     {"simulator", "docs/simulator.md", "the simulator, schedule search, shrinking, discovery"},
@@ -948,8 +948,11 @@ void add_lock_options(CLI::App* sub, LockArgs& a) {
     sub->add_option("lock", a.lock, "the lock: its name in locks/, or a lock file's path");
     sub->add_option("--name", a.name, "without a lock file: the lock's name (its row)");
     sub->add_option("--command", a.command, "without a lock file: the adapter's command, e.g. \"node my/adapter.js\"");
-    sub->add_option("--service", a.service, "redis (default), zookeeper, etcd or postgresql")
-        ->check(CLI::IsMember({"redis", "zookeeper", "etcd", "postgresql"}));
+    const std::vector<std::string> names = service_names();
+    std::string listed;
+    for (const std::string& n : names) listed += (listed.empty() ? "" : ", ") + n;
+    sub->add_option("--service", a.service, "the lock service: " + listed + " (default redis)")
+        ->check(CLI::IsMember(names));
     sub->add_option("--nodes", a.nodes, "lock nodes (default 1)");
     sub->add_option("--ttl-unit", a.ttl_unit, "ms (default) or s: a library that takes whole seconds")->check(CLI::IsMember({"ms", "s"}));
     sub->add_flag("--sentinel", a.sentinel, "it can find a master through Sentinel");

@@ -26,7 +26,7 @@ void check_when_value(Fields& f, const std::string& key, const Json& v) {
     static const std::map<std::string, std::vector<std::string>> choices{
         {"release", {"token", "plain", "client-clock"}},
         {"expiry", {"server", "client"}},
-        {"service", {"redis", "zookeeper", "etcd", "postgresql"}},
+        {"service", service_names()},
         {"extend", {"add", "replace"}},
         {"pgbouncer", {"", "transaction", "session"}}};
     const auto one = [&](const Json& x) {

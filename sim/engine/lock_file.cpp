@@ -122,7 +122,7 @@ void parse_command(Fields& f, LockFile& lock) {
 }
 
 void parse_service_and_nodes(Fields& f, LockFile& lock) {
-    const std::string name = one_of(f, "service", "redis", {"redis", "zookeeper", "etcd", "postgresql"});
+    const std::string name = one_of(f, "service", "redis", service_names());
     lock.service = *parse_service(name);
     const bool external = lock.algorithm == &external_algorithm();
     if (lock.service != Service::redis && !external)

@@ -29,6 +29,7 @@
 #include "lockimpl/registry.h"
 #include "sim/engine/scenario.h"
 #include "sim/engine/summary.h"
+#include "sim/harness/catalog.h"
 #include "sim/harness/compose.h"
 #include "sim/harness/derived_files.h"
 #include "sim/harness/explore.h"
@@ -54,19 +55,18 @@ std::string self_exe() {
     return ec ? "lockbench" : p.string();
 }
 
-// The repository this binary was built from: scenarios/ and analysis/ live there.
+// The repository this binary was built from: scenarios/, locks/ and report/ live there.
 fs::path source_dir() {
     const fs::path beside = fs::path(self_exe()).parent_path().parent_path();
     if (fs::is_directory(beside / "scenarios") && fs::is_regular_file(beside / "report" / "__main__.py")) return beside;
     return LOCKBENCH_SOURCE_DIR;
 }
 
-// What each subcommand's options fill in (add_run and the like below declare them): one
-// struct per subcommand, so that no two subcommands write into one variable.
-fs::path locks_dir() { return source_dir() / "locks"; }
+// The catalog of that repository: its cases and locks.
+Catalog catalog() { return Catalog(source_dir()); }
 
 // The locks --lock names (by name in locks/, or by path), or every lock of locks/.
-LockSelection chosen_locks(const std::vector<std::string>& asked) { return select_locks(locks_dir(), asked); }
+LockSelection chosen_locks(const std::vector<std::string>& asked) { return select_locks(catalog().locks_dir(), asked); }
 
 // What a case leaves out, on stderr: each lock asked for by name, in a line; the catalog's, counted.
 void say_not_applicable(const std::vector<NotApplicable>& missing, const LockSelection& locks) {
@@ -111,21 +111,6 @@ int cmd_run(const RunArgs& a) {
     return expectations_exit_code(summary);
 }
 
-std::vector<fs::path> catalog_files(const std::vector<std::string>& given) {
-    std::vector<fs::path> files(given.begin(), given.end());
-    if (!files.empty()) return files;
-    const fs::path dir = source_dir() / "scenarios";
-    if (!fs::is_directory(dir)) throw std::runtime_error(dir.string() + ": no scenarios folder; name scenario files");
-    // The cases promoted from a search (`explore --promote`) and kept join too.
-    for (const fs::path& d : {dir, dir / "discovered"}) {
-        if (!fs::is_directory(d)) continue;
-        for (const auto& e : fs::directory_iterator(d))
-            if (e.path().extension() == ".json") files.push_back(e.path());
-    }
-    std::ranges::sort(files);
-    return files;
-}
-
 int finish_matrix(const nlohmann::json& summary, const fs::path& out) {
     std::cout << format_matrix_table(summary) << format_missed(summary);
     std::cout << "summary: " << (out / "summary.json").string() << "\n";
@@ -162,19 +147,12 @@ struct MatrixArgs : CellArgs {
 
 // The whole catalog: every key a lock file records an outcome for must name a case, a
 // variant or a failure class of it.
-void check_catalog(const LockSelection& locks) {
-    std::vector<CaseFile> cases;
-    for (const fs::path& f : catalog_files({})) {
-        const nlohmann::json j = read_input_json(f);
-        if (is_case_file(j)) cases.push_back(parse_case_file(j, f.string()));
-    }
-    check_recorded_keys(locks.locks, cases);
-}
+void check_catalog(const LockSelection& locks) { check_recorded_keys(locks.locks, catalog().cases()); }
 
 int cmd_matrix(const MatrixArgs& a) {
     const LockSelection locks = chosen_locks(a.locks);
     if (a.scenarios.empty()) check_catalog(locks);
-    const MatrixSpec spec = on_backend(matrix_spec(catalog_files(a.scenarios), a.only, a.repeat, &locks), a.backend);
+    const MatrixSpec spec = on_backend(matrix_spec(catalog().case_files(a.scenarios), a.only, a.repeat, &locks), a.backend);
     return run_cells(spec, a.out ? fs::path(*a.out) : fs::path("results/matrix"), a);
 }
 
@@ -252,13 +230,11 @@ int cmd_replay(const sim::ExploreOptions& o, const Scenario& s, const std::vecto
     return 0;
 }
 
-std::vector<CaseFile> catalog_cases();
-
 // `explore --promote DIR`: each class of the search as a case about no lock (promote.h).
 void promote_classes(const fs::path& explore_dir, const fs::path& dir) {
-    const std::vector<LockFile> locks = fs::is_directory(locks_dir()) ? load_lock_folder(locks_dir()) : std::vector<LockFile>{};
     const auto held = lock_folders(dir, {});
-    const nlohmann::json p = sim::promote_explore(explore_dir, dir, sim::catalog_classes(catalog_cases(), locks));
+    const nlohmann::json p =
+        sim::promote_explore(explore_dir, dir, sim::catalog_classes(catalog().cases(), catalog().locks()));
     int fresh = 0;
     for (const auto& c : p.at("cases")) {
         const bool is_new = c.at("covered_by").empty();
@@ -375,16 +351,6 @@ int cmd_check(const std::string& dir, bool write) {
     return expectations_exit_code(r.summary);
 }
 
-// The catalog's case files, parsed; a file of the explicit format (with "runs") is left out.
-std::vector<CaseFile> catalog_cases() {
-    std::vector<CaseFile> cases;
-    for (const fs::path& f : catalog_files({})) {
-        const nlohmann::json j = read_input_json(f);
-        if (is_case_file(j)) cases.push_back(parse_case_file(j, f.string()));
-    }
-    return cases;
-}
-
 void list_algorithms() {
     std::vector<const AlgorithmInfo*> all;
     for (const AlgorithmInfo& a : algorithms()) all.push_back(&a);
@@ -412,7 +378,7 @@ int list_lock(const std::string& asked) {
     const LockFile& lock = chosen.locks.at(0);
     std::cout << lock.name << " (" << lock.path << "): " << lock.description << "\n";
     int applies = 0, total = 0;
-    for (const CaseFile& c : catalog_cases())
+    for (const CaseFile& c : catalog().cases())
         for (const CaseVariant& v : c.variants) {
             ++total;
             const std::string name = c.name + (v.name.empty() ? "" : "+" + v.name);
@@ -451,15 +417,14 @@ int cmd_list(const std::optional<std::string>& lock, bool json) {
     if (json) return list_facts();
     if (lock) return list_lock(*lock);
     list_algorithms();
-    std::cout << "\nlocks (" << locks_dir().string() << "; `lockbench list --lock NAME` shows the cases each meets):\n";
-    if (fs::is_directory(locks_dir()))
-        for (const LockFile& l : load_lock_folder(locks_dir()))
+    std::cout << "\nlocks (" << catalog().locks_dir().string() << "; `lockbench list --lock NAME` shows the cases each meets):\n";
+    for (const LockFile& l : catalog().locks())
             std::cout << "  " << l.name
                       << (l.joins == Joins::named ? " (joins only the cases that name it)"
                           : l.joins == Joins::none ? " (joins no case of the catalog: verdict only)" : "")
                       << " — " << l.description << "\n";
-    std::cout << "\ncases (" << (source_dir() / "scenarios").string() << "):\n";
-    for (const CaseFile& c : catalog_cases()) {
+    std::cout << "\ncases (" << catalog().scenarios_dir().string() << "):\n";
+    for (const CaseFile& c : catalog().cases()) {
         std::cout << "  " << c.name << (c.failure_class ? " [" + *c.failure_class + "]" : "");
         for (const CaseVariant& v : c.variants)
             if (!v.name.empty()) std::cout << " +" << v.name;
@@ -588,12 +553,12 @@ void print_discovered(const nlohmann::json& v) {
 
 int cmd_verdict(const VerdictArgs& a) {
     const LockFile lock = lock_from_args(a);
-    const std::vector<LockFile> catalog = fs::is_directory(locks_dir()) ? load_lock_folder(locks_dir()) : std::vector<LockFile>{};
-    std::vector<CaseFile> cases = catalog_cases();
+    const std::vector<LockFile> locks = catalog().locks();
+    std::vector<CaseFile> cases = catalog().cases();
     check_recorded_keys({lock}, cases);
     for (const std::string& name : a.cases)
         if (std::ranges::none_of(cases, [&](const CaseFile& c) { return c.name == name; }))
-            throw std::runtime_error("--case " + name + ": no case of that name in " + (source_dir() / "scenarios").string());
+            throw std::runtime_error("--case " + name + ": no case of that name in " + catalog().scenarios_dir().string());
     if (!a.cases.empty())
         std::erase_if(cases, [&](const CaseFile& c) { return std::ranges::find(a.cases, c.name) == a.cases.end(); });
     if (a.repeat < 1) throw std::runtime_error("--repeat " + std::to_string(a.repeat) + ": must be at least 1");
@@ -602,11 +567,11 @@ int cmd_verdict(const VerdictArgs& a) {
     std::cerr << "lockbench: verdict of " << lock.label() << ": checking its adapter against the protocol ...\n";
     if (const int status = report_adapter_check(lock, adapter_check(lock)); status != 0) return status;
     const auto held = lock_folders(opts.out, {});
-    nlohmann::json v = run_verdict(lock, cases, reference_locks(catalog), opts);
+    nlohmann::json v = run_verdict(lock, cases, reference_locks(locks), opts);
     print_verdict(v);
     if (a.discover) {
         const sim::LiveSearchOptions so{opts.out, *a.discover, self_exe(), source_dir()};
-        const nlohmann::json found = sim::live_search(lock, catalog_cases(), catalog, so);
+        const nlohmann::json found = sim::live_search(lock, catalog().cases(), locks, so);
         v["discovered"] = found.at("discovered");
         v["discover"] = found.at("discover");
         write_atomically(opts.out / kVerdictFile, v.dump(2) + "\n");
@@ -617,7 +582,7 @@ int cmd_verdict(const VerdictArgs& a) {
     std::cout << "verdict: " << (opts.out / kVerdictFile).string() << "\n";
     // A case that could not be made to happen passes no check against the lock's record.
     const int status = !v.at("differences").empty() ? 1 : v.at("could_not_force").empty() ? 0 : kNotForcedExit;
-    // The one-page report (report draws verdict.json), started with an argument vector
+    // The one-page report (report/ draws verdict.json), started with an argument vector
     // (no shell: a path with a space or a ';' is a path) as a child that a signal to lockbench
     // ends too, while the folder's lock is held; its failure is reported, the verdict stands.
     bool drawn = false;

@@ -99,8 +99,21 @@ def plt():
 # first, analysis/verdict.h; the verdict table's columns, sim/engine/scenario.cpp; the built-in
 # algorithms in order, lockimpl/registry.cpp) and written here by `lockbench list --json`
 # (ctest's report_facts_test fails when the two differ).
-with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "facts.json"), encoding="utf-8") as _f:
-    FACTS = json.load(_f)
+_FACTS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "facts.json")
+
+
+def _refuse_facts(what):
+    """A facts file that is not `lockbench list --json`'s: one line, exit 2, nothing drawn."""
+    print(f"{PROG}: {_FACTS_FILE}: {what}", file=sys.stderr)
+    sys.exit(2)
+
+
+try:
+    with open(_FACTS_FILE, encoding="utf-8") as _f:
+        FACTS = json.load(_f)
+    _ = FACTS["verdicts"], FACTS["failure_classes"], FACTS["algorithms"]
+except (OSError, ValueError, KeyError, TypeError) as _e:  # one line, as every error of the report
+    _refuse_facts(f"not the facts `lockbench list --json` writes ({type(_e).__name__}: {_e})")
 
 # The verdicts, worst first, as the checker words them and writes them into every run's
 # summary and every repetition's figures: the report never derives one.
@@ -112,7 +125,7 @@ RANK = {w: i for i, w in enumerate(VERDICT_WORDS + (NOT_RUN,))}
 def _verdict(word):
     """A verdict word the report treats apart, checked against the facts when loaded."""
     if word not in VERDICT_WORDS:
-        raise AssertionError(f"{word!r} is no verdict word of facts.json {VERDICT_WORDS}")
+        _refuse_facts(f"{word!r} is none of its verdict words {VERDICT_WORDS}")
     return word
 
 
@@ -131,7 +144,7 @@ _LOOK = {
     SAFE: ("safe", "#91cf60", "black", "safe: none of these in any repetition"),
 }
 if set(_LOOK) != set(VERDICT_WORDS):
-    raise AssertionError(f"the report's verdict colours {sorted(_LOOK)} are not facts.json's {VERDICT_WORDS}")
+    _refuse_facts(f"its verdict words {VERDICT_WORDS} are not those the report colours {tuple(_LOOK)}")
 # word -> (background, text colour, legend line, CSS class)
 OUTCOME = {w: (_LOOK[w][1], _LOOK[w][2], _LOOK[w][3], "o-" + _LOOK[w][0]) for w in VERDICT_WORDS}
 OUTCOME[NOT_RUN] = ("#d9d9d9", "#444444", "not run: no repetition", "o-notrun")

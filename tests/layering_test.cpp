@@ -1,7 +1,7 @@
 // The layers hold: every #include "..." in the project's sources points at its own layer or one
 // below it, and the two worlds never include each other (docs/architecture.md):
 //
-//   cli ─► sim/harness ─► sim/live ────┐
+//   cli ─► sim/harness ─► sim/live ────┬─► process
 //                     └─► sim/virtual ─┴─► sim/engine ─► lockimpl, analysis, faults
 //
 // (cli may use every layer: it also is the live client process, sim/live/client_main.h.)

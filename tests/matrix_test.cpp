@@ -314,7 +314,8 @@ TEST_F(MatrixTest, AResumedMatrixRunsADamagedRepetitionAgain) {
 
 // A repetition is checked once, where it is made: the cell pools the acquire latencies the
 // checker wrote beside its histories (sections.json), the same figures as checking again; a
-// repetition an older lockbench wrote, with none there, goes through the checker again.
+// repetition an older lockbench wrote, with none there, or a damaged file goes through the
+// checker again.
 TEST_F(MatrixTest, ACellPoolsTheAcquireLatenciesItsRepetitionsWroteAndChecksOnlyOlderOnesAgain) {
     const fs::path out = dir() / "m";
     const std::vector<std::string> args = {"matrix", kTiny.string(), "--backend", "sim", "--repeat", "2",
@@ -353,6 +354,8 @@ TEST_F(MatrixTest, ACellPoolsTheAcquireLatenciesItsRepetitionsWroteAndChecksOnly
         EXPECT_EQ(a.at("count"), 2) << id;
         EXPECT_EQ(a.at("p50"), 1234.5) << id;
     }
+    rewrite_sections([](Json& j) { j["acquire_ms"] = "damaged"; });  // none to trust: checked again
+    EXPECT_EQ(refreshed(), made);
     rewrite_sections([](Json& j) { j.erase("acquire_ms"); });  // an older tree's: checked again
     EXPECT_EQ(refreshed(), made);
 }

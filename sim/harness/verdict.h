@@ -5,7 +5,7 @@
 //        ──► a matrix of those cells, N repetitions (matrix.h) ──► OUT/ (a results tree)
 //        ──► OUT/verdict.json: its row (a verdict per failure class), each case's verdict,
 //            witness, replay command and remedy, the reference rows from their lock files
-//        ──► OUT/report.html, report.md (the report draws verdict.json: report)
+//        ──► OUT/report.html, report.md (the report, report/, draws verdict.json)
 //
 // verdict.json ("format": "lockbench-verdict", version 2; version 1 had no discovered/discover):
 //   lock, lock_file, description, facts (what the lock file says it is and offers), library

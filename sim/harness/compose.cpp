@@ -179,11 +179,9 @@ std::optional<std::string> why_not_by_needs(const CaseFile& c, const LockFile& l
     return std::nullopt;
 }
 
-std::optional<std::string> why_not_by_faults(const CaseFile& c, const CaseVariant& v, const LockFile& lock,
-                                              const WorkloadSpec& w) {
+std::optional<std::string> why_not_by_faults(const CaseFile& c, const std::vector<FaultSpec>& faults,
+                                              const LockFile& lock, const WorkloadSpec& w) {
     const int nodes = cell_nodes(c, lock);
-    if (auto why = node_roles_why_not(v.faults.value_or(Json::array()), nodes)) return why;
-    const std::vector<FaultSpec> faults = parse_faults(with_node_roles(v.faults.value_or(Json::array()), nodes), "faults", c.path, w);
     const std::vector<std::string> points = points_reached(*lock.algorithm, lock.params);
     if (w.start_after && std::ranges::find(points, point_name(w.start_after->point)) == points.end())
         return std::string("starts the others once client ") + std::to_string(w.start_after->client) + " reaches " +
@@ -207,10 +205,9 @@ std::optional<std::string> why_not_by_faults(const CaseFile& c, const CaseVarian
     return std::nullopt;
 }
 
-std::optional<std::string> why_not_by_policy(const CaseFile& c, const CaseVariant& v, const LockFile& lock,
+std::optional<std::string> why_not_by_policy(const CaseFile& c, const CaseVariant& v,
+                                              const std::vector<FaultSpec>& faults, const LockFile& lock,
                                               const WorkloadSpec& w) {
-    const std::vector<FaultSpec> faults =
-        parse_faults(with_node_roles(v.faults.value_or(Json::array()), cell_nodes(c, lock)), "faults", c.path, w);
     const auto renewing = [&](const std::optional<Json>& policy) {
         return policy && renews_within_run(scenario_parse::parse_renew(*policy, "renew", c.path), w);
     };
@@ -305,8 +302,13 @@ bool names_file(const std::string& asked) {
 std::optional<std::string> why_not(const CaseFile& c, const CaseVariant& v, const LockFile& lock, LockChoice choice) {
     const WorkloadSpec w = case_workload(c);
     if (auto why = why_not_by_needs(c, lock, choice)) return why;
-    if (auto why = why_not_by_faults(c, v, lock, w)) return why;
-    return why_not_by_policy(c, v, lock, w);
+    // The variant's faults, as they fall on this lock's nodes (a role names a server), parsed once.
+    const int nodes = cell_nodes(c, lock);
+    if (auto why = node_roles_why_not(v.faults.value_or(Json::array()), nodes)) return why;
+    const std::vector<FaultSpec> faults =
+        parse_faults(with_node_roles(v.faults.value_or(Json::array()), nodes), "faults", c.path, w);
+    if (auto why = why_not_by_faults(c, faults, lock, w)) return why;
+    return why_not_by_policy(c, v, faults, lock, w);
 }
 
 Composed compose(const CaseFile& c, const std::vector<LockFile>& locks, LockChoice choice, Expectations which) {

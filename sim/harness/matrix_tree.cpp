@@ -89,24 +89,23 @@ std::optional<RunSummary> rep_run(const fs::path& dir, const Json& summary) {
 // A repetition's acquire latencies, as the checker wrote them beside its histories when the
 // repetition was made (runs/NAME/sections.json). A tree an older lockbench wrote has none
 // there, and a damaged file has none to trust (the report refuses it later): their history
-// goes through the checker again, once per repetition for as long as this process lives (a
-// cell is refreshed after each of its repetitions; the key holds the time summary.json, the
-// repetition's last file, was written).
-std::vector<double> acquire_samples(const fs::path& dir, const std::string& run) {
+// goes through the checker again. Read once per repetition for as long as this process lives
+// (a cell is refreshed after each of its repetitions; the key holds the time summary.json,
+// the repetition's last file, was written).
+const std::vector<double>& acquire_samples(const fs::path& dir, const std::string& run) {
+    static std::map<std::string, std::vector<double>> known;
     const fs::path run_dir = dir / "runs" / run;
+    const auto written = fs::last_write_time(dir / "summary.json").time_since_epoch().count();
+    const std::string key = run_dir.string() + "@" + std::to_string(written);
+    if (const auto it = known.find(key); it != known.end()) return it->second;
     if (fs::is_regular_file(run_dir / kSectionsFile)) {
         std::ifstream in = open_results_file(run_dir / kSectionsFile);
         const Json sections = Json::parse(in, nullptr, false);
         if (sections.is_object() && sections.contains("acquire_ms") && sections.at("acquire_ms").is_array() &&
             std::ranges::all_of(sections.at("acquire_ms"), &Json::is_number))
-            return sections.at("acquire_ms").get<std::vector<double>>();
+            return known[key] = sections.at("acquire_ms").get<std::vector<double>>();
     }
-    static std::map<std::string, std::vector<double>> checked;
-    const auto written = fs::last_write_time(dir / "summary.json").time_since_epoch().count();
-    const std::string key = run_dir.string() + "@" + std::to_string(written);
-    const auto it = checked.find(key);
-    if (it != checked.end()) return it->second;
-    return checked[key] = check(load_run_history(run_dir), {.max_witnesses = 0}).acquire_samples_ms;
+    return known[key] = check(load_run_history(run_dir), {.max_witnesses = 0}).acquire_samples_ms;
 }
 
 }  // namespace
@@ -133,7 +132,7 @@ Json refresh_cell(const fs::path& out, const MatrixCell& cell, int repeat) {
         figures["rep"] = k;
         figures["dir"] = fs::relative(dir, out).string();
         reps.push_back(std::move(figures));
-        const std::vector<double> samples = acquire_samples(dir, cell.run);
+        const std::vector<double>& samples = acquire_samples(dir, cell.run);
         acquire_ms.insert(acquire_ms.end(), samples.begin(), samples.end());
     }
     entry["repeat"] = repeat;

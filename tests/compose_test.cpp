@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/engine/fault_kind.h"
 #include "sim/harness/compose.h"
 #include "sim/harness/matrix_spec.h"
 
@@ -326,5 +327,63 @@ TEST(CaseFile, PredictionsThatDisagreeForALockAreRefused) {
         ADD_FAILURE() << "accepted";
     } catch (const ScenarioError& e) {
         EXPECT_NE(std::string(e.what()).find("lost_updates"), std::string::npos) << e.what();
+    }
+}
+
+// A kind's own durations move with the lease as the common ones do: each field of a kind's
+// that ends in _ms is one its entry scales (fault_kind.h), and scaling a case's faults doubles
+// every one of them at twice the TTL, and no count, node or point.
+TEST(FaultKinds, EveryDurationOfEveryKindScalesWithTheLease) {
+    for (const FaultKind* kind : fault_kinds()) {
+        SCOPED_TRACE(kind->name);
+        Json f = {{"fault", kind->name}, {"at_ms", 100}, {"duration_ms", 100}, {"max_ms", 100}, {"keep_holder_ms", 100},
+                  {"occurrence", 2}, {"node", 1}, {"count", 2}};
+        std::vector<std::string> durations{"at_ms", "duration_ms", "max_ms", "keep_holder_ms"};
+        for (const char* own : kind->own_fields) {
+            if (!std::string(own).ends_with("_ms")) continue;
+            EXPECT_TRUE(std::ranges::any_of(kind->lease_scaled, [&](const char* s) { return std::string(s) == own; }))
+                << own << " is a duration of " << kind->name << "'s that does not scale with the lease";
+            f[own] = 100;
+            durations.emplace_back(own);
+        }
+        const Json scaled = scaled_faults(Json::array({f}), 2.0).at(0);
+        for (const std::string& d : durations) EXPECT_EQ(scaled.at(d), 200) << d;
+        EXPECT_EQ(scaled.at("occurrence"), 2);
+        EXPECT_EQ(scaled.at("node"), 1);
+        EXPECT_EQ(scaled.at("count"), 2);
+    }
+}
+
+// Each kind has one entry, which the parser takes by its name and which names its kind; a
+// fault given a field of another kind's is refused naming the kinds that read it.
+TEST(FaultKinds, EachKindIsOneEntryAndItsFieldsAreItsOwn) {
+    std::set<std::string> names;
+    for (const FaultKind* kind : fault_kinds()) {
+        EXPECT_TRUE(names.insert(kind->name).second) << kind->name << " twice";
+        EXPECT_EQ(&fault_kind(kind->kind), kind);
+        EXPECT_EQ(std::string(fault_kind_name(kind->kind)), kind->name);
+        EXPECT_EQ(find_fault_kind(kind->name), kind);
+        EXPECT_TRUE(kind->fire) << kind->name << " does nothing when it fires";
+        EXPECT_TRUE(kind->words) << kind->name << " has no words for the search";
+        EXPECT_FALSE(kind->shapes.empty()) << "the search never draws " << kind->name;
+    }
+    EXPECT_EQ(find_fault_kind("fsync"), nullptr);
+    const Json base = Json::parse(R"({"name": "c", "workload": {"clients": 2, "duration_ms": 1000}, "runs": [{"algorithm": "setnx"}]})");
+    for (const FaultKind* kind : fault_kinds()) {
+        for (const FaultKind* other : fault_kinds()) {
+            for (const char* field : other->own_fields) {
+                if (std::ranges::any_of(kind->own_fields, [&](const char* x) { return std::string(x) == field; })) continue;
+                Json s = base;
+                s["faults"] = Json::array({{{"fault", kind->name}, {"point", "after_acquire"}, {field, 1}}});
+                std::string message;
+                try {
+                    parse_scenario(s, "c.json");
+                } catch (const ScenarioError& e) {
+                    message = e.what();
+                }
+                EXPECT_NE(message.find(std::string("faults[0].") + field + ": only"), std::string::npos) << kind->name << " + " << field << ": " << message;
+                EXPECT_NE(message.find(other->noun), std::string::npos) << message;
+            }
+        }
     }
 }

@@ -12,6 +12,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <algorithm>
+#include <cctype>
 #include <map>
 #include <regex>
 #include <set>
@@ -117,6 +119,77 @@ TEST(Layering, TheRuleRefusesUpwardAndSidewaysIncludes) {
     EXPECT_TRUE(violations("sim/engine", "#include <vector>\n#include <hiredis/hiredis.h>\n").empty());
     EXPECT_TRUE(violations("sim/harness", "#include \"sim/live/live_run.h\"\n#include \"sim/virtual/sim_run.h\"\n").empty());
     EXPECT_TRUE(violations("sim/live", "#include \"sim/engine/scenario.h\"\n#include \"process/process.h\"\n").empty());
+}
+
+// ---- a fault kind in one place (sim/engine/fault_kind.h) --------------------------------
+
+// The fault kinds: one file each in sim/engine/kinds/, named as the "fault" field names it.
+std::vector<std::string> kind_names() {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(kRoot / "sim/engine/kinds"))
+        if (e.path().extension() == ".cpp") names.push_back(e.path().stem().string());
+    std::ranges::sort(names);
+    return names;
+}
+
+// Where `text` (a source file outside the kinds' folder) decides by a fault's kind: a
+// FaultSpec::Kind value named, or a kind's name compared, as "line N: …".
+std::vector<std::string> kind_switches(const std::string& text, const std::vector<std::string>& kinds) {
+    std::string names;
+    for (const std::string& k : kinds) names += (names.empty() ? "" : "|") + k;
+    const std::regex by_value(R"(FaultSpec::Kind::[a-z])");
+    const std::regex by_name("[!=]=\\s*\"(" + names + ")\"|\"(" + names + ")\"\\s*[!=]=");
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n)
+        if (std::regex_search(line, by_value) || std::regex_search(line, by_name))
+            out.push_back("line " + std::to_string(n) + ": " + line);
+    return out;
+}
+
+// Each kind's file holds its entry, and the list of kinds names it: a kind added elsewhere, or
+// a file of kinds/ that is no kind, fails here.
+TEST(OnePlace, EachFaultKindIsOneFileOfKindsThatHoldsItsEntry) {
+    const std::vector<std::string> kinds = kind_names();
+    EXPECT_GE(kinds.size(), 6u);
+    const std::string list = read(kRoot / "sim/engine/fault_kind.cpp");
+    for (const std::string& k : kinds) {
+        const std::string text = read(kRoot / "sim/engine/kinds" / (k + ".cpp"));
+        EXPECT_NE(text.find(".name = \"" + k + "\""), std::string::npos) << "kinds/" << k << ".cpp: its entry's name is not \"" << k << "\"";
+        std::string entry = "k" + k + "Kind";
+        entry[1] = static_cast<char>(std::toupper(static_cast<unsigned char>(entry[1])));
+        EXPECT_NE(text.find("const FaultKind " + entry), std::string::npos) << "kinds/" << k << ".cpp does not define " << entry;
+        EXPECT_NE(list.find("&" + entry), std::string::npos) << "fault_kinds() (sim/engine/fault_kind.cpp) does not list " << entry;
+    }
+}
+
+// Nothing outside sim/engine/kinds/ switches on a kind: what a kind does, reads, says or
+// cannot reach is its entry's, asked through fault_kind().
+TEST(OnePlace, NoCodeOutsideAKindsFileDecidesByTheFaultsKind) {
+    const std::vector<std::string> kinds = kind_names();
+    int files = 0;
+    for (const auto& [layer, _] : allowed()) {
+        for (const auto& e : fs::recursive_directory_iterator(kRoot / layer)) {
+            if (!e.is_regular_file() || !is_source(e.path())) continue;
+            if (fs::relative(e.path(), kRoot).string().starts_with("sim/engine/kinds/")) continue;
+            for (const std::string& v : kind_switches(read(e.path()), kinds))
+                ADD_FAILURE() << fs::relative(e.path(), kRoot).string() << ": " << v
+                              << " (decide in the kind's file, sim/engine/kinds/, through its FaultKind entry)";
+            ++files;
+        }
+    }
+    EXPECT_GE(files, 60);
+}
+
+TEST(OnePlace, TheRuleFindsASwitchOnAKind) {
+    const std::vector<std::string> kinds{"pause", "link"};
+    EXPECT_EQ(kind_switches("    case FaultSpec::Kind::pause:\n", kinds).size(), 1u);
+    EXPECT_EQ(kind_switches("if (f.kind == FaultSpec::Kind::link && x)\n", kinds).size(), 1u);
+    EXPECT_EQ(kind_switches("if (f.value(\"fault\", \"\") != \"link\")\n", kinds).size(), 1u);
+    EXPECT_EQ(kind_switches("if (\"pause\" == kind)\n", kinds).size(), 1u);
+    EXPECT_TRUE(kind_switches("one({{\"fault\", \"pause\"}, {\"point\", \"before_write\"}})\n", kinds).empty());
+    EXPECT_TRUE(kind_switches("const FaultKind& k = fault_kind(f.kind);\n", kinds).empty());
 }
 
 }  // namespace

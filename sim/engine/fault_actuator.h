@@ -7,7 +7,8 @@
 //                                                         └─ SimNemesis (sim/virtual/sim_nemesis.h):
 //                                                            World, Net, Process
 //
-// A new fault kind is one FaultSpec field set, one rule in the schedule, one method here.
+// A fault kind's file (sim/engine/kinds/, fault_kind.h) says which of these it calls; a new
+// kind adds a method here only when it asks the worlds for something new.
 #pragma once
 
 #include <optional>

@@ -1,15 +1,16 @@
 // A fault object of a scenario, checked field by field (docs/faults.md: the fault table): what it
 // does, where or when it fires, whom it strikes, and whether it repeats.
+// What a kind reads of its own, and what it may be given, is its entry's (fault_kind.h).
 #include <algorithm>
 
+#include "sim/engine/fault_kind.h"
 #include "sim/engine/scenario_fields.h"
 
 namespace lockbench::scenario_parse {
-namespace {
 
 // A fault's node: an index, or "leader" / "follower" (whichever server leads, or the first
 // that does not, when the fault fires; the run checks that its service has a leader).
-int parse_node(Fields& f) {
+int parse_fault_node(Fields& f) {
     const nlohmann::json* node = f.get("node");
     if (node && node->is_string()) {
         const std::string role = node->get<std::string>();
@@ -20,72 +21,7 @@ int parse_node(Fields& f) {
     return static_cast<int>(f.integer("node", 0, 0, kMaxNodes - 1));
 }
 
-// A pause's "task": the whole client (the default) or only its background tasks. A lock
-// server has no background task of the client's: a node pause cannot take it.
-void parse_task(Fields& f, FaultSpec& s) {
-    if (!f.get("task")) return;
-    const std::string task = f.string("task", "client");
-    if (s.kind != FaultSpec::Kind::pause) f.fail(f.at("task"), "only a pause stops a task; give \"fault\": \"pause\"");
-    if (task != "client" && task != "background")
-        f.fail(f.at("task"), "expected \"client\" or \"background\", got " + quoted_excerpt(task));
-    if (task == "background" && f.get("node"))
-        f.fail(f.at("task"), "a background task is a client's: a pause of a node cannot name one");
-    s.background = task == "background";
-}
-
-void parse_link(Fields& f, FaultSpec& s, const WorkloadSpec& w) {
-    const std::string mode = f.required_string("mode");
-    const std::map<std::string, LinkFault::Kind> modes{{"pass", LinkFault::Kind::pass}, {"delay", LinkFault::Kind::delay},
-        {"blackhole", LinkFault::Kind::blackhole}, {"hold", LinkFault::Kind::hold}, {"reset", LinkFault::Kind::reset}};
-    if (!modes.contains(mode)) f.fail(f.at("mode"), "expected pass, delay, blackhole, hold or reset, got " + quoted_excerpt(mode));
-    s.link.kind = modes.at(mode);
-    s.link.latency = std::chrono::milliseconds(f.integer("latency_ms", 0, 0, w.duration_ms, run_ends(w)));
-    s.link.jitter = std::chrono::milliseconds(f.integer("jitter_ms", 0, 0, w.duration_ms, run_ends(w)));
-    const bool timed = s.link.latency.count() > 0 || s.link.jitter.count() > 0;
-    if (s.link.kind == LinkFault::Kind::delay && !timed)
-        f.fail(f.at("latency_ms"), "a delay needs latency_ms or jitter_ms above 0");
-    if (s.link.kind != LinkFault::Kind::delay && timed)
-        f.fail(f.at("latency_ms"), "latency_ms and jitter_ms belong to mode \"delay\" only");
-    const std::string direction = f.string("direction", "both");
-    if (direction == "upstream") s.direction = Direction::upstream;
-    else if (direction == "downstream") s.direction = Direction::downstream;
-    else if (direction != "both") f.fail(f.at("direction"), "expected both, upstream or downstream, got " + quoted_excerpt(direction));
-    if (const nlohmann::json* nodes = f.get("nodes"); nodes && *nodes == "all") {
-        s.link_all_nodes = true;
-    } else if (nodes) {
-        if (!nodes->is_array())
-            f.fail(f.at("nodes"), "expected an array of lock node indices, \"all\", or in a case \"one\", \"minority\" or "
-                                  "\"majority\", got " + excerpt(*nodes));
-        for (const auto& n : *nodes) {
-            const auto index = integer_within(n, 0, kMaxNodes - 1);
-            if (!index) f.fail(f.at("nodes"), "expected node indices from 0 to " + std::to_string(kMaxNodes - 1) + ", got " + excerpt(n));
-            s.link_nodes.push_back(static_cast<int>(*index));
-        }
-    }
-    s.link_store = f.value<bool>("store", false, [](const auto& x) { return x.is_boolean(); }, "true or false");
-    s.link_replication = f.value<bool>("replication", false, [](const auto& x) { return x.is_boolean(); }, "true or false");
-    s.link_peers = f.value<bool>("peers", false, [](const auto& x) { return x.is_boolean(); }, "true or false");
-    if (s.link_peers != (f.get("node") != nullptr))
-        f.fail(f.at("node"), s.link_peers ? "required with \"peers\": the server cut off from its peers"
-                                          : "a link fault aims at a node only with \"peers\": true");
-    if (s.link_peers) s.node = parse_node(f);
-    if (s.link_nodes.empty() && !s.link_all_nodes && !s.link_store && !s.link_replication && !s.link_peers)
-        f.fail(f.at("nodes"), "a link fault needs \"nodes\", \"store\", \"replication\" or \"peers\"");
-    // Whose paths: every client's ("clients": "all"), the given client's, or at a point the
-    // client that reached it; at a time with no client named, everyone's.
-    if (f.get("clients")) {
-        const std::string clients = f.string("clients", "");
-        if (clients != "all") f.fail(f.at("clients"), "expected \"all\" (or leave it out and give \"client\"), got " + quoted_excerpt(clients));
-        if (s.client) f.fail(f.at("clients"), "give either \"clients\": \"all\" or \"client\", not both");
-    }
-    s.all_clients = f.get("clients") != nullptr || ((s.at_ms || s.repeats()) && !s.client && s.target == FaultSpec::Target::named);
-    if (f.get("clients") && s.target != FaultSpec::Target::named)
-        f.fail(f.at("clients"), "give either \"clients\": \"all\" or \"client\", not both");
-    // Unset: until the run ends. Stated, it ends within the run (at a point its start is
-    // unknown); drawn, the schedule cuts each draw to end with the run (ends_by_ms).
-    if (!s.duration_drawn_ms) s.duration_ms = f.integer("duration_ms", 0, 1, w.duration_ms - s.at_ms.value_or(0),
-                              "the fault would end after the run: " + run_ends(w));
-}
+namespace {
 
 // The repeating nemesis's fields: "every_ms" (a number or a distribution), "until_ms",
 // "client": "random" or "holder", and "duration_ms" as a distribution. The rest of the fault
@@ -119,25 +55,19 @@ void parse_repeat(Fields& f, FaultSpec& s, const WorkloadSpec& w, const std::str
 }
 
 // Which faults may repeat, and how: each occurrence must end before it can strike again.
-void check_repeat(Fields& f, const FaultSpec& s) {
+void check_repeat(Fields& f, const FaultSpec& s, const FaultKind& k) {
     if (!s.repeats()) return;
-    if (s.kind == FaultSpec::Kind::kill || s.kind == FaultSpec::Kind::gate)
-        f.fail(f.at("every_ms"), "only a pause, link or crash fault repeats (a kill or a gate happens once)");
-    if (s.kind == FaultSpec::Kind::clock)
-        f.fail(f.at("every_ms"), "a clock fault does not repeat: a jump never ends, so each occurrence would add to the last");
+    if (k.no_repeat)
+        f.fail(f.at("every_ms"), "only " + kind_nouns([](const FaultKind& x) { return !x.no_repeat; }) + " repeats (" + k.no_repeat + ")");
     if (s.at_ms && *s.at_ms >= *s.until_ms)
         f.fail(f.at("at_ms"), "the first occurrence must come before until_ms (" + std::to_string(*s.until_ms) + ")");
-    if (s.kind == FaultSpec::Kind::link && !s.duration_ms && !s.duration_drawn_ms)
-        f.fail(f.at("duration_ms"), "required for a repeating link fault: each occurrence heals before the next");
-    if (s.kind == FaultSpec::Kind::crash && !s.restart_after_ms)
-        f.fail(f.at("restart_after_ms"), "required for a repeating crash: the node comes back before the next");
     if (s.node && s.target != FaultSpec::Target::named) f.fail(f.at("client"), "a fault on a node aims at no client");
 }
 
 // "until": "another-enters" with "max_ms": a gate at a point, or a pause or a link fault
 // with a duration, that ends only once another client has entered a section (at most max_ms).
 // "until": "leader" with "max_ms": a gate that holds until a server of the service leads.
-void parse_until(Fields& f, FaultSpec& s, const WorkloadSpec& w) {
+void parse_until(Fields& f, FaultSpec& s, const WorkloadSpec& w, const FaultKind& k) {
     if (!f.get("until")) {
         if (f.get("max_ms")) f.fail(f.at("max_ms"), "only a fault with \"until\" has a max_ms");
         if (f.get("lease_live")) f.fail(f.at("lease_live"), "only a fault with \"until\" waits for another to enter");
@@ -146,7 +76,8 @@ void parse_until(Fields& f, FaultSpec& s, const WorkloadSpec& w) {
     }
     const std::string until = f.string("until", "");
     if (until == "leader") {
-        if (s.kind != FaultSpec::Kind::gate) f.fail(f.at("until"), "only a gate waits until a server leads");
+        if (!k.waits_for_leader)
+            f.fail(f.at("until"), "only " + kind_nouns([](const FaultKind& x) { return x.waits_for_leader; }) + " waits until a server leads");
         for (const char* field : {"lease_live", "keep_holder_ms", "client", "count", "stagger_ms"})
             if (f.get(field)) f.fail(f.at(field), "a gate until a leader holds whichever client reaches its point first");
         s.until_leader = true;
@@ -156,8 +87,8 @@ void parse_until(Fields& f, FaultSpec& s, const WorkloadSpec& w) {
     }
     if (until != "another-enters")
         f.fail(f.at("until"), "expected \"another-enters\" or \"leader\", got " + quoted_excerpt(until));
-    if (s.kind != FaultSpec::Kind::gate && s.kind != FaultSpec::Kind::link && s.kind != FaultSpec::Kind::pause)
-        f.fail(f.at("until"), "only a gate, a pause or a link fault lasts until another client enters");
+    if (!k.waits_for_another)
+        f.fail(f.at("until"), "only " + kind_nouns([](const FaultKind& x) { return x.waits_for_another; }) + " lasts until another client enters");
     if (s.repeats()) f.fail(f.at("until"), "a repeating fault ends by its own drawn length, not \"until\"");
     s.until_another_enters = true;
     s.lease_live = f.value<bool>("lease_live", false, [](const auto& x) { return x.is_boolean(); }, "true or false");
@@ -167,69 +98,41 @@ void parse_until(Fields& f, FaultSpec& s, const WorkloadSpec& w) {
         if (!f.get("client")) f.fail(f.at("client"), "required with \"keep_holder_ms\": the client whose acquire the holder waits for");
         s.keep_holder_ms = f.integer("keep_holder_ms", 0, 1, w.duration_ms, run_ends(w));
     }
-    if (s.kind == FaultSpec::Kind::link && !f.get("duration_ms"))
-        f.fail(f.at("duration_ms"), "required with \"until\": how long the link fault lasts at the least");
-    if (s.kind != FaultSpec::Kind::gate && f.get("duration_ms") && f.get("duration_ms")->is_number_integer() &&
-        f.get("duration_ms")->get<long long>() > s.max_ms)
+    if (k.lasts && f.get("duration_ms") && f.get("duration_ms")->is_number_integer() && f.get("duration_ms")->get<long long>() > s.max_ms)
         f.fail(f.at("max_ms"), "expected at least duration_ms (" + std::to_string(f.get("duration_ms")->get<long long>()) + ")");
 }
 
-FaultSpec::Kind parse_kind(Fields& f) {
-    const std::string kind = f.required_string("fault");
-    const std::map<std::string, FaultSpec::Kind> kinds{{"pause", FaultSpec::Kind::pause}, {"kill", FaultSpec::Kind::kill},
-        {"gate", FaultSpec::Kind::gate}, {"clock", FaultSpec::Kind::clock}, {"link", FaultSpec::Kind::link},
-        {"crash", FaultSpec::Kind::crash}};
-    if (!kinds.contains(kind))
-        f.fail(f.at("fault"), "expected \"pause\", \"kill\", \"gate\", \"clock\", \"link\" or \"crash\", got " + quoted_excerpt(kind));
-    return kinds.at(kind);
+const FaultKind& parse_kind(Fields& f) {
+    const std::string name = f.required_string("fault");
+    if (const FaultKind* k = find_fault_kind(name)) return *k;
+    std::string names;
+    for (const FaultKind* k : fault_kinds()) names += std::string(names.empty() ? "" : ", ") + "\"" + k->name + "\"";
+    f.fail(f.at("fault"), "expected one of " + names + ", got " + quoted_excerpt(name));
 }
 
-// What each kind reads of its own: a clock's jump and rate, a crash's node and restart, a
-// paused node, a gate's count and stagger.
-void parse_kind_fields(Fields& f, FaultSpec& s, const WorkloadSpec& w, const std::string& path) {
-    if (s.kind == FaultSpec::Kind::clock) {
-        const bool jumps = f.get("jump_ms") != nullptr, drifts = f.get("rate") != nullptr;
-        if (!jumps && !drifts) f.fail(path, "a clock fault needs \"jump_ms\", \"rate\" or both");
-        s.jump_ms = f.integer("jump_ms", 0, -kMaxJumpMs, kMaxJumpMs, "a year either way");
-        if (drifts) {
-            s.rate = f.number("rate", 1.0, 0, kMaxRate);
-            if (*s.rate == 0) f.fail(f.at("rate"), "expected a number above 0 (seconds per second), got 0");
-        }
-        if (f.get("node")) s.node = parse_node(f);
-    } else if (s.kind == FaultSpec::Kind::crash) {
-        if (!f.get("node")) f.fail(f.at("node"), "required: which lock node crashes");
-        s.node = parse_node(f);
-        if (f.get("restart_after_ms"))
-            s.restart_after_ms = f.integer("restart_after_ms", 0, 0, w.duration_ms - 1 - s.at_ms.value_or(0),
-                                           "the restart would come after the run: " + run_ends(w));
-    } else if (s.kind == FaultSpec::Kind::pause && f.get("node")) {
-        s.node = parse_node(f);  // a lock server stops, not a client
-        if (f.get("client") && (s.at_ms || s.repeats())) f.fail(f.at("client"), "a pause of a node at a time names no client");
-    } else if (f.get("node") && s.kind != FaultSpec::Kind::link) {
-        f.fail(f.at("node"), "only a pause, clock, crash or peer link fault aims at a node");
+// A field another kind reads and this one does not: which kinds read it.
+void check_own_fields(Fields& f, const nlohmann::json& j, const FaultKind& k) {
+    for (const auto& [key, _] : j.items()) {
+        if (std::ranges::find_if(k.own_fields, [&](const char* x) { return key == x; }) != k.own_fields.end()) continue;
+        std::string owners;
+        for (const FaultKind* other : fault_kinds())
+            if (std::ranges::find_if(other->own_fields, [&](const char* x) { return key == x; }) != other->own_fields.end())
+                owners += std::string(owners.empty() ? "" : " or ") + other->noun;
+        if (!owners.empty()) f.fail(f.at(key), "only " + owners + " has it; this is " + k.noun);
     }
-    if (s.kind == FaultSpec::Kind::link) parse_link(f, s, w);
-    if (s.kind == FaultSpec::Kind::gate) {
-        if (!s.point) f.fail(path, "a gate holds clients at a point: give \"point\"");
-        if (s.until_leader) {
-            // one client, whichever reaches the point first (parse_until)
-        } else if (s.until_another_enters) {
-            if (!s.client) f.fail(f.at("client"), "required with \"until\": the client held");
-            if (f.get("count")) f.fail(f.at("count"), "a gate with \"until\" holds one client");
-        } else {
-            s.count = static_cast<int>(
-                f.integer("count", 2, 2, w.clients, "at most the workload's " + std::to_string(w.clients) + " clients"));
-            s.stagger_ms = f.integer("stagger_ms", 0, 0, w.duration_ms, run_ends(w));
-            if (s.client) f.fail(f.at("client"), "a gate gathers several clients: it cannot name one");
-        }
-    }
+    if (j.contains("node") && !k.aims_at_node && !k.reads_node)
+        f.fail(f.at("node"), "only " + kind_nouns([](const FaultKind& x) { return x.aims_at_node || x.reads_node; }) + " aims at a node");
+    if (j.contains("duration_ms") && !k.lasts)
+        f.fail(f.at("duration_ms"), "only " + kind_nouns([](const FaultKind& x) { return x.lasts; }) + " lasts a duration");
 }
 
 FaultSpec parse_fault(const nlohmann::json& j, const std::string& path, const std::string& file,
                       const WorkloadSpec& w) {
     Fields f(j, path, file);
     FaultSpec s;
-    s.kind = parse_kind(f);
+    const FaultKind& k = parse_kind(f);
+    s.kind = k.kind;
+    check_own_fields(f, j, k);
     parse_repeat(f, s, w, file);
     const bool by_point = f.get("point") != nullptr, by_time = f.get("at_ms") != nullptr;
     if (by_point == by_time && !s.repeats()) f.fail(path, "expected exactly one of \"point\" or \"at_ms\"");
@@ -241,25 +144,17 @@ FaultSpec parse_fault(const nlohmann::json& j, const std::string& path, const st
         s.occurrence = static_cast<int>(f.integer("occurrence", 1, 1, kMaxOccurrence));
     } else {
         if (by_time) s.at_ms = f.integer("at_ms", 0, 0, w.duration_ms - 1, run_ends(w));
-        const bool has_target = f.get("client") || f.get("node") || s.kind == FaultSpec::Kind::link;
+        const bool has_target = f.get("client") || f.get("node") || k.reads_node;
         if (!has_target) f.fail(f.at("client"), std::string("required with ") + (s.repeats() ? "every_ms" : "at_ms") + ": which client");
     }
     if (f.get("client") && s.target == FaultSpec::Target::named) {
         s.client = static_cast<int>(
             f.integer("client", 0, 0, w.clients - 1, "no such client: the workload has " + std::to_string(w.clients)));
     }
-    if (s.kind == FaultSpec::Kind::pause) {
-        if (!f.get("duration_ms")) f.fail(f.at("duration_ms"), "required for a pause");
-        // At a point its start is unknown; at the least it must fit in the run.
-        if (!s.duration_drawn_ms) s.duration_ms = f.integer("duration_ms", 0, 1, w.duration_ms - s.at_ms.value_or(0),
-                                                            "the pause would end after the run: " + run_ends(w));
-    }
-    parse_task(f, s);
-    parse_until(f, s, w);
-    parse_kind_fields(f, s, w, path);
-    if (s.kind != FaultSpec::Kind::pause && s.kind != FaultSpec::Kind::link && f.get("duration_ms"))
-        f.fail(f.at("duration_ms"), "only a pause or a link fault lasts a duration");
-    check_repeat(f, s);
+    parse_until(f, s, w, k);
+    if (k.aims_at_node && f.get("node")) s.node = parse_fault_node(f);
+    if (k.parse) k.parse(f, s, w, path);
+    check_repeat(f, s, k);
     f.finish();
     return s;
 }

@@ -1,5 +1,7 @@
 #include "sim/engine/fault_schedule.h"
 
+#include "sim/engine/fault_kind.h"
+
 #include "sim/engine/recorder.h"  // json_escape
 #include "sim/engine/store.h"     // StoreKeys
 
@@ -17,14 +19,6 @@ constexpr long long kRestartPollNs = 5 * kNsPerMs;  // how often a starting node
 constexpr long long kRepliesPollNs = 5 * kNsPerMs;  // how often a start asks whether held replies came
 constexpr long long kHoldPollNs = 2 * kNsPerMs;     // how often a fault "until another enters" reads the store's log
 constexpr long long kLeaderPollNs = 20 * kNsPerMs;  // how often a gate "until a leader" asks the servers (a connection each)
-
-bool blocks_client(const FaultSpec& f) {
-    return f.kind == FaultSpec::Kind::kill || f.kind == FaultSpec::Kind::gate;
-}
-
-bool open_link(const FaultSpec& f) {
-    return f.kind == FaultSpec::Kind::link && !f.duration_ms;
-}
 
 // What every fault line starts with, up to the label; the caller adds the rest and the "}".
 std::string fault_line_head(long long t_ns, const char* type, const FaultSpec& fault) {
@@ -160,7 +154,7 @@ bool FaultSchedule::replies_pending() {
     for (std::size_t i = 0; i < specs_.size(); ++i) {
         const FaultSpec& f = specs_[i];
         State& s = state_[i];
-        if (f.kind != FaultSpec::Kind::link || f.link.kind != LinkFault::Kind::hold ||
+        if (f.link.kind != LinkFault::Kind::hold ||
             f.direction != Direction::downstream || f.point != start_after_->point || s.replies_came ||
             std::ranges::find(s.fired_on, client) == s.fired_on.end())
             continue;
@@ -228,7 +222,7 @@ std::string FaultSchedule::start_missed() const {
 
 bool FaultSchedule::restarting_at_once() const {
     for (std::size_t i = 0; i < specs_.size(); ++i)
-        if (specs_[i].kind == FaultSpec::Kind::crash && specs_[i].restart_after_ms == 0 && !state_[i].in_force.empty())
+        if (specs_[i].restart_after_ms == 0 && !state_[i].in_force.empty())  // a crash's
             return true;
     return false;
 }
@@ -253,7 +247,7 @@ std::vector<std::size_t> FaultSchedule::due_at(int client, Point point) {
         if (state_[i].done || f.point != point || (f.client && *f.client != client)) continue;
         if (++state_[i].seen >= f.occurrence) due.push_back(i);
     }
-    std::ranges::stable_partition(due, [&](std::size_t i) { return !blocks_client(specs_[i]); });
+    std::ranges::stable_partition(due, [&](std::size_t i) { return !fault_kind(specs_[i].kind).blocks_client; });
     return due;
 }
 
@@ -273,54 +267,39 @@ bool FaultSchedule::fire(std::size_t i, int client, long long now_ns) {
     State& s = state_[i];
     s.fired_on.push_back(client);
     s.fired_ns = now_ns;
-    s.done = f.kind != FaultSpec::Kind::gate && !f.repeats();  // a gate fires once per client it holds
+    s.done = !f.repeats();  // a gate is done once it has gathered its clients (gate(), hold_until())
     if (f.node) s.node = world_.resolve_node(*f.node);  // "leader": whoever leads now
-    switch (f.kind) {
-        case FaultSpec::Kind::pause: {
-            bool in_place = true;
-            if (f.node) in_place = world_.pause_node(s.node);
-            else if (f.background) world_.pause_background(client);
-            else in_place = world_.pause(client);
-            if (!in_place)
-                unmet_.push_back(f.label() + ": " + (f.node ? "node " + std::to_string(s.node) : "client " + std::to_string(client)) +
-                                 " did not stop: a thread of it still ran at the pause's bound");
-            log(now_ns, "start", i, client);
-            s.in_force.push_back(client);
-            book(now_ns + length_ns(i), Timer::What::resume, i, client);
-            return true;
-        }
-        case FaultSpec::Kind::kill:
-            killed_.at(static_cast<std::size_t>(client)) = true;  // marked first: it may be reaped at once
-            log(now_ns, "start", i, client);
-            world_.kill(client);
-            return false;
-        case FaultSpec::Kind::clock: {
-            const ClockOf clock = f.node ? ClockOf{ClockOf::Whose::node, s.node} : ClockOf{ClockOf::Whose::client, client};
-            world_.step_clock(clock, f.jump_ms);
-            if (f.rate) world_.drift_clock(clock, *f.rate);
-            log(now_ns, "start", i, client);
-            return true;
-        }
-        case FaultSpec::Kind::link:
-            set_links(i, client, false);
-            log(now_ns, "start", i, client);
-            if (f.duration_ms || f.duration_drawn_ms) {
-                s.in_force.push_back(client);
-                book(now_ns + length_ns(i), Timer::What::heal_links, i, client);
-            }
-            return true;
-        case FaultSpec::Kind::crash:
-            world_.crash(s.node);
-            log(now_ns, "start", i, client);
-            if (f.restart_after_ms) {
-                s.in_force.push_back(client);
-                book(now_ns + *f.restart_after_ms * kNsPerMs, Timer::What::restart, i, client);
-            }
-            return true;
-        case FaultSpec::Kind::gate:
-            return f.until_another_enters || f.until_leader ? hold_until(i, client, now_ns) : gate(i, client, now_ns);
-    }
-    return true;
+    FaultFiring on(*this, i, client, now_ns);
+    return fault_kind(f.kind).fire(on);
+}
+
+// ---- what a kind acts through (fault_kind.h) ----------------------------------------------
+
+const FaultSpec& FaultFiring::spec() const { return schedule_.specs_[fault_]; }
+FaultActuator& FaultFiring::world() { return schedule_.world_; }
+int FaultFiring::node() const { return schedule_.state_[fault_].node; }
+void FaultFiring::log(const char* type) { schedule_.log(now_ns_, type, fault_, client_, occurrence_); }
+void FaultFiring::not_in_place(const std::string& why) { schedule_.unmet_.push_back(spec().label() + ": " + why); }
+void FaultFiring::ended() { schedule_.ended(fault_, client_); }
+void FaultFiring::set_links(bool heal) { schedule_.set_links(fault_, client_, heal); }
+
+void FaultFiring::lasts() {
+    schedule_.state_[fault_].in_force.push_back(client_);
+    schedule_.book(now_ns_ + schedule_.length_ns(fault_), FaultSchedule::Timer::What::end, fault_, client_);
+}
+
+void FaultFiring::restarts_after(long long after_ms) {
+    schedule_.state_[fault_].in_force.push_back(client_);
+    schedule_.book(now_ns_ + after_ms * kNsPerMs, FaultSchedule::Timer::What::restart, fault_, client_);
+}
+
+void FaultFiring::killed() { schedule_.killed_.at(static_cast<std::size_t>(client_)) = true; }
+
+// A gate fires once per client it gathers: done once all are there, or at once "until".
+bool FaultFiring::gate() {
+    schedule_.state_[fault_].done = false;
+    return spec().until_another_enters || spec().until_leader ? schedule_.hold_until(fault_, client_, now_ns_)
+                                                              : schedule_.gate(fault_, client_, now_ns_);
 }
 
 // Holds the client at its point until the store's log shows another client's enter after
@@ -354,7 +333,7 @@ void FaultSchedule::start_counting(std::size_t i, long long now_ns) {
 
 bool FaultSchedule::node_coming_back() const {
     for (std::size_t i = 0; i < specs_.size(); ++i)
-        if (specs_[i].kind == FaultSpec::Kind::crash && specs_[i].restart_after_ms &&
+        if (specs_[i].restart_after_ms &&  // a crash's
             (!state_[i].in_force.empty() || state_[i].unasked))
             return true;
     return false;
@@ -363,12 +342,6 @@ bool FaultSchedule::node_coming_back() const {
 void FaultSchedule::mark_store_log(std::size_t i) {
     const auto length = world_.ask_store({"LLEN", StoreKeys{}.log});
     state_[i].log_mark = length && length->type == Value::Type::integer ? length->integer : 0;
-}
-
-void FaultSchedule::heal_link(std::size_t i, int client, long long now_ns, std::optional<int> occurrence) {
-    set_links(i, client, true);
-    ended(i, client);
-    log(now_ns, "end", i, client, occurrence);
 }
 
 // A pause or a link fault "until another enters" whose duration is over lasts on until the
@@ -425,14 +398,8 @@ void FaultSchedule::end_waiting(std::size_t i, int client, long long now_ns, boo
         if (holder && *holder != client) begin_keep(i, *holder, now_ns);
         else if (!by_bound) nobody_to_keep(i, client, now_ns);
     }
-    switch (specs_[i].kind) {
-        case FaultSpec::Kind::gate:
-            std::erase(state_[i].held, client);
-            release(i, client, now_ns);
-            break;
-        case FaultSpec::Kind::pause: end_pause(i, client, now_ns); break;
-        default: heal_link(i, client, now_ns, std::nullopt);
-    }
+    std::erase(state_[i].held, client);  // a gate's
+    end(i, client, now_ns);
 }
 
 // The first client (not `other_than`; only `only`, if given) whose enter the store's log
@@ -541,7 +508,7 @@ bool FaultSchedule::gate(std::size_t i, int client, long long now_ns) {
     if (static_cast<int>(s.held.size()) < f.count) return false;
     s.done = true;
     for (std::size_t k = 0; k < s.held.size(); ++k)
-        book(now_ns + static_cast<long long>(k) * f.stagger_ms * kNsPerMs, Timer::What::release, i, s.held[k]);
+        book(now_ns + static_cast<long long>(k) * f.stagger_ms * kNsPerMs, Timer::What::end, i, s.held[k]);
     s.held.clear();
     return false;  // the release timers answer them
 }
@@ -581,14 +548,9 @@ void FaultSchedule::run(const Timer& t, long long now_ns) {
             else if (!state_[t.fault].done) fire(t.fault, t.client, now_ns);
             break;
         case Timer::What::aim_again: strike_repeat(t.fault, aim(t.fault), now_ns); break;
-        case Timer::What::resume:
+        case Timer::What::end:  // a gate "until" ends by its wait alone (hold_until)
             if (specs_[t.fault].until_another_enters) wait_for_another(t, now_ns);
-            else end_pause(t.fault, t.client, now_ns, t.occurrence);
-            break;
-        case Timer::What::release: release(t.fault, t.client, now_ns); break;
-        case Timer::What::heal_links:
-            if (specs_[t.fault].until_another_enters) wait_for_another(t, now_ns);
-            else heal_link(t.fault, t.client, now_ns, t.occurrence);
+            else end(t.fault, t.client, now_ns, t.occurrence);
             break;
         case Timer::What::until_check: check_end(t.fault, t.client, now_ns); break;
         case Timer::What::keep_check: check_keep(t.fault, now_ns); break;
@@ -655,17 +617,10 @@ void FaultSchedule::asked_outcome(const Timer& t, long long now_ns) {
         if (state_[i].waiting) start_counting(i, now_ns);
 }
 
-void FaultSchedule::end_pause(std::size_t fault, int client, long long now_ns, std::optional<int> occurrence) {
-    if (specs_[fault].node) world_.resume_node(state_[fault].node);
-    else if (specs_[fault].background) world_.resume_background(client);
-    else world_.resume(client);
-    ended(fault, client);
-    log(now_ns, "end", fault, client, occurrence);
-}
-
-void FaultSchedule::release(std::size_t fault, int client, long long now_ns) {
-    log(now_ns, "end", fault, client);
-    world_.let_go(client);  // the simulator runs the client on from here, after the line
+// Its kind's end: a pause resumed, a gate's client let go, a link healed.
+void FaultSchedule::end(std::size_t fault, int client, long long now_ns, std::optional<int> occurrence) {
+    FaultFiring on(*this, fault, client, now_ns, occurrence);
+    fault_kind(specs_[fault].kind).end(on);
 }
 
 void FaultSchedule::client_gone(int gone, long long now_ns) {
@@ -683,7 +638,7 @@ void FaultSchedule::client_gone(int gone, long long now_ns) {
         if (s.keeping && specs_[i].client.value_or(0) == gone) end_keep(i, now_ns, "client gone");
         if (specs_[i].keep_holder_ms && specs_[i].client.value_or(0) == gone) s.keep_over = true;  // nobody to keep for
         if (std::erase(s.held, gone) == 0) continue;
-        for (int c : s.held) release(i, c, now_ns);
+        for (int c : s.held) end(i, c, now_ns);
         s.held.clear();
         s.waiting = false;  // a gate "until another enters" had only it to let go
         s.done = true;
@@ -698,22 +653,20 @@ void FaultSchedule::heal(long long now_ns) {
     for (Timer& t : timers_) {
         if (!t.pending) continue;
         t.pending = false;
-        if (t.what == Timer::What::resume) end_pause(t.fault, t.client, now_ns, t.occurrence);
-        if (t.what == Timer::What::release) release(t.fault, t.client, now_ns);
+        if (t.what == Timer::What::end) end(t.fault, t.client, now_ns, t.occurrence);
         if (t.what == Timer::What::let_holder_go) world_.let_go(t.client);
-        if (t.what == Timer::What::heal_links) heal_link(t.fault, t.client, now_ns, t.occurrence);
         if (t.what == Timer::What::until_check && state_[t.fault].waiting) end_waiting(t.fault, t.client, now_ns, true);
         if (t.what == Timer::What::restart_check) restart_outcome(Timer(t), world_.restarted(state_[t.fault].node, true), now_ns);
     }
     let_go_start();
     for (std::size_t i = 0; i < specs_.size(); ++i) {
         State& s = state_[i];
-        for (int c : s.held) release(i, c, now_ns);
+        for (int c : s.held) end(i, c, now_ns);
         s.held.clear();
-        if (!open_link(specs_[i]) || s.fired_on.empty() || s.healed) continue;
+        const FaultKind& k = fault_kind(specs_[i].kind);  // one that stays and has an end: a link set for good
+        if (!k.stays || !k.stays(specs_[i]) || !k.end || s.fired_on.empty() || s.healed) continue;
         s.healed = true;
-        set_links(i, s.fired_on.front(), true);
-        log(now_ns, "end", i, s.fired_on.front());
+        end(i, s.fired_on.front(), now_ns);
     }
 }
 
@@ -753,13 +706,7 @@ bool FaultSchedule::spent() const {
         const State& s = state_[i];
         if (!s.done || !s.in_force.empty() || !s.held.empty() || f.repeats()) return false;
         if (f.keep_holder_ms && !s.keep_over) return false;
-        // A client's stepped clock stays off the others' (locks that compare clients' clocks
-        // feel it on every cycle), and a drifting clock drifts on; a lock node's step acts
-        // once, when it expires what it expires: after it, keys are set and expire by the
-        // node's new clock as by any clock.
-        const bool node_step = f.kind == FaultSpec::Kind::clock && f.node && !f.rate;
-        if ((f.kind == FaultSpec::Kind::clock && !node_step) || open_link(f)) return false;
-        if (f.kind == FaultSpec::Kind::crash && !f.restart_after_ms) return false;
+        if (const FaultKind& k = fault_kind(f.kind); k.stays && k.stays(f)) return false;
     }
     return start_open_ && start_held_.empty() &&
            std::ranges::none_of(timers_, [](const Timer& t) {

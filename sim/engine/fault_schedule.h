@@ -102,6 +102,7 @@ public:
     long long injected() const;
 
 private:
+    friend class FaultFiring;  // a kind's view of one firing (fault_kind.h)
     struct State {
         int seen = 0;               // reaches of its point so far
         std::vector<int> fired_on;  // the clients it struck
@@ -134,7 +135,7 @@ private:
         bool replies_came = false;  // a hold of the start's client's replies: they came (or it ended)
     };
     struct Timer {
-        enum class What { fire, aim_again, resume, release, heal_links, restart, restart_check, asked_check, until_check, keep_check, let_holder_go, open_start, replies_check };
+        enum class What { fire, aim_again, end, restart, restart_check, asked_check, until_check, keep_check, let_holder_go, open_start, replies_check };
         long long at_ns = 0;
         What what = What::fire;
         std::size_t fault = 0;
@@ -156,7 +157,6 @@ private:
     bool fire(std::size_t fault, int client, long long now_ns);
     bool gate(std::size_t fault, int client, long long now_ns);
     bool hold_until(std::size_t fault, int client, long long now_ns);
-    void heal_link(std::size_t fault, int client, long long now_ns, std::optional<int> occurrence);
     void wait_for_another(const Timer& t, long long now_ns);
     void check_end(std::size_t fault, int client, long long now_ns);
     void end_waiting(std::size_t fault, int client, long long now_ns, bool by_bound);
@@ -185,8 +185,7 @@ private:
     void log_skipped(long long t_ns, std::size_t fault, std::optional<int> client, const char* why);
     void book(long long at_ns, Timer::What what, std::size_t fault, int client);
     void run(const Timer& t, long long now_ns);
-    void end_pause(std::size_t fault, int client, long long now_ns, std::optional<int> occurrence = std::nullopt);
-    void release(std::size_t fault, int client, long long now_ns);
+    void end(std::size_t fault, int client, long long now_ns, std::optional<int> occurrence = std::nullopt);
     void set_links(std::size_t fault, int client, bool heal);
     void check_overtaken(std::size_t fault, int client);
     void log(long long t_ns, const char* type, std::size_t fault, int client,

@@ -1,6 +1,7 @@
 // A fault as a scenario states it: what happens, and when (at a point the client reaches, or
-// at a time after the start). One schedule decides when each fires (fault_schedule.h); both
-// worlds carry it out (sim/live/nemesis.h, sim/virtual/sim_nemesis.h).
+// at a time after the start). What each kind reads, says and does is its own file's
+// (sim/engine/kinds/, fault_kind.h); one schedule decides when each fires (fault_schedule.h);
+// both worlds carry it out (sim/live/nemesis.h, sim/virtual/sim_nemesis.h).
 #pragma once
 
 #include <optional>
@@ -90,6 +91,8 @@ struct FaultSpec {
 };
 
 const char* fault_kind_name(FaultSpec::Kind k);
+// "500 ms", "100..300 ms", "mean 400 ms": a drawn length as a label says it.
+std::string describe_ms(const Distribution& d);
 std::optional<Point> parse_point(const std::string& name);
 // A point a client reports to the nemesis: a fault's, or in_line (its library queued it).
 std::optional<Point> parse_reported_point(const std::string& name);

@@ -12,6 +12,7 @@
 
 #include "analysis/metrics.h"
 #include "analysis/verdict.h"
+#include "sim/engine/fault_kind.h"
 #include "sim/engine/json_input.h"
 #include "sim/engine/scenario_fields.h"
 
@@ -207,9 +208,8 @@ void parse_postgresql_fields(Fields& f, RunSpec& r) {
 
 // "service": which servers the run locks on. ZooKeeper and etcd speak their own protocols:
 // only an external adapter locks there, and Redis's topology and persistence do not apply.
-// A fault by role (leader, follower) needs a service that has a leader; a peer link fault
-// needs ZooKeeper (etcd's peer URLs are the same cluster-wide: pause or kill a member
-// instead); etcd's clock cannot be moved (Go reads the kernel's clock, not libc's).
+// A fault by role (leader, follower) needs a service that has a leader; what else a fault
+// cannot reach on a service is its kind's (fault_kind.h: why_not), checked once the topology is read.
 void parse_run_service(Fields& f, RunSpec& r, const std::string& algorithm, const std::string& faults_at) {
     const std::string name = f.string("service", "redis");
     const std::optional<Service> service = parse_service(name);
@@ -234,17 +234,6 @@ void parse_run_service(Fields& f, RunSpec& r, const std::string& algorithm, cons
         f.fail(f.at("nodes"), "a " + name + " service has 1, 3 or 5 servers, got " + std::to_string(r.nodes));
     for (const char* redis_only : {"topology", "persistence"})
         if (f.get(redis_only)) f.fail(f.at(redis_only), std::string("applies to Redis nodes only, not to ") + name);
-    for (size_t i = 0; i < r.faults.size(); ++i) {
-        const FaultSpec& fault = r.faults[i];
-        const std::string at = faults_at + "[" + std::to_string(i) + "]";
-        if (fault.link_peers && r.service == Service::etcd)
-            f.fail(at + ".peers", "etcd's peer URLs must be the same cluster-wide, so its peer links are not proxied: "
-                                  "pause or kill a member as the minority stand-in");
-        if (fault.link_peers && r.nodes == 1) f.fail(at + ".peers", "a single server has no peers");
-        if (fault.kind == FaultSpec::Kind::clock && fault.node && r.service == Service::etcd)
-            f.fail(at + ".node", "etcd is written in Go, which reads the kernel's clock directly: the clock shim cannot "
-                                 "move an etcd server's clock");
-    }
 }
 
 // Every node a fault names exists in this run.
@@ -418,10 +407,13 @@ RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::s
         f.fail(f.at("topology"), "expected \"plain\" or \"sentinel\", got " + quoted_excerpt(topology));
     r.sentinel = topology == "sentinel";
     if (r.sentinel && r.nodes != 1) f.fail(f.at("topology"), "a sentinel topology has one lock node (a master), not " + std::to_string(r.nodes));
+    // What each fault's kind cannot reach on this service and topology (fault_kind.h).
     for (size_t i = 0; i < r.faults.size(); ++i)
-        if (r.faults[i].link_replication && !r.sentinel)
-            f.fail((own ? f.at("faults") : std::string("faults")) + "[" + std::to_string(i) + "].replication",
-                   "there is a replication link only with \"topology\": \"sentinel\"");
+        if (const FaultKind& k = fault_kind(r.faults[i].kind); k.why_not)
+            if (const auto why = k.why_not(r.faults[i], FaultLanding{r.service, r.sentinel, r.nodes}))
+                f.fail(faults_at + "[" + std::to_string(i) + "]", "this fault " + *why + " (here: " + service_name(r.service) +
+                                                                  (r.sentinel ? " through Sentinel" : "") + ", " + std::to_string(r.nodes) +
+                                                                  (r.nodes == 1 ? " server)" : " servers)"));
     r.check_lease_before_write =
         f.value<bool>("check_lease_before_write", false, [](const auto& x) { return x.is_boolean(); }, "true or false");
     if (const nlohmann::json* renew = f.get("renew")) r.renew = parse_renew(*renew, f.at("renew"), file);

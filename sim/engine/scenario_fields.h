@@ -137,6 +137,8 @@ inline Distribution distribution(Fields& f, const std::string& key, Distribution
 void check_adapter_launch(Fields& f, const RunSpec& r);
 void check_adapter_launch(Fields& f, const std::vector<std::string>& command, const nlohmann::json& params);
 
+// A fault's node: an index, or "leader" / "follower" (fault_parse.cpp).
+int parse_fault_node(Fields& f);
 // The "faults" array of a scenario or a run (fault_parse.cpp).
 std::vector<FaultSpec> parse_faults(const nlohmann::json& j, const std::string& path, const std::string& file,
                                     const WorkloadSpec& w);

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "analysis/metrics.h"
+#include "sim/engine/fault_kind.h"
 #include "sim/engine/scenario_fields.h"
 
 namespace fs = std::filesystem;
@@ -55,13 +56,6 @@ Json scaled_workload(Json w, double k) {
     if (w.contains("start_after")) scale_fields(w["start_after"], {"max_ms"}, k);
     if (w.contains("slow")) scale_fields(w["slow"], {"work_ms"}, k);
     return w;
-}
-
-Json scaled_faults(Json faults, double k) {
-    for (Json& f : faults)
-        scale_fields(f, {"at_ms", "duration_ms", "every_ms", "until_ms", "restart_after_ms", "jump_ms", "stagger_ms", "max_ms",
-                         "keep_holder_ms", "latency_ms", "jitter_ms"}, k);
-    return faults;
 }
 
 // "<= 600" → "<= 2000" for a metric in milliseconds.
@@ -193,14 +187,10 @@ std::optional<std::string> why_not_by_faults(const CaseFile& c, const std::vecto
             return "strikes lock node " + std::to_string(*f.node) + "; " + lock.name + " has " + std::to_string(nodes);
         for (int n : f.link_nodes)
             if (n >= nodes) return "cuts lock node " + std::to_string(n) + "; " + lock.name + " has " + std::to_string(nodes);
-        if (f.kind == FaultSpec::Kind::clock && f.node && lock.service == Service::etcd)
-            return "steps a server's clock, which the clock shim cannot move on etcd (Go reads the kernel's clock directly)";
         if (f.node && *f.node < 0 && lock.service == Service::redis)
             return "strikes a server by its role (leader, follower), which Redis nodes do not have";
-        if (f.link_peers && lock.service != Service::zookeeper)
-            return "cuts a server's links to its peers, which only ZooKeeper's go through lockbench's proxies";
-        if (f.link_replication && !lock.sentinel)
-            return "holds the master→replica link, which needs a lock that follows its master through Sentinel";
+        if (const FaultKind& k = fault_kind(f.kind); k.why_not)
+            if (auto why = k.why_not(f, FaultLanding{lock.service, lock.sentinel, nodes})) return why;
     }
     return std::nullopt;
 }
@@ -298,6 +288,17 @@ bool names_file(const std::string& asked) {
 }
 
 }  // namespace
+
+// The durations every fault may hold, then its kind's own (fault_kind.h).
+Json scaled_faults(Json faults, double k) {
+    for (Json& f : faults) {
+        scale_fields(f, {"at_ms", "duration_ms", "every_ms", "until_ms", "max_ms", "keep_holder_ms"}, k);
+        if (const FaultKind* kind = find_fault_kind(f.value("fault", std::string())))
+            for (const char* field : kind->lease_scaled)
+                if (f.contains(field)) f[field] = scaled(f[field], k);
+    }
+    return faults;
+}
 
 std::optional<std::string> why_not(const CaseFile& c, const CaseVariant& v, const LockFile& lock, LockChoice choice) {
     const WorkloadSpec w = case_workload(c);

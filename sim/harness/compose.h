@@ -68,6 +68,10 @@ std::optional<std::pair<Verdict, std::string>> predicted_verdict(const CaseVaria
 // adapter-check` starts.
 nlohmann::json lock_run(const LockFile& lock, long long ttl_ms, int clients);
 
+// A case's faults in a lock's time: every duration a fault may hold (its kind's own among
+// them, fault_kind.h) times k, the lock's TTL over the case's.
+nlohmann::json scaled_faults(nlohmann::json faults, double k);
+
 // A file as a scenario to run: an explicit one as it is (`locks` unused), a case composed with
 // `locks`. `not_applicable`, when given, gets the case's missing cells.
 Scenario scenario_for_file(const std::filesystem::path& file, const std::vector<LockFile>& locks, LockChoice choice,

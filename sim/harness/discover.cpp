@@ -6,6 +6,7 @@
 #include <random>
 #include <set>
 
+#include "sim/engine/fault_kind.h"
 #include "sim/engine/scenario.h"
 #include "sim/harness/explore.h"
 
@@ -14,8 +15,11 @@ using Json = nlohmann::json;
 
 namespace {
 
-enum class Kind { pause, watchdog_pause, client_clock, node_clock, lock_link, store_link, node_crash, client_kill, gate,
-                  replication_link };
+// A shape of a kind the run offers (fault_kind.h): what one draw of a fault is.
+struct Kind {
+    const FaultKind* kind = nullptr;
+    const FaultShape* shape = nullptr;
+};
 
 // What a run offers the draw: its kinds, the points its algorithm reaches, its time scale.
 struct Run {
@@ -35,12 +39,14 @@ Run describe_run(const RunSpec& r) {
     out.duration_ms = r.workload.duration_ms;
     out.clients = r.workload.clients;
     out.nodes = r.nodes;
-    out.kinds = {Kind::pause, Kind::client_clock, Kind::node_clock, Kind::lock_link, Kind::store_link, Kind::node_crash,
-                 Kind::client_kill};
-    if (out.clients >= 2) out.kinds.push_back(Kind::gate);
-    // Only a client with a background task (a watchdog, a renewal timer) can have it stopped alone.
-    if (r.renew || (r.algorithm->background_task && r.algorithm->background_task(p))) out.kinds.push_back(Kind::watchdog_pause);
-    if (r.sentinel) out.kinds.push_back(Kind::replication_link);  // no Sentinel failover without Sentinel
+    const SearchRun offers{.clients = out.clients,
+                           .background = r.renew || (r.algorithm->background_task && r.algorithm->background_task(p)),
+                           .sentinel = r.sentinel};
+    // The shapes every run offers, in the kinds' order, then those this run offers.
+    for (const bool conditional : {false, true})
+        for (const FaultKind* k : fault_kinds())
+            for (const FaultShape& shape : k->shapes)
+                if ((shape.offered != nullptr) == conditional && (!shape.offered || shape.offered(offers))) out.kinds.push_back({k, &shape});
     return out;
 }
 
@@ -143,60 +149,36 @@ int draw_node(Draw& d, const Aim& aim) {
     return open.empty() ? static_cast<int>(d.uniform(0, d.run().nodes - 1)) : d.pick(open);
 }
 
-void draw_link(Draw& d, Json& f, Aim& aim, Kind kind) {
-    f["fault"] = "link";
-    const std::vector<std::string> modes{"blackhole", "hold", "reset", "delay"};
-    f["mode"] = kind == Kind::replication_link ? std::string("hold") : d.pick(modes);
-    if (f["mode"] == "delay") f["latency_ms"] = std::min(d.scaled(-3, 1), d.run().duration_ms);  // a delay the run can hold
-    if (kind != Kind::replication_link && d.chance(0.5)) f["direction"] = d.chance(0.5) ? "upstream" : "downstream";
-    if (kind == Kind::lock_link) {
-        // In a story the cut leaves the client a bare majority to lock (a minority cut).
-        const std::vector<int> nodes = draw_node_set(d, aim.correlated && d.run().nodes >= 3);
-        f["nodes"] = nodes;
-        if (f.contains("client") && f["client"] == aim.client) aim.cut = nodes;
+// A kind's shape draws through this (fault_kind.h): the run's draw and the story's aim.
+class ShapeDraw : public FaultDraw {
+public:
+    ShapeDraw(Draw& d, Aim& aim) : d_(d), aim_(aim) {}
+    long long uniform(long long lo, long long hi) override { return d_.uniform(lo, hi); }
+    bool chance(double p) override { return d_.chance(p); }
+    long long scaled(double lo, double hi) override { return d_.scaled(lo, hi); }
+    std::string pick(const std::vector<std::string>& among) override { return d_.pick(among); }
+    long long duration_ms() const override { return d_.run().duration_ms; }
+    int clients() const override { return d_.run().clients; }
+    long long within_run(const Json& f, long long ms) const override { return lockbench::sim::within_run(d_, f, ms); }
+    int node() override { return draw_node(d_, aim_); }
+    // In a story the cut leaves the client a bare majority to lock (a minority cut).
+    std::vector<int> cut_nodes(const Json& f) override {
+        const std::vector<int> nodes = draw_node_set(d_, aim_.correlated && d_.run().nodes >= 3);
+        if (f.contains("client") && f.at("client") == aim_.client) aim_.cut = nodes;
+        return nodes;
     }
-    if (kind == Kind::store_link) f["store"] = true;
-    if (kind == Kind::replication_link) f["replication"] = true;
-    if (!d.chance(0.25)) f["duration_ms"] = within_run(d, f, d.scaled(-2, 1.6));  // else: until the run ends
-}
+
+private:
+    Draw& d_;
+    Aim& aim_;
+};
 
 Json draw_fault(Draw& d, Kind kind, Aim& aim) {
     Json f = Json::object();
-    const bool node_fault = kind == Kind::node_clock || kind == Kind::node_crash;
-    draw_when(d, f, aim, kind == Kind::gate, node_fault, kind == Kind::lock_link);
-    switch (kind) {
-        case Kind::pause:
-        case Kind::watchdog_pause:
-            f["fault"] = "pause";
-            if (kind == Kind::watchdog_pause) f["task"] = "background";
-            f["duration_ms"] = within_run(d, f, kind == Kind::pause ? d.scaled(-2, 1.6) : d.scaled(-1, 2));
-            break;
-        case Kind::client_clock:
-        case Kind::node_clock:
-            f["fault"] = "clock";
-            // A node's clock mostly steps forward (back, it only keeps keys longer), by half
-            // its TTL or more (a small step rarely outruns a lease).
-            f["jump_ms"] = (kind == Kind::node_clock ? d.scaled(-1, 2) : d.scaled(-2, 2)) * (d.chance(kind == Kind::node_clock ? 0.75 : 0.5) ? 1 : -1);
-            if (kind == Kind::node_clock) f["node"] = draw_node(d, aim);
-            break;
-        case Kind::node_crash:
-            f["fault"] = "crash";
-            f["node"] = draw_node(d, aim);
-            if (!d.chance(0.25)) f["restart_after_ms"] = d.chance(0.5) ? 0LL : std::min(d.scaled(-2, 1), d.run().duration_ms - 1 - f.value("at_ms", 0LL));
-            break;
-        case Kind::client_kill: f["fault"] = "kill"; break;
-        case Kind::gate:
-            f["fault"] = "gate";
-            f.erase("client");
-            f["count"] = d.uniform(2, std::min(3, d.run().clients));
-            if (d.chance(0.5)) f["stagger_ms"] = std::min(d.scaled(-4, 0), d.run().duration_ms);
-            break;
-        case Kind::lock_link:
-        case Kind::store_link:
-        case Kind::replication_link: draw_link(d, f, aim, kind); break;
-    }
-    if (f["fault"] == "clock" && f.contains("node") && f.contains("at_ms")) f.erase("client");  // a node at a time names no client
-    if (f["fault"] == "crash" && f.contains("at_ms")) f.erase("client");
+    draw_when(d, f, aim, kind.shape->needs_point, kind.shape->node_fault, kind.shape->cuts_nodes);
+    f["fault"] = kind.kind->name;
+    ShapeDraw shape(d, aim);
+    kind.shape->draw(shape, f);
     return f;
 }
 
@@ -214,7 +196,7 @@ Json draw_budget_schedule(const Json& source, const std::string& run, std::uint6
     Json faults = Json::array();
     std::vector<Kind> kinds = draw_kinds(d, budget);
     // A cut drawn first, so that a correlated node fault can keep off the nodes it cut.
-    std::ranges::stable_partition(kinds, [](Kind k) { return k == Kind::lock_link; });
+    std::ranges::stable_partition(kinds, [](Kind k) { return k.shape->cuts_nodes; });
     for (Kind k : kinds) faults.push_back(draw_fault(d, k, aim));
     Json s = one_run_scenario(source, parsed, run);
     s["runs"][0]["faults"] = faults;
@@ -236,47 +218,12 @@ std::string where(const Json& f) {
     return f.contains("at_ms") ? " at a time" : "";
 }
 
-std::string than(long long v, const Scale& scale, const char* more, const char* less) {
-    return std::string(", ") + (std::llabs(v) > scale.ms ? more : less) + " than " + scale.word;
-}
-
-// A link fault by what it does to a request: cut (blackhole, reset: the client times out or
-// fails), held (delivered late, in order: upstream a late request, downstream a late reply) or
-// delayed; its target; where it starts.
-std::string link_token(const Json& f, const Scale& scale, int nodes) {
-    const std::string mode = f.value("mode", std::string("?"));
-    std::string t = mode == "hold" ? "link held" : mode == "delay" ? "link delayed" : "link cut";
-    if (mode == "hold" && f.contains("direction")) t += f.at("direction") == "upstream" ? " (requests)" : " (replies)";
-    if (mode == "delay") t += than(f.value("latency_ms", 0LL), scale, "more", "less");
-    t += f.contains("client") || f.contains("point") ? " from a client" : " from every client";
-    std::vector<std::string> to;
-    if (f.contains("nodes")) {
-        const std::size_t cut = f.at("nodes").is_array() ? f.at("nodes").size() : static_cast<std::size_t>(nodes);  // "all"
-        to.push_back(std::to_string(cut) + " of " + std::to_string(nodes) + " lock nodes");
-    }
-    if (f.value("store", false)) to.push_back("the store");
-    if (f.value("replication", false)) to.push_back("the replica");
-    for (std::size_t i = 0; i < to.size(); ++i) t += (i ? " and " : " to ") + to[i];
-    return t + where(f);
-}
-
+// A fault as the search's classes name it: its kind's words (fault_kind.h), where it starts.
 std::string fault_token(const Json& f, const Scale& scale, int nodes, bool keeps_data) {
-    const std::string kind = f.value("fault", std::string("?"));
-    if (kind == "pause")
-        return std::string(f.value("task", "") == "background" ? "watchdog pause" : "pause") + where(f) +
-               than(f.value("duration_ms", 0LL), scale, "longer", "shorter");
-    if (kind == "clock") {
-        const long long jump = f.value("jump_ms", 0LL);
-        return std::string(f.contains("node") ? "node" : "client") + " clock step " + (jump >= 0 ? "forward" : "back") +
-               than(jump, scale, "more", "less") + where(f);
-    }
-    if (kind == "link") return link_token(f, scale, nodes);
-    if (kind == "crash")
-        return "node crash" + where(f) +
-               (f.contains("restart_after_ms") ? (keeps_data ? ", restarted with its data" : ", restarted empty") : ", stays down");
-    if (kind == "kill") return "client killed" + where(f);
-    if (kind == "gate") return "gate of " + std::to_string(f.value("count", 2)) + " clients" + where(f);
-    return kind + where(f);
+    const FaultKind* kind = find_fault_kind(f.value("fault", std::string("?")));
+    if (!kind || !kind->words) return f.value("fault", std::string("?")) + where(f);
+    return kind->words(f, FaultWords{.scale_ms = scale.ms, .scale_word = scale.word, .nodes = nodes, .keeps_data = keeps_data,
+                                     .where = where(f)});
 }
 
 // How a fault stands to those that landed before it: on the client one of them names, on a

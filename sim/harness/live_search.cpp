@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 
+#include "sim/engine/fault_kind.h"
 #include "sim/harness/compose.h"
 #include "sim/harness/discover.h"
 #include "sim/harness/explore.h"
@@ -53,25 +54,14 @@ struct Tried {
 };
 
 Tried tried_key(const Json& f, int nodes) {
+    // Its kind's words, as the search's classes say them (fault_kind.h), without the scale.
     const std::string kind = f.value("fault", std::string("?"));
-    std::string what = kind;
-    if (kind == "pause" && f.value("task", "") == "background") what = "watchdog pause";
-    if (kind == "clock") what = std::string(f.contains("node") ? "node" : "client") + " clock step " + (f.value("jump_ms", 0LL) >= 0 ? "forward" : "back");
-    if (kind == "link") {
-        what = "link " + f.value("mode", std::string("?"));
-        if (f.contains("direction")) what += " " + f.at("direction").get<std::string>();
-        if (f.value("store", false)) what += " to the store";
-        if (f.value("replication", false)) what += " to the replica";
-        if (f.contains("nodes")) {
-            const std::size_t k = f.at("nodes").is_array() ? f.at("nodes").size() : static_cast<std::size_t>(nodes);
-            what += " to " + std::to_string(k) + " of " + std::to_string(nodes) + " lock nodes";
-        }
-    }
-    if (kind == "crash") what += f.contains("restart_after_ms") ? ", restarted" : ", stays down";
+    const FaultKind* k = find_fault_kind(kind);
+    const std::string what = k && k->words ? k->words(f, FaultWords{.nodes = nodes}) : kind;
     std::string target = f.contains("client") ? "client " + f.at("client").dump()
                          : f.contains("point")  ? "whoever reaches it"
                                                 : "every client";
-    if (f.contains("node") && kind != "link") target += ", node " + f.at("node").dump();
+    if (f.contains("node") && k && k->aims_at_node) target += ", node " + f.at("node").dump();
     return {what, f.contains("point") ? f.at("point").get<std::string>() : "at a time", target};
 }
 

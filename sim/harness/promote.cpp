@@ -5,6 +5,7 @@
 #include <set>
 #include <cstdio>
 
+#include "sim/engine/fault_kind.h"
 #include "sim/harness/compose.h"
 #include "sim/harness/discover.h"
 #include "sim/harness/explore.h"
@@ -135,7 +136,8 @@ Json faults_by_role(const Json& faults, int nodes, bool& story_client) {
         }
         // A node struck: one a cut took from the client (the first: every role's cut holds it),
         // or one it could still lock (the last: no cut short of all holds it).
-        if (f.contains("node") && f.at("node").is_number_integer() && f.value("fault", "") != "link")
+        const FaultKind* kind = find_fault_kind(f.value("fault", ""));
+        if (f.contains("node") && f.at("node").is_number_integer() && kind && kind->aims_at_node)
             f["node"] = cut.contains(f.at("node").get<long long>()) ? Json(0) : Json("locked");
         out.push_back(f);
     }
@@ -145,7 +147,8 @@ Json faults_by_role(const Json& faults, int nodes, bool& story_client) {
 bool holds_the_holder(const Json& faults) {
     return std::ranges::any_of(faults, [](const Json& f) {
         const std::string point = f.value("point", "");
-        return f.value("fault", "") == "gate" && (point == "after_acquire" || point == "before_write" || point == "before_release");
+        const FaultKind* kind = find_fault_kind(f.value("fault", ""));
+        return kind && kind->holds_clients && (point == "after_acquire" || point == "before_write" || point == "before_release");
     });
 }
 

@@ -16,6 +16,7 @@
 
 #include "faults/priority.h"
 #include "process/stopped.h"
+#include "sim/engine/fault_kind.h"
 #include "sim/engine/run_setup.h"
 #include "sim/live/live_env.h"
 #include "sim/live/redis_node.h"
@@ -78,11 +79,11 @@ Nemesis::~Nemesis() {
 }
 
 bool Nemesis::skews_clients() const {
-    return std::ranges::any_of(schedule_.faults(), [](const FaultSpec& f) { return f.kind == FaultSpec::Kind::clock && !f.node; });
+    return world_needs(schedule_.faults()).client_clocks;
 }
 
 bool Nemesis::skews_nodes() const {
-    return std::ranges::any_of(schedule_.faults(), [](const FaultSpec& f) { return f.kind == FaultSpec::Kind::clock && f.node; });
+    return world_needs(schedule_.faults()).node_clocks;
 }
 
 void Nemesis::set_clocks(std::vector<ClockControl*> clients, std::vector<ClockControl*> nodes) {
@@ -91,13 +92,11 @@ void Nemesis::set_clocks(std::vector<ClockControl*> clients, std::vector<ClockCo
 }
 
 bool Nemesis::needs_proxies() const {
-    return std::ranges::any_of(schedule_.faults(), [](const FaultSpec& f) {
-        return f.kind == FaultSpec::Kind::link && (!f.link_nodes.empty() || f.link_store);
-    });
+    return world_needs(schedule_.faults()).proxies;
 }
 
 bool Nemesis::needs_peer_proxies() const {
-    return std::ranges::any_of(schedule_.faults(), [](const FaultSpec& f) { return f.link_peers; });
+    return world_needs(schedule_.faults()).peer_proxies;
 }
 
 void Nemesis::set_world(ProxyHub* proxies, std::vector<LockServer*> nodes, LockService* service) {

@@ -8,6 +8,7 @@
 
 #include "analysis/checker.h"
 #include "analysis/history_io.h"
+#include "sim/engine/fault_kind.h"
 #include "sim/engine/recorder.h"
 #include "sim/virtual/sim_env.h"
 #include "sim/virtual/sim_nemesis.h"
@@ -22,9 +23,8 @@ std::optional<std::string> unsupported(const RunSpec& run) {
     if (run.service != Service::redis)
         return std::string("the simulator models Redis nodes only, not ") + service_name(run.service) +
                "'s servers, and its lock runs in an external library in real time";
-    for (const FaultSpec& f : run.faults)
-        if (f.kind == FaultSpec::Kind::pause && f.node)
-            return "a paused lock server is a live fault: the model has no server process to stop";
+    if (world_needs(run.faults).stops_server)
+        return "a paused lock server is a live fault: the model has no server process to stop";
     if (!run.command.empty())
         return "an external library runs in its own process, in real time: it cannot run in virtual time";
     if (run.persistence == Persistence::aof_everysec)
@@ -115,14 +115,9 @@ VTime early_stop_window_ns(const RunSpec& run) {
     for (const auto& [key, v] : run.params.json().items())
         if (key.ends_with("_ms") && v.is_number()) lease_ms = std::max(lease_ms, v.get<double>());
     ms += lease_ms + std::max(section_ms_bound(run.workload.work_ms), section_ms_bound(run.workload.slow_work_ms));
-    bool loses_messages = false;
-    double delay_ms = 0;
-    for (const FaultSpec& f : run.faults) {
-        if (f.kind == FaultSpec::Kind::crash) loses_messages = true;
-        if (f.kind != FaultSpec::Kind::link) continue;
-        loses_messages = loses_messages || f.link.kind == LinkFault::Kind::blackhole || f.link.kind == LinkFault::Kind::reset;
-        delay_ms = std::max(delay_ms, static_cast<double>((f.link.latency + f.link.jitter).count()));
-    }
+    const WorldNeeds needs = world_needs(run.faults);
+    const bool loses_messages = needs.loses_messages;
+    const double delay_ms = static_cast<double>(needs.delay_ms);
     ms += delay_ms + (loses_messages ? static_cast<double>(std::max(run.timeouts.command_ms, run.timeouts.store_ms)) : 0.0);
     return static_cast<VTime>(ms * static_cast<double>(kMs)) + (run.sentinel ? kFailoverNs : 0);
 }

@@ -1231,6 +1231,31 @@ TEST(RepeatingFault, ARepeatingLinkHealsAndACrashRestartsBetweenOccurrences) {
                                       "link c2-n0 blackhole", "link c2-n0 pass", "crash 1", "restart 1"}));
 }
 
+// A repeating link fault whose lengths are drawn ends each occurrence by its own timer; the
+// run's end heals what is still in force and writes no end line for an occurrence that ended
+// already (a link set for good is one with no length at all).
+TEST(RepeatingFault, ARepeatingLinkOfDrawnLengthsEndsEachOccurrenceOnce) {
+    FaultSpec link;
+    link.kind = FaultSpec::Kind::link;
+    link.link = LinkFault::blackhole();
+    link.link_nodes = {0};
+    link.client = 2;
+    link.every_ms = Distribution{Distribution::Kind::fixed, 600, 0};
+    link.duration_drawn_ms = Distribution{Distribution::Kind::uniform, 50, 100};
+    link.until_ms = 1300;
+    ScheduleRun r({link});
+    r.advance(1500);
+    r.schedule.heal(1500 * kMs);
+    long long starts = 0, ends = 0;
+    for (const auto& j : r.lines) {
+        starts += j["type"] == "start";
+        ends += j["type"] == "end";
+    }
+    EXPECT_EQ(starts, 2);
+    EXPECT_EQ(ends, 2);
+    EXPECT_EQ(r.world.calls, (Strings{"link c2-n0 blackhole", "link c2-n0 pass", "link c2-n0 blackhole", "link c2-n0 pass"}));
+}
+
 // A gate "until": "leader" holds whichever client reaches its point first (once) until a
 // server says it leads, asked every 20 ms; its bound, as another-enters', counts only once a
 // crashed node is back, and the report says what it waited for.

@@ -277,7 +277,7 @@ struct LockBench {
 };
 
 LockBench lock_bench(const LockFile& lock) {
-    const std::optional<Service> which = lock.service == Service::redis ? std::nullopt : std::optional(lock.service);
+    const std::optional<Service> which = service_info(lock.service).run_starts_nodes ? std::nullopt : std::optional(lock.service);
     const std::string key = "lockbench:bench:" + lock.name;
     LiveEnvConfig config;
     config.nodes = Cluster::get().endpoints(which ? 1 : lock.nodes);

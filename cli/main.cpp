@@ -1,5 +1,5 @@
-// lockbench: run distributed locks (Redis, ZooKeeper, etcd; its own algorithms and real
-// libraries) under faults and judge them from the protected store's order.
+// lockbench: run distributed locks (on Redis and the other lock services of sim/engine/service.h;
+// its own algorithms and real libraries) under faults and judge them from the protected store's order.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -612,7 +612,7 @@ constexpr std::array<Topic, 10> kTopics{{
     {"files", "docs/files.md", "case, lock and scenario file formats; algorithm parameters"},
     {"faults", "docs/faults.md", "every fault kind, where it lands, what it can reach"},
     {"adapters", "docs/adapters.md", "external locks: adapters, the protocol, kits, your own lock"},
-    {"services", "docs/services.md", "lock services: Redis, Sentinel, ZooKeeper, etcd, PostgreSQL, PgBouncer"},
+    {"services", "docs/services.md", "lock services: their servers, Sentinel, a pooler, what each can meet"},
     {"catalog", "docs/catalog.md", "the verdict table, the cases, what the libraries do, known bugs"},
     {"results", "docs/results.md", "results and reports: metrics, verdict words, file versions"},
     {"simulator", "docs/simulator.md", "the simulator, schedule search, shrinking, discovery"},
@@ -1005,7 +1005,9 @@ Subcommand add_client(CLI::App& app) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"lockbench: distributed locks (Redis, ZooKeeper, etcd; built-in algorithms and real libraries) "
+    std::string titles;
+    for (Service s : services()) titles += (titles.empty() ? "" : ", ") + std::string(service_info(s).title);
+    CLI::App app{"lockbench: distributed locks (" + titles + "; built-in algorithms and real libraries) "
                  "under faults, judged from the protected store's order"};
     app.require_subcommand(1);
     // In this order in --help.

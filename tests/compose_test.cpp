@@ -387,3 +387,31 @@ TEST(FaultKinds, EachKindIsOneEntryAndItsFieldsAreItsOwn) {
         }
     }
 }
+
+// Each service has one entry (service.h), which the parsers, compose and the fault kinds ask:
+// its name, how many servers it may have, and the facts a case is matched against.
+TEST(Services, EachServiceIsOneEntryThatSaysWhatItCanMeet) {
+    std::set<std::string> names;
+    for (Service s : services()) {
+        const ServiceInfo& info = service_info(s);
+        EXPECT_EQ(info.service, s);
+        EXPECT_TRUE(names.insert(info.name).second) << info.name;
+        EXPECT_EQ(parse_service(info.name), s);
+        EXPECT_EQ(servers_refused(info, 1), std::nullopt) << info.name << " cannot run one server";
+        EXPECT_EQ(info.has_leader, info.consensus) << info.name << ": a leader is what servers that agree elect";
+    }
+    EXPECT_EQ(servers_refused(service_info(Service::redis), 7), std::nullopt);
+    EXPECT_NE(servers_refused(service_info(Service::zookeeper), 2).value_or("").find("1, 3 or 5"), std::string::npos);
+    EXPECT_NE(servers_refused(service_info(Service::postgresql), 3).value_or("").find("is one server"), std::string::npos);
+    EXPECT_EQ(services_with(&ServiceInfo::has_leader), "\"zookeeper\" or \"etcd\"");
+    // What a case meets follows the entry: a server's clock, its peer links.
+    const FaultSpec server_clock{.kind = FaultSpec::Kind::clock, .node = 0};
+    FaultSpec peers{.kind = FaultSpec::Kind::link, .node = 0};
+    peers.link_peers = true;
+    for (Service s : services()) {
+        const ServiceInfo& info = service_info(s);
+        const FaultLanding at{.service = s, .nodes = 3};
+        EXPECT_EQ(fault_kind(FaultSpec::Kind::clock).why_not(server_clock, at).has_value(), !info.clock_shim_reaches) << info.name;
+        EXPECT_EQ(fault_kind(FaultSpec::Kind::link).why_not(peers, at).has_value(), !info.peers_proxied) << info.name;
+    }
+}

@@ -192,4 +192,54 @@ TEST(OnePlace, TheRuleFindsASwitchOnAKind) {
     EXPECT_TRUE(kind_switches("const FaultKind& k = fault_kind(f.kind);\n", kinds).empty());
 }
 
+// ---- a lock service in one place (sim/engine/service.h) ----------------------------------
+
+// Where `text` decides by which service a run is on: a Service value compared or switched on,
+// or a service's name compared, as "line N: …". A default (`= Service::redis`) is no decision.
+// The services' names: each entry's `.name` in sim/engine/service.cpp.
+std::string service_names_pattern() {
+    const std::string table = read(kRoot / "sim/engine/service.cpp");
+    const std::regex name(R"re(\.name = "([a-z0-9-]+)")re");
+    std::string out;
+    for (auto it = std::sregex_iterator(table.begin(), table.end(), name); it != std::sregex_iterator(); ++it)
+        out += (out.empty() ? "" : "|") + (*it)[1].str();
+    return out;
+}
+
+std::vector<std::string> service_switches(const std::string& text) {
+    static const std::string names = service_names_pattern();
+    const std::regex by_value(R"([!=]=\s*(lockbench::)?Service::[a-z]|case\s+(lockbench::)?Service::[a-z])");
+    const std::regex by_name("[!=]=\\s*\"(" + names + ")\"|\"(" + names + ")\"\\s*[!=]=");
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n)
+        if (std::regex_search(line, by_value) || std::regex_search(line, by_name)) out.push_back("line " + std::to_string(n) + ": " + line);
+    return out;
+}
+
+// What a service is, is its entry's (sim/engine/service.cpp); how its servers start is
+// start_service's (sim/live/lock_service.cpp) and its own file's in sim/live/. Nothing else
+// decides by the service: it asks service_info().
+TEST(OnePlace, NoCodeOutsideAServicesPlaceDecidesByTheService) {
+    const std::set<std::string> its_place{"sim/engine/service.h", "sim/engine/service.cpp", "sim/live/lock_service.cpp"};
+    int files = 0;
+    for (const auto& [layer, _] : allowed()) {
+        for (const auto& e : fs::recursive_directory_iterator(kRoot / layer)) {
+            if (!e.is_regular_file() || !is_source(e.path())) continue;
+            const std::string rel = fs::relative(e.path(), kRoot).string();
+            if (its_place.contains(rel)) continue;
+            for (const std::string& v : service_switches(read(e.path())))
+                ADD_FAILURE() << rel << ": " << v << " (ask service_info(), sim/engine/service.h)";
+            ++files;
+        }
+    }
+    EXPECT_GE(files, 60);
+    EXPECT_GE(std::ranges::count(service_names_pattern(), '|'), 3) << service_names_pattern();
+    EXPECT_EQ(service_switches("    if (lock.service == Service::postgresql)\n").size(), 1u);
+    EXPECT_EQ(service_switches("        case Service::etcd: return x;\n").size(), 1u);
+    EXPECT_EQ(service_switches("if (name != \"zookeeper\")\n").size(), 1u);
+    EXPECT_TRUE(service_switches("    Service service = Service::redis;\n").empty());
+}
+
 }  // namespace

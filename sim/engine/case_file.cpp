@@ -108,7 +108,7 @@ CaseNeeds parse_needs(const Json& j, const std::string& file) {
         for (const Json& x : names) {
             const auto service = x.is_string() ? parse_service(x.get<std::string>()) : std::nullopt;
             if (!service)
-                f.fail(f.at("service"), "expected \"redis\", \"zookeeper\", \"etcd\", \"postgresql\" or an array of them, got " + excerpt(x));
+                f.fail(f.at("service"), "expected a service (" + services_with(nullptr) + ") or an array of them, got " + excerpt(x));
             n.services.push_back(*service);
         }
     }
@@ -152,7 +152,7 @@ void parse_run_settings(Fields& f, CaseVariant& v, const WorkloadSpec& w, const 
     if (const Json* settings = f.get("server_settings")) {
         if (!settings->is_object() || settings->empty() ||
             !std::ranges::all_of(settings->items(), [](const auto& kv) { return kv.value().is_string() || kv.value().is_number_integer(); }))
-            f.fail(f.at("server_settings"), "expected an object of a PostgreSQL setting → a string or an integer, got " + excerpt(*settings));
+            f.fail(f.at("server_settings"), "expected an object of a server setting → a string or an integer, got " + excerpt(*settings));
         v.server_settings = *settings;
     }
     if (const Json* e = f.get("expect")) v.expect = parse_expect_object(*e, f.at("expect"), file);
@@ -262,7 +262,7 @@ CaseFile parse_case_file(const Json& j, const std::string& file) {
     if (const Json* n = f.get("needs")) c.needs = parse_needs(*n, file);
     if (f.get("ensemble")) {
         c.ensemble = static_cast<int>(f.integer("ensemble", 1, 1, 5));
-        if (c.ensemble % 2 == 0) f.fail(f.at("ensemble"), "a ZooKeeper or etcd ensemble has 1, 3 or 5 servers");
+        if (c.ensemble % 2 == 0) f.fail(f.at("ensemble"), "a " + services_with(&ServiceInfo::consensus, false) + " ensemble has 1, 3 or 5 servers");
     }
     c.about = parse_about(f);
     c.params = parse_duration_params(f);

@@ -63,7 +63,7 @@ struct CaseVariant {
     std::optional<nlohmann::json> renew;      // a worker's renewal policy
     std::optional<std::string> resource_check;
     std::optional<std::string> persistence;   // of Redis lock nodes
-    std::optional<nlohmann::json> server_settings;  // a PostgreSQL server's ("idle_session_timeout": "2s")
+    std::optional<nlohmann::json> server_settings;  // a server's, where its service takes them ("idle_session_timeout": "2s")
     nlohmann::json expect = nlohmann::json::object();
     std::vector<PredictRule> predict;
 };

@@ -124,24 +124,24 @@ void parse_command(Fields& f, LockFile& lock) {
 void parse_service_and_nodes(Fields& f, LockFile& lock) {
     const std::string name = one_of(f, "service", "redis", service_names());
     lock.service = *parse_service(name);
+    const ServiceInfo& service = service_info(lock.service);
     const bool external = lock.algorithm == &external_algorithm();
-    if (lock.service != Service::redis && !external)
-        f.fail(f.at("service"), "lockbench's own algorithms speak Redis; a " + name + " lock is an external adapter's");
+    if (!service.own_algorithms && !external)
+        f.fail(f.at("service"), "lockbench's own algorithms speak " + services_with(&ServiceInfo::own_algorithms, false) + "; a " +
+                                name + " lock is an external adapter's");
     lock.nodes = static_cast<int>(f.integer("nodes", lock.algorithm->default_nodes, 1, kMaxNodes));
-    if (lock.service != Service::redis && (lock.nodes % 2 == 0 || lock.nodes > 5))
-        f.fail(f.at("nodes"), "a " + name + " service has 1, 3 or 5 servers, got " + std::to_string(lock.nodes));
-    if (lock.service == Service::postgresql && lock.nodes != 1)
-        f.fail(f.at("nodes"), "a postgresql service is one server, got " + std::to_string(lock.nodes));
+    if (const auto why = servers_refused(service, lock.nodes)) f.fail(f.at("nodes"), *why);
     if (f.get("pgbouncer")) {
         lock.pgbouncer = one_of(f, "pgbouncer", "", {"transaction", "session"});
-        if (lock.service != Service::postgresql) f.fail(f.at("pgbouncer"), "PgBouncer pools PostgreSQL connections: it needs \"service\": \"postgresql\"");
+        if (!service.server_settings)
+            f.fail(f.at("pgbouncer"), "PgBouncer pools PostgreSQL connections: it needs \"service\": " + services_with(&ServiceInfo::server_settings));
     }
     const std::string topology = one_of(f, "topology", "plain", {"plain", "sentinel"});
     lock.needs_replica = topology == "sentinel";
     lock.sentinel = boolean(f, "sentinel", lock.needs_replica);
-    if ((lock.sentinel || lock.needs_replica) && (lock.service != Service::redis || lock.nodes != 1))
+    if ((lock.sentinel || lock.needs_replica) && (!service.node_options || lock.nodes != 1))
         f.fail(f.at(f.get("sentinel") ? "sentinel" : "topology"),
-               "Sentinel watches one Redis master: it needs \"service\": \"redis\" and one node");
+               "Sentinel watches one Redis master: it needs \"service\": " + services_with(&ServiceInfo::node_options) + " and one node");
     if (lock.needs_replica && !lock.sentinel)
         f.fail(f.at("sentinel"), "a lock that runs on a master with a replica follows it through Sentinel");
 }

@@ -69,7 +69,7 @@ struct LockFile {
     int nodes = 1;
     bool sentinel = false;               // it can find a master through Sentinel (failover)
     bool needs_replica = false;          // "topology": "sentinel": it always runs on a master with a replica
-    std::string pgbouncer;               // "postgresql": PgBouncer's pool mode in front of the server, if any
+    std::string pgbouncer;               // PgBouncer's pool mode in front of the server, if any (service.h: server_settings)
     bool check_lease_before_write = false;
     // The application's renewal of the lock (a worker's "renew" policy, scenario.h): the
     // period and T scale with the case's time like its other durations.

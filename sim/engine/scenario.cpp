@@ -181,18 +181,18 @@ std::vector<std::string> parse_explore_fixed(const nlohmann::json& e, const std:
 
 namespace {
 
-// "server_settings" and "pgbouncer": how a PostgreSQL server starts, for that service only.
-void parse_postgresql_fields(Fields& f, RunSpec& r) {
+// "server_settings" and "pgbouncer": how a server starts, for a service that takes settings.
+void parse_server_settings(Fields& f, RunSpec& r) {
     const nlohmann::json* settings = f.get("server_settings");
     const nlohmann::json* pgbouncer = f.get("pgbouncer");
-    if ((settings || pgbouncer) && r.service != Service::postgresql)
-        f.fail(f.at(settings ? "server_settings" : "pgbouncer"), "applies to a \"postgresql\" service only");
+    if ((settings || pgbouncer) && !service_info(r.service).server_settings)
+        f.fail(f.at(settings ? "server_settings" : "pgbouncer"), "applies to a " + services_with(&ServiceInfo::server_settings) + " service only");
     if (settings) {
         static const std::regex setting_name("[a-z_][a-z0-9_.]{0,62}");
         if (!settings->is_object()) f.fail(f.at("server_settings"), "expected an object of setting → value, got " + excerpt(*settings));
         for (const auto& [name, value] : settings->items()) {
             const std::string at = f.at("server_settings") + "." + name;
-            if (!std::regex_match(name, setting_name)) f.fail(at, "not a PostgreSQL setting's name");
+            if (!std::regex_match(name, setting_name)) f.fail(at, std::string("not a ") + service_info(r.service).title + " setting's name");
             if (value.is_string()) r.server_settings[name] = value.get<std::string>();
             else if (value.is_number_integer()) r.server_settings[name] = std::to_string(value.get<long long>());
             else f.fail(at, "expected a string (\"2s\") or an integer, got " + excerpt(value));
@@ -206,34 +206,29 @@ void parse_postgresql_fields(Fields& f, RunSpec& r) {
     }
 }
 
-// "service": which servers the run locks on. ZooKeeper and etcd speak their own protocols:
-// only an external adapter locks there, and Redis's topology and persistence do not apply.
-// A fault by role (leader, follower) needs a service that has a leader; what else a fault
+// "service": which servers the run locks on, and what its entry (service.h) allows: only an
+// external adapter locks on a service lockbench's own algorithms do not speak, a fault by role
+// (leader, follower) needs a service that has a leader, the number of servers is the
+// service's, a Redis node's topology and persistence apply to Redis alone. What else a fault
 // cannot reach on a service is its kind's (fault_kind.h: why_not), checked once the topology is read.
 void parse_run_service(Fields& f, RunSpec& r, const std::string& algorithm, const std::string& faults_at) {
     const std::string name = f.string("service", "redis");
     const std::optional<Service> service = parse_service(name);
-    if (!service)
-        f.fail(f.at("service"), "expected \"redis\", \"zookeeper\", \"etcd\" or \"postgresql\", got " + quoted_excerpt(name));
+    if (!service) f.fail(f.at("service"), "expected " + services_with(nullptr) + ", got " + quoted_excerpt(name));
     r.service = *service;
-    parse_postgresql_fields(f, r);
-    if (r.service == Service::redis) {
-        for (size_t i = 0; i < r.faults.size(); ++i)
-            if ((r.faults[i].node && *r.faults[i].node < 0) || r.faults[i].link_peers)
-                f.fail(faults_at + "[" + std::to_string(i) + "].node",
-                       "Redis nodes have no leader and no peer links: this needs \"service\" zookeeper or etcd");
-        return;
-    }
-    if (algorithm != "external")
-        f.fail(f.at("service"), "lockbench's own algorithms speak Redis; on " + name + " use an external adapter "
-                                "(adapters/kazoo-lock, adapters/etcd-lock, adapters/pg-advisory)");
-    if (r.service == Service::postgresql && r.nodes != 1)
-        f.fail(f.at("nodes"), "a postgresql service is one server (advisory locks live in its memory), got " +
-                              std::to_string(r.nodes));
-    if (r.nodes % 2 == 0 || r.nodes > 5)
-        f.fail(f.at("nodes"), "a " + name + " service has 1, 3 or 5 servers, got " + std::to_string(r.nodes));
-    for (const char* redis_only : {"topology", "persistence"})
-        if (f.get(redis_only)) f.fail(f.at(redis_only), std::string("applies to Redis nodes only, not to ") + name);
+    const ServiceInfo& info = service_info(r.service);
+    parse_server_settings(f, r);
+    for (size_t i = 0; i < r.faults.size(); ++i)
+        if (r.faults[i].node && *r.faults[i].node < 0 && !info.has_leader)
+            f.fail(faults_at + "[" + std::to_string(i) + "].node", std::string(info.plural) + " have no leader: a fault by role needs \"service\" " +
+                                                                   services_with(&ServiceInfo::has_leader));
+    if (!info.own_algorithms && algorithm != "external")
+        f.fail(f.at("service"), "lockbench's own algorithms speak " + services_with(&ServiceInfo::own_algorithms, false) + "; on " + name +
+                                " use an external adapter (adapters/kazoo-lock, adapters/etcd-lock, adapters/pg-advisory)");
+    if (const auto why = servers_refused(info, r.nodes)) f.fail(f.at("nodes"), *why);
+    if (!info.node_options)
+        for (const char* redis_only : {"topology", "persistence"})
+            if (f.get(redis_only)) f.fail(f.at(redis_only), std::string("applies to Redis nodes only, not to ") + name);
 }
 
 // Every node a fault names exists in this run.

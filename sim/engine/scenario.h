@@ -57,7 +57,8 @@ struct RunSpec {
     Service service = Service::redis;  // what the lock nodes are: redis-servers, or the servers of
                                        // a ZooKeeper or etcd service (external adapters only)
     int nodes = 1;                     // lock nodes, or the service's servers (1, 3 or 5)
-    // PostgreSQL only: settings the server starts with ("idle_session_timeout" → "2s"), and
+    // A service that takes them only (service.h: server_settings): settings the server starts
+    // with ("idle_session_timeout" → "2s"), and
     // PgBouncer's pool mode in front of it ("transaction", "session"; empty: none).
     std::map<std::string, std::string> server_settings;
     std::string pgbouncer;

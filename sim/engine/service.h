@@ -19,18 +19,46 @@ inline const std::vector<Service>& services() {
     return all;
 }
 
-inline const char* service_name(Service s) {
-    switch (s) {
-        case Service::redis: return "redis";
-        case Service::zookeeper: return "zookeeper";
-        case Service::etcd: return "etcd";
-        case Service::postgresql: return "postgresql";
-    }
-    return "?";
-}
+// What a service is, as the parsers, compose, the fault kinds, the search and the command line
+// ask it: one entry per service (service.cpp). Its servers are started, wiped and stopped by
+// the live world (sim/live/lock_service.h: start_service, and a file of each service's own).
+struct ServiceInfo {
+    Service service;
+    const char* name;    // "postgresql": a lock file's "service"
+    const char* title;   // "PostgreSQL", as a message names it
+    const char* server;  // "lock node", "etcd server": one of its servers, as the progress line says
+    const char* plural;  // "Redis nodes", "etcd servers": its servers, as a message names them
+    // How many servers a run may have: any (to kMaxNodes) when empty; and why, when it is one.
+    std::vector<int> sizes;
+    const char* why_sizes = "";
+    bool own_algorithms = false;     // lockbench's own algorithms speak it; on the others only an adapter locks
+    bool consensus = false;          // several servers that agree (a case's "ensemble" is their number)
+    bool has_leader = false;         // a fault may strike a server by its role (leader, follower)
+    bool peers_proxied = false;      // its servers' links to each other go through lockbench's proxies
+    bool clock_shim_reaches = true;  // its servers read the wall clock through libc (the clock shim's LD_PRELOAD)
+    const char* clock_why = "";      // why not, when they do not
+    bool node_options = false;       // "topology" (Sentinel) and "persistence": a Redis node's
+    bool server_settings = false;    // "server_settings" and "pgbouncer": settings its server starts with
+    bool simulated = false;          // the simulator models its servers
+    // The run starts its nodes itself (sim/live/redis_node.h, with their topology and
+    // persistence); any other service's servers start through start_service (lock_service.h).
+    bool run_starts_nodes = false;
+};
+
+const ServiceInfo& service_info(Service s);
+
+inline const char* service_name(Service s) { return service_info(s).name; }
 
 // A service of several servers that agree by consensus (a case's "ensemble" is their number).
-inline bool replicated(Service s) { return s == Service::zookeeper || s == Service::etcd; }
+inline bool replicated(Service s) { return service_info(s).consensus; }
+
+// "\"zookeeper\" or \"etcd\"": the services for which `has` holds (every one with nullptr),
+// quoted, or by their titles, as a message lists them.
+std::string services_with(bool ServiceInfo::*has, bool quoted = true);
+
+// Why a run of `servers` servers cannot be on this service ("a postgresql service is one
+// server (…), got 3"); nullopt when it can.
+std::optional<std::string> servers_refused(const ServiceInfo& service, int servers);
 
 // Their names, in that order.
 inline std::vector<std::string> service_names() {

@@ -187,8 +187,9 @@ std::optional<std::string> why_not_by_faults(const CaseFile& c, const std::vecto
             return "strikes lock node " + std::to_string(*f.node) + "; " + lock.name + " has " + std::to_string(nodes);
         for (int n : f.link_nodes)
             if (n >= nodes) return "cuts lock node " + std::to_string(n) + "; " + lock.name + " has " + std::to_string(nodes);
-        if (f.node && *f.node < 0 && lock.service == Service::redis)
-            return "strikes a server by its role (leader, follower), which Redis nodes do not have";
+        if (f.node && *f.node < 0 && !service_info(lock.service).has_leader)
+            return std::string("strikes a server by its role (leader, follower), which ") + service_info(lock.service).plural +
+                   " do not have";
         if (const FaultKind& k = fault_kind(f.kind); k.why_not)
             if (auto why = k.why_not(f, FaultLanding{lock.service, lock.sentinel, nodes})) return why;
     }
@@ -215,10 +216,12 @@ std::optional<std::string> why_not_by_policy(const CaseFile& c, const CaseVarian
         return "pauses a client's background renewal alone; " + lock.name + " has none lockbench runs";
     if (v.resource_check == "token" && lock.algorithm->one_token_per_client)
         return "the store checks the lock's token, the same for every lease of one client in " + lock.algorithm->name;
-    if (v.persistence && *v.persistence != "none" && lock.service != Service::redis)
-        return "sets a Redis node's persistence; " + lock.name + " is on " + service_name(lock.service);
-    if (v.server_settings && lock.service != Service::postgresql)
-        return "sets a PostgreSQL server's settings; " + lock.name + " is on " + service_name(lock.service);
+    if (v.persistence && *v.persistence != "none" && !service_info(lock.service).node_options)
+        return "sets a " + services_with(&ServiceInfo::node_options, false) + " node's persistence; " + lock.name + " is on " +
+               service_name(lock.service);
+    if (v.server_settings && !service_info(lock.service).server_settings)
+        return "sets a " + services_with(&ServiceInfo::server_settings, false) + " server's settings; " + lock.name + " is on " +
+               service_name(lock.service);
     return std::nullopt;
 }
 
@@ -254,7 +257,7 @@ Json cell_run(const CaseFile& c, const CaseVariant& v, const LockFile& lock, Exp
     }
     if (c.needs.sentinel || lock.needs_replica) run["topology"] = "sentinel";
     if (v.persistence) run["persistence"] = *v.persistence;
-    if (v.server_settings && lock.service == Service::postgresql) run["server_settings"] = *v.server_settings;
+    if (v.server_settings && service_info(lock.service).server_settings) run["server_settings"] = *v.server_settings;
     if (!lock.pgbouncer.empty()) run["pgbouncer"] = lock.pgbouncer;
     if (lock.check_lease_before_write) run["check_lease_before_write"] = true;
     if (const std::optional<Json>& policy = v.renew ? v.renew : lock.renew) {

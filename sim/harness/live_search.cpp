@@ -296,7 +296,7 @@ Json search_case() {
 }
 
 const LockFile* model_of(const LockFile& lock, const std::vector<LockFile>& own) {
-    if (lock.service != Service::redis) return nullptr;  // the simulator models Redis nodes only
+    if (!service_info(lock.service).simulated) return nullptr;  // the simulator models Redis nodes only
     std::string name = "token-lua";
     if (lock.nodes >= 3) name = lock.offers.checks_elapsed ? "redlock" : "redlock+no-validity-check";
     else if (lock.offers.expiry == "client") name = "getset";

@@ -37,7 +37,7 @@ bool announce(const RunOptions& opts, size_t i, size_t n, const RunSpec& run) {
     if (!opts.progress) return false;
     std::cerr << "lockbench: [" << i + 1 << "/" << n << "] " << run.name << ": " << run.workload.clients
               << " clients for " << run.workload.duration_ms << " ms on " << run.nodes
-              << (run.service == Service::redis ? " lock node" : std::string(" ") + service_name(run.service) + " server")
+              << " " << service_info(run.service).server
               << (run.nodes == 1 ? "" : "s") << " ..." << std::flush;
     return true;
 }

@@ -112,7 +112,7 @@ std::vector<std::string> clock_env(const std::vector<ClockControl>& clocks, int 
     return clocks.empty() ? std::vector<std::string>{} : clocks[static_cast<size_t>(i)].env();
 }
 
-// ZooKeeper, etcd or PostgreSQL: the service starts its servers on free ports (each has several), under
+// A service whose servers the run does not start itself (service.h: run_starts_nodes): it starts them on free ports (each has several), under
 // the clock shim where a fault skews them, their peer links through `peers` when given.
 void start_service(Nodes& n, const RunSpec& run, const fs::path& dir, const std::vector<ClockControl>& clocks,
                    ProxyHub* peers) {
@@ -127,7 +127,7 @@ Nodes start_nodes(const RunSpec& run, std::optional<int> base_port, const fs::pa
     const auto port = [&](int i) { return base_port ? std::optional<int>(*base_port + i) : std::nullopt; };
     Nodes n;
     const int count = run.nodes;
-    if (run.service != Service::redis) {
+    if (!service_info(run.service).run_starts_nodes) {
         start_service(n, run, dir, clocks, peers);
         n.store.emplace(RedisNodeConfig{"store", port(count)}, dir);
         return n;

@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
 std::optional<std::string> unsupported(const RunSpec& run) {
-    if (run.service != Service::redis)
+    if (!service_info(run.service).simulated)
         return std::string("the simulator models Redis nodes only, not ") + service_name(run.service) +
                "'s servers, and its lock runs in an external library in real time";
     if (world_needs(run.faults).stops_server)

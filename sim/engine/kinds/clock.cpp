@@ -28,8 +28,9 @@ std::string label(const FaultSpec& s) {
 }
 
 std::optional<std::string> why_not(const FaultSpec& s, const FaultLanding& at) {
-    if (s.node && at.service == Service::etcd)
-        return "steps a server's clock, which the clock shim cannot move on etcd (Go reads the kernel's clock directly)";
+    if (s.node && !service_info(at.service).clock_shim_reaches)
+        return std::string("steps a server's clock, which the clock shim cannot move on ") + service_info(at.service).title + " (" +
+               service_info(at.service).clock_why + ")";
     return std::nullopt;
 }
 

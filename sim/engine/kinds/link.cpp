@@ -96,8 +96,9 @@ std::string label(const FaultSpec& s) {
 // etcd's peer URLs must be the same cluster-wide, so its peer links are not proxied (pause or
 // kill a member as the minority stand-in).
 std::optional<std::string> why_not(const FaultSpec& s, const FaultLanding& at) {
-    if (s.link_peers && at.service != Service::zookeeper)
-        return "cuts a server's links to its peers, which only ZooKeeper's go through lockbench's proxies";
+    if (s.link_peers && !service_info(at.service).peers_proxied)
+        return "cuts a server's links to its peers, which only " + services_with(&ServiceInfo::peers_proxied, false) +
+               "'s go through lockbench's proxies";
     if (s.link_peers && at.nodes == 1) return "cuts a server's links to its peers, which a single server does not have";
     if (s.link_replication && !at.sentinel)
         return "holds the master→replica link, which needs a lock that follows its master through Sentinel";

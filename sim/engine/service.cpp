@@ -1,0 +1,54 @@
+#include "sim/engine/service.h"
+
+#include <algorithm>
+
+namespace lockbench {
+
+namespace {
+
+const std::vector<ServiceInfo>& table() {
+    static const std::vector<ServiceInfo> all{
+        {.service = Service::redis, .name = "redis", .title = "Redis", .server = "lock node", .plural = "Redis nodes",
+         .own_algorithms = true, .node_options = true, .simulated = true, .run_starts_nodes = true},
+        {.service = Service::zookeeper, .name = "zookeeper", .title = "ZooKeeper", .server = "zookeeper server", .plural = "ZooKeeper servers",
+         .sizes = {1, 3, 5}, .consensus = true, .has_leader = true, .peers_proxied = true},
+        // etcd's peer URLs must be the same cluster-wide, so its peer links are not proxied; Go
+        // reads the kernel's clock directly, not through libc.
+        {.service = Service::etcd, .name = "etcd", .title = "etcd", .server = "etcd server", .plural = "etcd servers",
+         .sizes = {1, 3, 5}, .consensus = true, .has_leader = true, .clock_shim_reaches = false,
+         .clock_why = "Go reads the kernel's clock directly"},
+        {.service = Service::postgresql, .name = "postgresql", .title = "PostgreSQL", .server = "postgresql server", .plural = "PostgreSQL servers",
+         .sizes = {1}, .why_sizes = "advisory locks live in its memory", .server_settings = true},
+    };
+    return all;
+}
+
+}  // namespace
+
+const ServiceInfo& service_info(Service s) {
+    for (const ServiceInfo& i : table())
+        if (i.service == s) return i;
+    return table().front();  // not reached: every service has its entry (compose_test: Services)
+}
+
+std::optional<std::string> servers_refused(const ServiceInfo& service, int servers) {
+    const std::vector<int>& sizes = service.sizes;
+    if (sizes.empty() || std::ranges::find(sizes, servers) != sizes.end()) return std::nullopt;
+    std::string allowed;
+    for (std::size_t i = 0; i < sizes.size(); ++i)
+        allowed += (i == 0 ? "" : i + 1 == sizes.size() ? " or " : ", ") + std::to_string(sizes[i]);
+    const std::string why = *service.why_sizes ? " (" + std::string(service.why_sizes) + ")" : "";
+    return std::string("a ") + service.name + " service " + (sizes.size() == 1 && sizes[0] == 1 ? "is one server" : "has " + allowed + " servers") +
+           why + ", got " + std::to_string(servers);
+}
+
+std::string services_with(bool ServiceInfo::*has, bool quoted) {
+    std::vector<std::string> names;
+    for (Service s : services())
+        if (!has || service_info(s).*has) names.push_back(quoted ? "\"" + std::string(service_name(s)) + "\"" : service_info(s).title);
+    std::string out;
+    for (std::size_t i = 0; i < names.size(); ++i) out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+    return out;
+}
+
+}  // namespace lockbench

@@ -39,6 +39,12 @@ char task_state(const std::filesystem::path& stat) {
     return fields.empty() ? '?' : fields[0];
 }
 
+}  // namespace
+
+char process_state(pid_t pid) { return task_state("/proc/" + std::to_string(pid) + "/stat"); }
+
+namespace {
+
 // The parent (first) or the group (second) field after the state letter of a /proc/<pid>/stat;
 // -1 if unread.
 pid_t field_of(const std::filesystem::path& stat, int which) {

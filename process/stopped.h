@@ -30,6 +30,10 @@ bool wait_group_none_running(pid_t pgid, std::chrono::milliseconds timeout);
 enum class Related { children, group_members };
 std::vector<pid_t> processes_related(Related how, pid_t of);
 
+// The state letter of /proc/<pid>/stat ('R', 'S', 'T', 'Z', ...); '?' if it cannot be read
+// (the process is gone).
+char process_state(pid_t pid);
+
 // Waits until child `pid` of this process has exited, at most `timeout`, without reaping it:
 // until it is reaped its pid, and so its group's id, is nobody else's to get, and a signal
 // to the group strikes no stranger. True once it has exited.

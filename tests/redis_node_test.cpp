@@ -49,21 +49,12 @@ std::string text(const Reply& r) {
 
 using testing_util::EnvOverride;
 
-// The state letter from /proc/<pid>/stat ('R', 'S', 'T', 'Z', ...), or nullopt if it is gone.
-std::optional<char> process_state(pid_t pid) {
-    const std::optional<std::string> stat = testing_util::proc_stat(pid);
-    if (!stat) return std::nullopt;
-    const std::string line = stat->substr(0, stat->find('\n'));
-    const auto paren = line.rfind(')');  // the command name may itself hold spaces or ')'
-    if (paren == std::string::npos || paren + 2 >= line.size()) return std::nullopt;
-    return line[paren + 2];
-}
-
-// Gone, or a zombie whose new parent (init) has not reaped it yet: either way, dead.
+// Gone, or a zombie whose new parent (init) has not reaped it yet: either way, dead
+// (process_state, process/stopped.h: '?' once it is gone).
 bool process_gone(pid_t pid) {
     if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
-    const auto state = process_state(pid);
-    return !state || *state == 'Z';
+    const char state = process_state(pid);
+    return state == '?' || state == 'Z';
 }
 
 using testing_util::eventually;

@@ -61,22 +61,10 @@ std::string fresh_password() {
     return out.str();
 }
 
-// A file of /proc, read with read(2): a process that ends meanwhile makes the read fail
-// (ESRCH), which std::filebuf would throw.
-std::string read_proc_file(const std::string& path) {
-    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return {};
-    char buf[1024];
-    const ssize_t n = read(fd, buf, sizeof buf);
-    close(fd);
-    return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
-}
-
 // Neither gone nor a zombie (which holds no memory any more).
 bool alive(pid_t pid) {
-    const std::string stat = read_proc_file("/proc/" + std::to_string(pid) + "/stat");
-    const auto close = stat.rfind(')');
-    return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z' && stat[close + 2] != 'X';
+    const char state = process_state(pid);
+    return state != '?' && state != 'Z' && state != 'X';
 }
 
 // Owned by the server's user, so that it may write there (nothing when it runs as lockbench).

@@ -122,7 +122,9 @@ TEST(Catalog, EveryLockThatJoinsTheCatalogRacesInTheBaseline) {
     EXPECT_GE(joining, 20u);
     for (const CaseFile& c : cases) {
         const Composed k = compose(c, locks, LockChoice::catalog);
-        if (!k.empty()) EXPECT_NO_THROW(parse_scenario(k.scenario, c.path)) << c.name;
+        if (!k.empty()) {
+            EXPECT_NO_THROW(parse_scenario(k.scenario, c.path)) << c.name;
+        }
     }
 }
 
@@ -150,7 +152,9 @@ TEST(Catalog, ANewLockFileJoinsEveryCaseThatAppliesToIt) {
             EXPECT_EQ(r.at("command").at(1), "their_adapter.py");
         }
         // Parses as an explicit scenario: a run lockbench can start.
-        if (!k.empty()) EXPECT_NO_THROW(parse_scenario(k.scenario, c.path)) << c.name;
+        if (!k.empty()) {
+            EXPECT_NO_THROW(parse_scenario(k.scenario, c.path)) << c.name;
+        }
     }
     EXPECT_EQ(runs, met.size());
 }
@@ -337,8 +341,8 @@ TEST(FaultKinds, EveryDurationOfEveryKindScalesWithTheLease) {
     for (const FaultKind* kind : fault_kinds()) {
         SCOPED_TRACE(kind->name);
         Json f = {{"fault", kind->name}, {"at_ms", 100}, {"duration_ms", 100}, {"max_ms", 100}, {"keep_holder_ms", 100},
-                  {"occurrence", 2}, {"node", 1}, {"count", 2}};
-        std::vector<std::string> durations{"at_ms", "duration_ms", "max_ms", "keep_holder_ms"};
+                  {"every_ms", 100}, {"until_ms", 100}, {"occurrence", 2}, {"node", 1}, {"count", 2}};
+        std::vector<std::string> durations{"at_ms", "duration_ms", "max_ms", "keep_holder_ms", "every_ms", "until_ms"};
         for (const char* own : kind->own_fields) {
             if (!std::string(own).ends_with("_ms")) continue;
             EXPECT_TRUE(std::ranges::any_of(kind->lease_scaled, [&](const char* s) { return std::string(s) == own; }))
@@ -368,6 +372,16 @@ TEST(FaultKinds, EachKindIsOneEntryAndItsFieldsAreItsOwn) {
         EXPECT_FALSE(kind->shapes.empty()) << "the search never draws " << kind->name;
     }
     EXPECT_EQ(find_fault_kind("fsync"), nullptr);
+    // One wording for the search's classes and its coverage: a blackhole and a reset are one
+    // class ("cut"), and two entries of its coverage.
+    const FaultKind& link = fault_kind(FaultSpec::Kind::link);
+    const Json blackhole = {{"fault", "link"}, {"mode", "blackhole"}, {"direction", "upstream"}, {"store", true}};
+    Json reset = blackhole;
+    reset["mode"] = "reset";
+    EXPECT_EQ(link.words(blackhole, {}), link.words(reset, {}));
+    EXPECT_EQ(link.words(blackhole, {}), "link cut from every client to the store");
+    EXPECT_EQ(link.words(blackhole, {.exact = true}), "link blackhole upstream from every client to the store");
+    EXPECT_NE(link.words(blackhole, {.exact = true}), link.words(reset, {.exact = true}));
     const Json base = Json::parse(R"({"name": "c", "workload": {"clients": 2, "duration_ms": 1000}, "runs": [{"algorithm": "setnx"}]})");
     for (const FaultKind* kind : fault_kinds()) {
         for (const FaultKind* other : fault_kinds()) {

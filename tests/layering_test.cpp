@@ -133,11 +133,12 @@ std::vector<std::string> kind_names() {
 }
 
 // Where `text` (a source file outside the kinds' folder) decides by a fault's kind: a
-// FaultSpec::Kind value named, or a kind's name compared, as "line N: …".
+// FaultSpec::Kind value named (qualified, or compared as Kind::NAME inside FaultSpec), or a
+// kind's name compared, as "line N: …".
 std::vector<std::string> kind_switches(const std::string& text, const std::vector<std::string>& kinds) {
     std::string names;
     for (const std::string& k : kinds) names += (names.empty() ? "" : "|") + k;
-    const std::regex by_value(R"(FaultSpec::Kind::[a-z])");
+    const std::regex by_value("FaultSpec::Kind::[a-z]|([!=]=\\s*|case\\s+)Kind::(" + names + ")\\b|\\bKind::(" + names + ")\\s*[!=]=");
     const std::regex by_name("[!=]=\\s*\"(" + names + ")\"|\"(" + names + ")\"\\s*[!=]=");
     std::vector<std::string> out;
     std::istringstream in(text);
@@ -157,9 +158,9 @@ TEST(OnePlace, EachFaultKindIsOneFileOfKindsThatHoldsItsEntry) {
     for (const std::string& k : kinds) {
         const std::string text = read(kRoot / "sim/engine/kinds" / (k + ".cpp"));
         EXPECT_NE(text.find(".name = \"" + k + "\""), std::string::npos) << "kinds/" << k << ".cpp: its entry's name is not \"" << k << "\"";
-        std::string entry = "k" + k + "Kind";
-        entry[1] = static_cast<char>(std::toupper(static_cast<unsigned char>(entry[1])));
-        EXPECT_NE(text.find("const FaultKind " + entry), std::string::npos) << "kinds/" << k << ".cpp does not define " << entry;
+        std::string entry = k + "_kind()";
+        std::ranges::replace(entry, '-', '_');
+        EXPECT_NE(text.find("const FaultKind& " + entry + " {"), std::string::npos) << "kinds/" << k << ".cpp does not define " << entry;
         EXPECT_NE(list.find("&" + entry), std::string::npos) << "fault_kinds() (sim/engine/fault_kind.cpp) does not list " << entry;
     }
 }
@@ -188,6 +189,8 @@ TEST(OnePlace, TheRuleFindsASwitchOnAKind) {
     EXPECT_EQ(kind_switches("if (f.kind == FaultSpec::Kind::link && x)\n", kinds).size(), 1u);
     EXPECT_EQ(kind_switches("if (f.value(\"fault\", \"\") != \"link\")\n", kinds).size(), 1u);
     EXPECT_EQ(kind_switches("if (\"pause\" == kind)\n", kinds).size(), 1u);
+    EXPECT_EQ(kind_switches("    if (kind == Kind::link) s += x;\n", kinds).size(), 1u);
+    EXPECT_TRUE(kind_switches("if (f.link.kind == LinkFault::Kind::hold)\n", kinds).empty());
     EXPECT_TRUE(kind_switches("one({{\"fault\", \"pause\"}, {\"point\", \"before_write\"}})\n", kinds).empty());
     EXPECT_TRUE(kind_switches("const FaultKind& k = fault_kind(f.kind);\n", kinds).empty());
 }
@@ -208,7 +211,7 @@ std::string service_names_pattern() {
 
 std::vector<std::string> service_switches(const std::string& text) {
     static const std::string names = service_names_pattern();
-    const std::regex by_value(R"([!=]=\s*(lockbench::)?Service::[a-z]|case\s+(lockbench::)?Service::[a-z])");
+    const std::regex by_value(R"([!=]=\s*(lockbench::)?Service::[a-z]|(lockbench::)?Service::[a-z]+\s*[!=]=|case\s+(lockbench::)?Service::[a-z])");
     const std::regex by_name("[!=]=\\s*\"(" + names + ")\"|\"(" + names + ")\"\\s*[!=]=");
     std::vector<std::string> out;
     std::istringstream in(text);
@@ -238,6 +241,7 @@ TEST(OnePlace, NoCodeOutsideAServicesPlaceDecidesByTheService) {
     EXPECT_GE(std::ranges::count(service_names_pattern(), '|'), 3) << service_names_pattern();
     EXPECT_EQ(service_switches("    if (lock.service == Service::postgresql)\n").size(), 1u);
     EXPECT_EQ(service_switches("        case Service::etcd: return x;\n").size(), 1u);
+    EXPECT_EQ(service_switches("    if (Service::redis != run.service)\n").size(), 1u);
     EXPECT_EQ(service_switches("if (name != \"zookeeper\")\n").size(), 1u);
     EXPECT_TRUE(service_switches("    Service service = Service::redis;\n").empty());
 }

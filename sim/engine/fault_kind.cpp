@@ -4,13 +4,19 @@
 
 namespace lockbench {
 
-// Each kind's entry, defined in its own file of sim/engine/kinds/. The order is the search's
-// (discover.cpp draws from the shapes in it: a seed draws the schedule it always drew) and the
-// order a message lists kinds in.
-extern const FaultKind kGateKind, kPauseKind, kClockKind, kLinkKind, kCrashKind, kKillKind;
+// Each kind's entry, made on first use by its own file of sim/engine/kinds/ (so that no
+// file's start-up code meets an entry not yet made). The order is the search's (discover.cpp
+// draws from the shapes in it: a seed draws the schedule it always drew) and the order a
+// message lists kinds in.
+const FaultKind& gate_kind();
+const FaultKind& pause_kind();
+const FaultKind& clock_kind();
+const FaultKind& link_kind();
+const FaultKind& crash_kind();
+const FaultKind& kill_kind();
 
 const std::vector<const FaultKind*>& fault_kinds() {
-    static const std::vector<const FaultKind*> kinds{&kGateKind, &kPauseKind, &kClockKind, &kLinkKind, &kCrashKind, &kKillKind};
+    static const std::vector<const FaultKind*> kinds{&gate_kind(), &pause_kind(), &clock_kind(), &link_kind(), &crash_kind(), &kill_kind()};
     return kinds;
 }
 

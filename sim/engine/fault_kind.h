@@ -92,6 +92,9 @@ struct FaultWords {
     int nodes = 1;
     std::optional<bool> keeps_data;
     std::string where;
+    // The search's coverage (live_search.cpp), not its classes: a link fault by its exact mode
+    // and direction (a blackhole and a reset are one class, "cut", but each is covered apart).
+    bool exact = false;
     // ", longer than the TTL": `v` against the scale, or nothing without one.
     std::string than(long long v, const char* more, const char* less) const;
 };

@@ -510,7 +510,7 @@ bool FaultSchedule::gate(std::size_t i, int client, long long now_ns) {
     for (std::size_t k = 0; k < s.held.size(); ++k)
         book(now_ns + static_cast<long long>(k) * f.stagger_ms * kNsPerMs, Timer::What::end, i, s.held[k]);
     s.held.clear();
-    return false;  // the release timers answer them
+    return false;  // their end timers answer them
 }
 
 void FaultSchedule::book(long long at_ns, Timer::What what, std::size_t fault, int client) {
@@ -620,7 +620,7 @@ void FaultSchedule::asked_outcome(const Timer& t, long long now_ns) {
 // Its kind's end: a pause resumed, a gate's client let go, a link healed.
 void FaultSchedule::end(std::size_t fault, int client, long long now_ns, std::optional<int> occurrence) {
     FaultFiring on(*this, fault, client, now_ns, occurrence);
-    fault_kind(specs_[fault].kind).end(on);
+    if (const FaultKind& k = fault_kind(specs_[fault].kind); k.end) k.end(on);  // only a kind that lasts books an end
 }
 
 void FaultSchedule::client_gone(int gone, long long now_ns) {

@@ -25,6 +25,15 @@ const std::vector<ServiceInfo>& table() {
 
 }  // namespace
 
+const std::vector<Service>& services() {
+    static const std::vector<Service> all = [] {
+        std::vector<Service> out;
+        for (const ServiceInfo& i : table()) out.push_back(i.service);
+        return out;
+    }();
+    return all;
+}
+
 const ServiceInfo& service_info(Service s) {
     for (const ServiceInfo& i : table())
         if (i.service == s) return i;

@@ -12,12 +12,9 @@ namespace lockbench {
 
 enum class Service { redis, zookeeper, etcd, postgresql };
 
-// Every service, in this order: what a lock file's "service" and the command line's --service
-// may name.
-inline const std::vector<Service>& services() {
-    static const std::vector<Service> all{Service::redis, Service::zookeeper, Service::etcd, Service::postgresql};
-    return all;
-}
+// Every service, in its entries' order (service.cpp): what a lock file's "service" and the
+// command line's --service may name.
+const std::vector<Service>& services();
 
 // What a service is, as the parsers, compose, the fault kinds, the search and the command line
 // ask it: one entry per service (service.cpp). Its servers are started, wiped and stopped by

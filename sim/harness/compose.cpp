@@ -296,7 +296,9 @@ bool names_file(const std::string& asked) {
 Json scaled_faults(Json faults, double k) {
     for (Json& f : faults) {
         scale_fields(f, {"at_ms", "duration_ms", "every_ms", "until_ms", "max_ms", "keep_holder_ms"}, k);
-        if (const FaultKind* kind = find_fault_kind(f.value("fault", std::string())))
+        const FaultKind* kind = f.is_object() && f.contains("fault") && f.at("fault").is_string()
+                                    ? find_fault_kind(f.at("fault").get<std::string>()) : nullptr;
+        if (kind)
             for (const char* field : kind->lease_scaled)
                 if (f.contains(field)) f[field] = scaled(f[field], k);
     }

@@ -42,7 +42,7 @@ std::optional<Value> SimNemesis::ask_store(const Command& command) {
     return store.model.execute(command, store.wall_ms(world_.now()), &error);
 }
 
-// A client held at a gate sleeps here until a release timer wakes it; a killed one has
+// A client held at a gate sleeps here until its end timer wakes it; a killed one has
 // unwound already (kill() does not return to it).
 void SimNemesis::reached(int client, Point p) {
     const auto answer = schedule_.reach(client, p, world_.now());

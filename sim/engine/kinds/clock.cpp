@@ -60,34 +60,42 @@ std::string words(const nlohmann::json& f, const FaultWords& w) {
            w.than(jump, "more", "less") + w.where;
 }
 
-void draw_client(FaultDraw& d, nlohmann::json& f) { f["jump_ms"] = d.scaled(-2, 2) * (d.chance(0.5) ? 1 : -1); }
+// The length first, then its sign (in this order: a seed draws what it always drew).
+void draw_client(FaultDraw& d, nlohmann::json& f) {
+    const long long length = d.scaled(-2, 2);
+    f["jump_ms"] = length * (d.chance(0.5) ? 1 : -1);
+}
 
 // A node's clock mostly steps forward (back, it only keeps keys longer), by half its TTL or
 // more (a small step rarely outruns a lease).
 void draw_node(FaultDraw& d, nlohmann::json& f) {
-    f["jump_ms"] = d.scaled(-1, 2) * (d.chance(0.75) ? 1 : -1);
+    const long long length = d.scaled(-1, 2);
+    f["jump_ms"] = length * (d.chance(0.75) ? 1 : -1);
     f["node"] = d.node();
     if (f.contains("at_ms")) f.erase("client");  // a node at a time names no client
 }
 
 }  // namespace
 
-extern const FaultKind kClockKind{
-    .kind = FaultSpec::Kind::clock,
-    .name = "clock",
-    .noun = "a clock fault",
-    .aims_at_node = true,
-    .no_repeat = "a jump never ends, so each occurrence would add to the last",
-    .own_fields = {"jump_ms", "rate"},
-    .parse = parse,
-    .label = label,
-    .lease_scaled = {"jump_ms"},
-    .why_not = why_not,
-    .fire = fire,
-    .stays = stays,
-    .needs = needs,
-    .words = words,
-    .shapes = {{.name = "client clock", .draw = draw_client}, {.name = "node clock", .node_fault = true, .draw = draw_node}},
-};
+const FaultKind& clock_kind() {
+    static const FaultKind entry{
+        .kind = FaultSpec::Kind::clock,
+        .name = "clock",
+        .noun = "a clock fault",
+        .aims_at_node = true,
+        .no_repeat = "a jump never ends, so each occurrence would add to the last",
+        .own_fields = {"jump_ms", "rate"},
+        .parse = parse,
+        .label = label,
+        .lease_scaled = {"jump_ms"},
+        .why_not = why_not,
+        .fire = fire,
+        .stays = stays,
+        .needs = needs,
+        .words = words,
+        .shapes = {{.name = "client clock", .draw = draw_client}, {.name = "node clock", .node_fault = true, .draw = draw_node}},
+    };
+    return entry;
+}
 
 }  // namespace lockbench

@@ -48,20 +48,23 @@ void draw(FaultDraw& d, nlohmann::json& f) {
 
 }  // namespace
 
-extern const FaultKind kCrashKind{
-    .kind = FaultSpec::Kind::crash,
-    .name = "crash",
-    .noun = "a crash",
-    .aims_at_node = true,
-    .own_fields = {"restart_after_ms"},
-    .parse = parse,
-    .label = label,
-    .lease_scaled = {"restart_after_ms"},
-    .fire = fire,
-    .stays = stays,
-    .needs = needs,
-    .words = words,
-    .shapes = {{.name = "node crash", .node_fault = true, .draw = draw}},
-};
+const FaultKind& crash_kind() {
+    static const FaultKind entry{
+        .kind = FaultSpec::Kind::crash,
+        .name = "crash",
+        .noun = "a crash",
+        .aims_at_node = true,
+        .own_fields = {"restart_after_ms"},
+        .parse = parse,
+        .label = label,
+        .lease_scaled = {"restart_after_ms"},
+        .fire = fire,
+        .stays = stays,
+        .needs = needs,
+        .words = words,
+        .shapes = {{.name = "node crash", .node_fault = true, .draw = draw}},
+    };
+    return entry;
+}
 
 }  // namespace lockbench

@@ -48,23 +48,26 @@ void draw(FaultDraw& d, nlohmann::json& f) {
 
 }  // namespace
 
-extern const FaultKind kGateKind{
-    .kind = FaultSpec::Kind::gate,
-    .name = "gate",
-    .noun = "a gate",
-    .waits_for_another = true,
-    .waits_for_leader = true,
-    .blocks_client = true,
-    .holds_clients = true,
-    .no_repeat = "a gate happens once",
-    .own_fields = {"count", "stagger_ms"},
-    .parse = parse,
-    .label = label,
-    .lease_scaled = {"stagger_ms"},
-    .fire = fire,
-    .end = end,
-    .words = words,
-    .shapes = {{.name = "gate", .offered = [](const SearchRun& r) { return r.clients >= 2; }, .needs_point = true, .draw = draw}},
-};
+const FaultKind& gate_kind() {
+    static const FaultKind entry{
+        .kind = FaultSpec::Kind::gate,
+        .name = "gate",
+        .noun = "a gate",
+        .waits_for_another = true,
+        .waits_for_leader = true,
+        .blocks_client = true,
+        .holds_clients = true,
+        .no_repeat = "a gate happens once",
+        .own_fields = {"count", "stagger_ms"},
+        .parse = parse,
+        .label = label,
+        .lease_scaled = {"stagger_ms"},
+        .fire = fire,
+        .end = end,
+        .words = words,
+        .shapes = {{.name = "gate", .offered = [](const SearchRun& r) { return r.clients >= 2; }, .needs_point = true, .draw = draw}},
+    };
+    return entry;
+}
 
 }  // namespace lockbench

@@ -16,15 +16,18 @@ std::string words(const nlohmann::json&, const FaultWords& w) { return "client k
 
 }  // namespace
 
-extern const FaultKind kKillKind{
-    .kind = FaultSpec::Kind::kill,
-    .name = "kill",
-    .noun = "a kill",
-    .blocks_client = true,
-    .no_repeat = "a kill happens once",
-    .fire = fire,
-    .words = words,
-    .shapes = {{.name = "client kill", .draw = [](FaultDraw&, nlohmann::json&) {}}},
-};
+const FaultKind& kill_kind() {
+    static const FaultKind entry{
+        .kind = FaultSpec::Kind::kill,
+        .name = "kill",
+        .noun = "a kill",
+        .blocks_client = true,
+        .no_repeat = "a kill happens once",
+        .fire = fire,
+        .words = words,
+        .shapes = {{.name = "client kill", .draw = [](FaultDraw&, nlohmann::json&) {}}},
+    };
+    return entry;
+}
 
 }  // namespace lockbench

@@ -129,11 +129,12 @@ void needs(const FaultSpec& s, WorldNeeds& n) {
 
 // By what it does to a request: cut (blackhole, reset: the client times out or fails), held
 // (delivered late, in order: upstream a late request, downstream a late reply) or delayed;
-// its target; where it starts.
+// its target; where it starts. Exact (the search's coverage): its mode and direction as given.
 std::string words(const nlohmann::json& f, const FaultWords& w) {
     const std::string mode = f.value("mode", std::string("?"));
     std::string t = mode == "hold" ? "link held" : mode == "delay" ? "link delayed" : "link cut";
-    if (mode == "hold" && f.contains("direction")) t += f.at("direction") == "upstream" ? " (requests)" : " (replies)";
+    if (w.exact) t = "link " + mode + (f.contains("direction") ? " " + f.at("direction").get<std::string>() : "");
+    else if (mode == "hold" && f.contains("direction")) t += f.at("direction") == "upstream" ? " (requests)" : " (replies)";
     if (mode == "delay") t += w.than(f.value("latency_ms", 0LL), "more", "less");
     t += f.contains("client") || f.contains("point") ? " from a client" : " from every client";
     std::vector<std::string> to;
@@ -179,27 +180,30 @@ void draw_replication(FaultDraw& d, nlohmann::json& f) {
 
 }  // namespace
 
-extern const FaultKind kLinkKind{
-    .kind = FaultSpec::Kind::link,
-    .name = "link",
-    .noun = "a link fault",
-    .reads_node = true,
-    .lasts = true,
-    .waits_for_another = true,
-    .own_fields = {"mode", "latency_ms", "jitter_ms", "direction", "nodes", "store", "replication", "peers", "clients"},
-    .parse = parse,
-    .label = label,
-    .lease_scaled = {"latency_ms", "jitter_ms"},
-    .why_not = why_not,
-    .fire = fire,
-    .end = end,
-    .stays = stays,
-    .needs = needs,
-    .words = words,
-    .shapes = {{.name = "lock link", .cuts_nodes = true, .draw = draw_lock},
-               {.name = "store link", .draw = draw_store},
-               // No Sentinel failover without Sentinel.
-               {.name = "replication link", .offered = [](const SearchRun& r) { return r.sentinel; }, .draw = draw_replication}},
-};
+const FaultKind& link_kind() {
+    static const FaultKind entry{
+        .kind = FaultSpec::Kind::link,
+        .name = "link",
+        .noun = "a link fault",
+        .reads_node = true,
+        .lasts = true,
+        .waits_for_another = true,
+        .own_fields = {"mode", "latency_ms", "jitter_ms", "direction", "nodes", "store", "replication", "peers", "clients"},
+        .parse = parse,
+        .label = label,
+        .lease_scaled = {"latency_ms", "jitter_ms"},
+        .why_not = why_not,
+        .fire = fire,
+        .end = end,
+        .stays = stays,
+        .needs = needs,
+        .words = words,
+        .shapes = {{.name = "lock link", .cuts_nodes = true, .draw = draw_lock},
+                   {.name = "store link", .draw = draw_store},
+                   // No Sentinel failover without Sentinel.
+                   {.name = "replication link", .offered = [](const SearchRun& r) { return r.sentinel; }, .draw = draw_replication}},
+    };
+    return entry;
+}
 
 }  // namespace lockbench

@@ -76,23 +76,26 @@ void draw_background(FaultDraw& d, nlohmann::json& f) {
 
 }  // namespace
 
-extern const FaultKind kPauseKind{
-    .kind = FaultSpec::Kind::pause,
-    .name = "pause",
-    .noun = "a pause",
-    .aims_at_node = true,
-    .lasts = true,
-    .waits_for_another = true,
-    .own_fields = {"task"},
-    .parse = parse,
-    .label = label,
-    .fire = fire,
-    .end = end,
-    .needs = needs,
-    .words = words,
-    .shapes = {{.name = "pause", .draw = draw_client},
-               // Only a client with a background task can have it stopped alone.
-               {.name = "watchdog pause", .offered = [](const SearchRun& r) { return r.background; }, .draw = draw_background}},
-};
+const FaultKind& pause_kind() {
+    static const FaultKind entry{
+        .kind = FaultSpec::Kind::pause,
+        .name = "pause",
+        .noun = "a pause",
+        .aims_at_node = true,
+        .lasts = true,
+        .waits_for_another = true,
+        .own_fields = {"task"},
+        .parse = parse,
+        .label = label,
+        .fire = fire,
+        .end = end,
+        .needs = needs,
+        .words = words,
+        .shapes = {{.name = "pause", .draw = draw_client},
+                   // Only a client with a background task can have it stopped alone.
+                   {.name = "watchdog pause", .offered = [](const SearchRun& r) { return r.background; }, .draw = draw_background}},
+    };
+    return entry;
+}
 
 }  // namespace lockbench

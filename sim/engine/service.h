@@ -17,7 +17,7 @@ enum class Service { redis, zookeeper, etcd, postgresql };
 const std::vector<Service>& services();
 
 // What a service is, as the parsers, compose, the fault kinds, the search and the command line
-// ask it: one entry per service (service.cpp). Its servers are started, wiped and stopped by
+// ask it: one entry per service (service.cpp). Its servers are started and stopped by
 // the live world (sim/live/lock_service.h: start_service, and a file of each service's own).
 struct ServiceInfo {
     Service service;

@@ -111,6 +111,12 @@ std::string excerpt(const nlohmann::json& v) {
     return excerpt_text(v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
+std::string or_list(const std::vector<std::string>& items) {
+    std::string out;
+    for (size_t i = 0; i < items.size(); ++i) out += (i == 0 ? "" : i + 1 == items.size() ? " or " : ", ") + items[i];
+    return out;
+}
+
 std::string excerpt_text(const std::string& text, size_t max_chars) {
     if (text.size() <= max_chars) return printable_text(text);
     size_t cut = max_chars;

@@ -29,6 +29,8 @@ std::string range_text(const char* kind, double min, double max);
 // in it reorders, hides or rewrites what a terminal shows.
 std::string excerpt(const nlohmann::json& v);
 std::string excerpt_text(const std::string& text, size_t max_chars = 60);  // the same for plain text
+// "a, b or c": items as a message lists alternatives.
+std::string or_list(const std::vector<std::string>& items);
 // `text` with every control character (C0, DEL, C1), bidirectional control (U+202E and its
 // kin), line or paragraph separator and zero-width character written as \uXXXX, and every
 // byte that is not UTF-8 as \xHH; all else as it is.

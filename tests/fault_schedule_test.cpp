@@ -1210,15 +1210,21 @@ TEST(RepeatingFault, TheSameSeedDrawsTheSameNemesisAndAnotherSeedAnother) {
     EXPECT_EQ(struck.size(), 5u) << "every one of the five clients is struck at some point";
 }
 
-TEST(RepeatingFault, ARepeatingLinkHealsAndACrashRestartsBetweenOccurrences) {
+// A blackhole on client 2's path to node 0, every 600 ms until 1300 ms.
+FaultSpec repeating_cut() {
     FaultSpec link;
     link.kind = FaultSpec::Kind::link;
     link.link = LinkFault::blackhole();
     link.link_nodes = {0};
     link.client = 2;
-    link.duration_ms = 100;
     link.every_ms = Distribution{Distribution::Kind::fixed, 600, 0};
     link.until_ms = 1300;
+    return link;
+}
+
+TEST(RepeatingFault, ARepeatingLinkHealsAndACrashRestartsBetweenOccurrences) {
+    FaultSpec link = repeating_cut();
+    link.duration_ms = 100;
     FaultSpec crash;
     crash.kind = FaultSpec::Kind::crash;
     crash.node = 1;
@@ -1235,14 +1241,8 @@ TEST(RepeatingFault, ARepeatingLinkHealsAndACrashRestartsBetweenOccurrences) {
 // run's end heals what is still in force and writes no end line for an occurrence that ended
 // already (a link set for good is one with no length at all).
 TEST(RepeatingFault, ARepeatingLinkOfDrawnLengthsEndsEachOccurrenceOnce) {
-    FaultSpec link;
-    link.kind = FaultSpec::Kind::link;
-    link.link = LinkFault::blackhole();
-    link.link_nodes = {0};
-    link.client = 2;
-    link.every_ms = Distribution{Distribution::Kind::fixed, 600, 0};
+    FaultSpec link = repeating_cut();
     link.duration_drawn_ms = Distribution{Distribution::Kind::uniform, 50, 100};
-    link.until_ms = 1300;
     ScheduleRun r({link});
     r.advance(1500);
     r.schedule.heal(1500 * kMs);

@@ -83,17 +83,27 @@ bool is_source(const fs::path& p) {
 
 const fs::path kRoot = LOCKBENCH_SOURCE_DIR;
 
+// Every source file of the layers: its layer, its path from the root and its text, read once.
+struct Source {
+    std::string layer, path, text;
+};
+
+const std::vector<Source>& layer_sources() {
+    static const std::vector<Source> sources = [] {
+        std::vector<Source> out;
+        for (const auto& [layer, _] : allowed())
+            for (const auto& e : fs::recursive_directory_iterator(kRoot / layer))
+                if (e.is_regular_file() && is_source(e.path()))
+                    out.push_back({layer, fs::relative(e.path(), kRoot).string(), read(e.path())});
+        return out;
+    }();
+    return sources;
+}
+
 TEST(Layering, EveryIncludePointsDownOrWithinItsLayer) {
-    int files = 0;
-    for (const auto& [layer, _] : allowed()) {
-        for (const auto& e : fs::recursive_directory_iterator(kRoot / layer)) {
-            if (!e.is_regular_file() || !is_source(e.path())) continue;
-            for (const std::string& v : violations(layer, read(e.path())))
-                ADD_FAILURE() << fs::relative(e.path(), kRoot).string() << ": " << v;
-            ++files;
-        }
-    }
-    EXPECT_GE(files, 60) << "the layers should hold the project's sources";
+    for (const Source& s : layer_sources())
+        for (const std::string& v : violations(s.layer, s.text)) ADD_FAILURE() << s.path << ": " << v;
+    EXPECT_GE(layer_sources().size(), 60u) << "the layers should hold the project's sources";
 }
 
 // A file straight under sim/, or a new folder there, would belong to no layer.
@@ -169,18 +179,12 @@ TEST(OnePlace, EachFaultKindIsOneFileOfKindsThatHoldsItsEntry) {
 // cannot reach is its entry's, asked through fault_kind().
 TEST(OnePlace, NoCodeOutsideAKindsFileDecidesByTheFaultsKind) {
     const std::vector<std::string> kinds = kind_names();
-    int files = 0;
-    for (const auto& [layer, _] : allowed()) {
-        for (const auto& e : fs::recursive_directory_iterator(kRoot / layer)) {
-            if (!e.is_regular_file() || !is_source(e.path())) continue;
-            if (fs::relative(e.path(), kRoot).string().starts_with("sim/engine/kinds/")) continue;
-            for (const std::string& v : kind_switches(read(e.path()), kinds))
-                ADD_FAILURE() << fs::relative(e.path(), kRoot).string() << ": " << v
-                              << " (decide in the kind's file, sim/engine/kinds/, through its FaultKind entry)";
-            ++files;
-        }
+    ASSERT_GE(layer_sources().size(), 60u);
+    for (const Source& s : layer_sources()) {
+        if (s.path.starts_with("sim/engine/kinds/")) continue;
+        for (const std::string& v : kind_switches(s.text, kinds))
+            ADD_FAILURE() << s.path << ": " << v << " (decide in the kind's file, sim/engine/kinds/, through its FaultKind entry)";
     }
-    EXPECT_GE(files, 60);
 }
 
 TEST(OnePlace, TheRuleFindsASwitchOnAKind) {
@@ -226,18 +230,11 @@ std::vector<std::string> service_switches(const std::string& text) {
 // decides by the service: it asks service_info().
 TEST(OnePlace, NoCodeOutsideAServicesPlaceDecidesByTheService) {
     const std::set<std::string> its_place{"sim/engine/service.h", "sim/engine/service.cpp", "sim/live/lock_service.cpp"};
-    int files = 0;
-    for (const auto& [layer, _] : allowed()) {
-        for (const auto& e : fs::recursive_directory_iterator(kRoot / layer)) {
-            if (!e.is_regular_file() || !is_source(e.path())) continue;
-            const std::string rel = fs::relative(e.path(), kRoot).string();
-            if (its_place.contains(rel)) continue;
-            for (const std::string& v : service_switches(read(e.path())))
-                ADD_FAILURE() << rel << ": " << v << " (ask service_info(), sim/engine/service.h)";
-            ++files;
-        }
+    ASSERT_GE(layer_sources().size(), 60u);
+    for (const Source& s : layer_sources()) {
+        if (its_place.contains(s.path)) continue;
+        for (const std::string& v : service_switches(s.text)) ADD_FAILURE() << s.path << ": " << v << " (ask service_info(), sim/engine/service.h)";
     }
-    EXPECT_GE(files, 60);
     EXPECT_GE(std::ranges::count(service_names_pattern(), '|'), 3) << service_names_pattern();
     EXPECT_EQ(service_switches("    if (lock.service == Service::postgresql)\n").size(), 1u);
     EXPECT_EQ(service_switches("        case Service::etcd: return x;\n").size(), 1u);

@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "lockimpl/params.h"  // or_list
+
 namespace lockbench {
 
 // Each kind's entry, made on first use by its own file of sim/engine/kinds/ (so that no
@@ -36,10 +38,7 @@ std::string kind_nouns(bool (*has)(const FaultKind&)) {
     std::vector<std::string> nouns;
     for (const FaultKind* k : fault_kinds())
         if (has(*k)) nouns.emplace_back(k->noun);
-    std::string out;
-    for (std::size_t i = 0; i < nouns.size(); ++i)
-        out += (i == 0 ? "" : i + 1 == nouns.size() ? " or " : ", ") + nouns[i];
-    return out;
+    return or_list(nouns);
 }
 
 WorldNeeds world_needs(const std::vector<FaultSpec>& faults) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "lockimpl/params.h"  // or_list
+
 namespace lockbench {
 
 namespace {
@@ -43,11 +45,10 @@ const ServiceInfo& service_info(Service s) {
 std::optional<std::string> servers_refused(const ServiceInfo& service, int servers) {
     const std::vector<int>& sizes = service.sizes;
     if (sizes.empty() || std::ranges::find(sizes, servers) != sizes.end()) return std::nullopt;
-    std::string allowed;
-    for (std::size_t i = 0; i < sizes.size(); ++i)
-        allowed += (i == 0 ? "" : i + 1 == sizes.size() ? " or " : ", ") + std::to_string(sizes[i]);
+    std::vector<std::string> allowed;
+    for (int n : sizes) allowed.push_back(std::to_string(n));
     const std::string why = *service.why_sizes ? " (" + std::string(service.why_sizes) + ")" : "";
-    return std::string("a ") + service.name + " service " + (sizes.size() == 1 && sizes[0] == 1 ? "is one server" : "has " + allowed + " servers") +
+    return std::string("a ") + service.name + " service " + (sizes.size() == 1 && sizes[0] == 1 ? "is one server" : "has " + or_list(allowed) + " servers") +
            why + ", got " + std::to_string(servers);
 }
 
@@ -55,9 +56,7 @@ std::string services_with(bool ServiceInfo::*has, bool quoted) {
     std::vector<std::string> names;
     for (Service s : services())
         if (!has || service_info(s).*has) names.push_back(quoted ? "\"" + std::string(service_name(s)) + "\"" : service_info(s).title);
-    std::string out;
-    for (std::size_t i = 0; i < names.size(); ++i) out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
-    return out;
+    return or_list(names);
 }
 
 }  // namespace lockbench

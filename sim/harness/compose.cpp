@@ -131,10 +131,9 @@ std::string join(const std::vector<std::string>& v) {
 }
 
 std::string services_text(const std::vector<Service>& services) {
-    std::string out;
-    for (std::size_t i = 0; i < services.size(); ++i)
-        out += (i == 0 ? "" : i + 1 == services.size() ? " or " : ", ") + std::string(service_name(services[i]));
-    return out;
+    std::vector<std::string> names;
+    for (Service s : services) names.emplace_back(service_name(s));
+    return or_list(names);
 }
 
 // The case's own workload, parsed (its faults' bounds depend on it).

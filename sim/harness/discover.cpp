@@ -221,7 +221,7 @@ std::string where(const Json& f) {
 // A fault as the search's classes name it: its kind's words (fault_kind.h), where it starts.
 std::string fault_token(const Json& f, const Scale& scale, int nodes, bool keeps_data) {
     const FaultKind* kind = find_fault_kind(f.value("fault", std::string("?")));
-    if (!kind || !kind->words) return f.value("fault", std::string("?")) + where(f);
+    if (!kind) return f.value("fault", std::string("?")) + where(f);
     return kind->words(f, FaultWords{.scale_ms = scale.ms, .scale_word = scale.word, .nodes = nodes, .keeps_data = keeps_data,
                                      .where = where(f)});
 }

@@ -57,7 +57,7 @@ Tried tried_key(const Json& f, int nodes) {
     // Its kind's words, as the search's classes say them (fault_kind.h), without the scale.
     const std::string kind = f.value("fault", std::string("?"));
     const FaultKind* k = find_fault_kind(kind);
-    const std::string what = k && k->words ? k->words(f, FaultWords{.nodes = nodes, .exact = true}) : kind;
+    const std::string what = k ? k->words(f, FaultWords{.nodes = nodes, .exact = true}) : kind;
     std::string target = f.contains("client") ? "client " + f.at("client").dump()
                          : f.contains("point")  ? "whoever reaches it"
                                                 : "every client";

@@ -343,8 +343,7 @@ void bm_start(benchmark::State& state, std::optional<Service> which, int size) {
             std::unique_ptr<RedisNode> node;
             std::unique_ptr<LockService> s;
             if (!which) node = std::make_unique<RedisNode>(RedisNodeConfig{"lock0", std::nullopt, Persistence::none, {}}, here);
-            else if (*which == Service::zookeeper) s = start_zookeeper({size, here});
-            else s = start_etcd({size, here});
+            else s = start_service(*which, {size, here});
             state.PauseTiming();  // stopping it is not starting it
             node.reset();
             s.reset();

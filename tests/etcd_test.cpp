@@ -64,7 +64,7 @@ protected:
         ServiceConfig config;
         config.size = size;
         config.dir = dir_;
-        return start_etcd(config);
+        return start_service(Service::etcd, config);
     }
     // A member that answers healthy and is not `other`, once one leads.
     static std::optional<int> new_leader(LockService& service, int other) {
@@ -201,7 +201,7 @@ TEST_F(EtcdTest, PeerProxiesAreRefusedInOneLine) {
     config.dir = dir_;
     config.peer_proxies = &hub;
     try {
-        start_etcd(config);
+        start_service(Service::etcd, config);
         FAIL() << "peer proxies should be refused";
     } catch (const std::runtime_error& e) {
         EXPECT_NE(std::string(e.what()).find("peer link faults are not supported"), std::string::npos) << e.what();

@@ -91,7 +91,7 @@ protected:
         ServiceConfig config{1, dir_};
         config.settings = std::move(settings);
         config.pgbouncer = std::move(pgbouncer);
-        return start_postgresql(config);
+        return start_service(Service::postgresql, config);
     }
     fs::path dir_;
 };
@@ -212,7 +212,7 @@ TEST_F(PostgresTest, BehindPgBouncerSessionPoolingTheLockExcludes) {
 TEST_F(PostgresTest, BadConfigurationIsOneLine) {
     ServiceConfig three{3, dir_};
     try {
-        start_postgresql(three);
+        start_service(Service::postgresql, three);
         FAIL() << "three servers accepted";
     } catch (const std::runtime_error& e) {
         EXPECT_NE(std::string(e.what()).find("one server"), std::string::npos) << e.what();

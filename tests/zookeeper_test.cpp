@@ -83,7 +83,7 @@ protected:
         config.dir = run_dir;
         config.env = std::move(env);
         config.peer_proxies = hub;
-        return start_zookeeper(config);
+        return start_service(Service::zookeeper, config);
     }
     fs::path run_dir = make_run_temp_dir();
 };

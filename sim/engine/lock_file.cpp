@@ -133,8 +133,8 @@ void parse_service_and_nodes(Fields& f, LockFile& lock) {
     if (const auto why = servers_refused(service, lock.nodes)) f.fail(f.at("nodes"), *why);
     if (f.get("pgbouncer")) {
         lock.pgbouncer = one_of(f, "pgbouncer", "", {"transaction", "session"});
-        if (!service.server_settings)
-            f.fail(f.at("pgbouncer"), "PgBouncer pools PostgreSQL connections: it needs \"service\": " + services_with(&ServiceInfo::server_settings));
+        if (!service.pooler)
+            f.fail(f.at("pgbouncer"), "PgBouncer pools PostgreSQL connections: it needs \"service\": " + services_with(&ServiceInfo::pooler));
     }
     const std::string topology = one_of(f, "topology", "plain", {"plain", "sentinel"});
     lock.needs_replica = topology == "sentinel";

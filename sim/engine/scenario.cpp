@@ -185,8 +185,10 @@ namespace {
 void parse_server_settings(Fields& f, RunSpec& r) {
     const nlohmann::json* settings = f.get("server_settings");
     const nlohmann::json* pgbouncer = f.get("pgbouncer");
-    if ((settings || pgbouncer) && !service_info(r.service).server_settings)
-        f.fail(f.at(settings ? "server_settings" : "pgbouncer"), "applies to a " + services_with(&ServiceInfo::server_settings) + " service only");
+    if (settings && !service_info(r.service).server_settings)
+        f.fail(f.at("server_settings"), "applies to a " + services_with(&ServiceInfo::server_settings) + " service only");
+    if (pgbouncer && !service_info(r.service).pooler)
+        f.fail(f.at("pgbouncer"), "applies to a " + services_with(&ServiceInfo::pooler) + " service only");
     if (settings) {
         static const std::regex setting_name("[a-z_][a-z0-9_.]{0,62}");
         if (!settings->is_object()) f.fail(f.at("server_settings"), "expected an object of setting → value, got " + excerpt(*settings));

@@ -20,7 +20,7 @@ const std::vector<ServiceInfo>& table() {
          .sizes = {1, 3, 5}, .consensus = true, .has_leader = true, .clock_shim_reaches = false,
          .clock_why = "Go reads the kernel's clock directly"},
         {.service = Service::postgresql, .name = "postgresql", .title = "PostgreSQL", .server = "postgresql server", .plural = "PostgreSQL servers",
-         .sizes = {1}, .why_sizes = "advisory locks live in its memory", .server_settings = true},
+         .sizes = {1}, .why_sizes = "advisory locks live in its memory", .server_settings = true, .pooler = true},
     };
     return all;
 }

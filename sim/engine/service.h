@@ -35,7 +35,8 @@ struct ServiceInfo {
     bool clock_shim_reaches = true;  // its servers read the wall clock through libc (the clock shim's LD_PRELOAD)
     const char* clock_why = "";      // why not, when they do not
     bool node_options = false;       // "topology" (Sentinel) and "persistence": a Redis node's
-    bool server_settings = false;    // "server_settings" and "pgbouncer": settings its server starts with
+    bool server_settings = false;    // "server_settings": settings its server starts with
+    bool pooler = false;             // "pgbouncer": PgBouncer pools its connections
     bool simulated = false;          // the simulator models its servers
     // The run starts its nodes itself (sim/live/redis_node.h, with their topology and
     // persistence); any other service's servers start through start_service (lock_service.h).

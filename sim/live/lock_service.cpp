@@ -5,6 +5,11 @@
 
 namespace lockbench {
 
+// Each defined in its service's own file of sim/live/, and named nowhere else.
+std::unique_ptr<LockService> start_zookeeper(const ServiceConfig& config);
+std::unique_ptr<LockService> start_etcd(const ServiceConfig& config);
+std::unique_ptr<LockService> start_postgresql(const ServiceConfig& config);
+
 std::unique_ptr<LockService> start_service(Service service, const ServiceConfig& config) {
     switch (service) {
         case Service::zookeeper: return start_zookeeper(config);

@@ -1,13 +1,11 @@
-// The servers a run's clients lock on: Redis nodes (the default), a ZooKeeper ensemble, etcd
-// members, or a PostgreSQL server. lockbench starts them itself, on 127.0.0.1 only, in the run's temporary
+// The servers a run's clients lock on: Redis nodes (the default), or the servers of another
+// service (sim/engine/service.h). lockbench starts them itself, on 127.0.0.1 only, in the run's temporary
 // folder, and nothing they start outlives it (process/process.h). The nemesis reaches every
 // one of them the same way: kill and restart, pause and resume, and, where a service has
 // one, ask which server leads now.
 //
-//   run ── service "redis" ───► RedisNode ×N   (sim/live/redis_node.h)
-//       ── service "zookeeper"► ZooKeeper ×1|3 (sim/live/zookeeper.h), peers through proxies
-//       ── service "etcd" ────► etcd ×1|3      (sim/live/etcd.h)
-//       ── service "postgresql" ► PostgreSQL ×1 [behind PgBouncer] (sim/live/postgres.h)
+//   run ── service "redis" ─► RedisNode ×N  (sim/live/redis_node.h)
+//       ── any other ─────────► start_service ─► that service's own file of sim/live/
 #pragma once
 
 #include <sys/types.h>
@@ -85,10 +83,8 @@ public:
 // Each returns once every server answers and (for an ensemble) a leader is elected. Throws
 // std::runtime_error with one line: the server's program missing (names scripts/setup),
 // or a server that did not come up in time (quotes the end of its log).
-std::unique_ptr<LockService> start_zookeeper(const ServiceConfig& config);
-std::unique_ptr<LockService> start_etcd(const ServiceConfig& config);
-std::unique_ptr<LockService> start_postgresql(const ServiceConfig& config);
-// The one a run's service names (not Redis, whose nodes a run starts itself).
+// The one a run's service names (not Redis, whose nodes a run starts itself): each service's
+// own file of sim/live/ defines its start, which lock_service.cpp alone names.
 std::unique_ptr<LockService> start_service(Service service, const ServiceConfig& config);
 
 }  // namespace lockbench

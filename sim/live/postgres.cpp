@@ -7,16 +7,13 @@
 #include "sim/live/postgres.h"
 
 #include <fcntl.h>
-#include <pwd.h>
 #include <signal.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
-#include <random>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -27,6 +24,7 @@
 #include "process/stopped.h"
 #include "sim/live/lock_service.h"
 #include "sim/live/redis_node.h"
+#include "sim/live/server_home.h"
 
 namespace lockbench {
 namespace {
@@ -48,65 +46,11 @@ constexpr int pgbouncer_transaction_pool_size = 1;
 constexpr int pgbouncer_session_pool_size = 64;
 const std::string kUser = "lockbench";
 const std::string kDatabase = "postgres";
+const std::string kWho = "PostgreSQL";
 
 std::string read_all(const fs::path& path) {
     std::ifstream in(path, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-std::string fresh_password() {
-    std::random_device rd;
-    std::ostringstream out;
-    for (int i = 0; i < 4; ++i) out << std::hex << rd();
-    return out.str();
-}
-
-// Neither gone nor a zombie (which holds no memory any more).
-bool alive(pid_t pid) {
-    const char state = process_state(pid);
-    return state != '?' && state != 'Z' && state != 'X';
-}
-
-// Owned by the server's user, so that it may write there (nothing when it runs as lockbench).
-void give_to(const fs::path& path, const std::string& user) {
-    if (user.empty()) return;
-    const passwd* pw = getpwnam(user.c_str());
-    if (!pw) throw std::runtime_error("PostgreSQL: no user " + user + " on this machine: run scripts/setup "
-                                      "(apt-get install postgresql-15 makes it)");
-    if (chown(path.c_str(), pw->pw_uid, pw->pw_gid) != 0)
-        throw std::runtime_error("PostgreSQL: cannot give " + path.string() + " to " + user);
-}
-
-void write_file(const fs::path& path, const std::string& text, const std::string& user) {
-    {
-        std::ofstream out(path, std::ios::trunc);
-        out << text;
-        if (!out.flush()) throw std::runtime_error("PostgreSQL: cannot write " + path.string());
-    }
-    fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
-    give_to(path, user);
-}
-
-// Whether every folder above `dir` lets others pass through (the server's user is not lockbench).
-bool others_reach(const fs::path& dir) {
-    for (fs::path p = fs::absolute(dir); ; p = p.parent_path()) {
-        struct stat st {};
-        if (::stat(p.c_str(), &st) != 0 || !(st.st_mode & S_IXOTH)) return false;
-        if (p == p.root_path()) return true;
-    }
-}
-
-// The cluster's own folder: a run folder of $TMPDIR like any (removed with lockbench's stale
-// folders after a kill -9), or of /tmp when the server's user could not reach $TMPDIR (a
-// private one, 0700, as the CLI's tests give each test).
-fs::path cluster_folder(const std::string& user) {
-    fs::path folder = make_run_temp_dir();
-    if (user.empty() || others_reach(folder.parent_path())) return folder;
-    fs::remove_all(folder);
-    folder = "/tmp/lockbench." + std::to_string(getpid()) + ".XXXXXX";
-    std::string pattern = folder.string();
-    if (!mkdtemp(pattern.data())) throw std::runtime_error("PostgreSQL: cannot make its folder in /tmp");
-    return pattern;
 }
 
 struct PortTaken : std::runtime_error {
@@ -120,8 +64,7 @@ public:
           pool_mode_(config.pgbouncer), password_(fresh_password()) {
         if (!config.env.empty()) extra_env_ = config.env.at(0);
         fs::create_directories(log_dir_);
-        home_ = cluster_folder(user_);
-        give_to(home_, user_);
+        home_ = server_home(user_, kWho);
     }
     ~PostgresServer() override {
         stop_all();
@@ -211,7 +154,7 @@ private:
 
 void PostgresServer::initdb() {
     const fs::path pwfile = home_ / "password";
-    write_file(pwfile, password_ + "\n", user_);
+    write_private_file(pwfile, password_ + "\n", user_, kWho);
     const fs::path log = log_dir_ / "initdb.log";
     ChildProcess child = ChildProcess::spawn(
         {{bin_ + "/initdb", "-D", (home_ / "data").string(), "-U", kUser, "--pwfile", pwfile.string(),
@@ -270,10 +213,10 @@ void PostgresServer::restart(bool /*keep_data*/) {
     // ("pre-existing shared memory block is still in use"): it must be dead (a zombie no longer
     // holds it) first.
     const auto gone_by = Clock::now() + 5s;
-    std::erase_if(killed_, [](pid_t pid) { return !alive(pid); });
+    std::erase_if(killed_, [](pid_t pid) { return !process_alive(pid); });
     while (!killed_.empty() && Clock::now() < gone_by) {
         std::this_thread::sleep_for(2ms);
-        std::erase_if(killed_, [](pid_t pid) { return !alive(pid); });
+        std::erase_if(killed_, [](pid_t pid) { return !process_alive(pid); });
     }
     const auto deadline = Clock::now() + 2s;  // a backend may hold the port a moment longer
     for (;;) {
@@ -294,7 +237,7 @@ void PostgresServer::start_pgbouncer() {
     const std::string binary = find_on_path("pgbouncer").value_or("/usr/sbin/pgbouncer");
     if (!is_executable_file(binary)) throw std::runtime_error("pgbouncer not found: run scripts/setup (or apt-get install pgbouncer)");
     const fs::path log = log_dir_ / "pgbouncer.log";
-    write_file(home_ / "userlist.txt", "\"" + kUser + "\" \"" + password_ + "\"\n", user_);
+    write_private_file(home_ / "userlist.txt", "\"" + kUser + "\" \"" + password_ + "\"\n", user_, kWho);
     for (int attempt = 1;; ++attempt) {
         bouncer_port_ = find_free_port();
         std::ostringstream ini;
@@ -307,7 +250,7 @@ void PostgresServer::start_pgbouncer() {
             << (pool_mode_ == "transaction" ? pgbouncer_transaction_pool_size : pgbouncer_session_pool_size) << "\n"
             << "max_client_conn = 200\nserver_login_retry = 0\nignore_startup_parameters = extra_float_digits,options\n"
             << "pidfile =\nlogfile =\n";
-        write_file(home_ / "pgbouncer.ini", ini.str(), user_);
+        write_private_file(home_ / "pgbouncer.ini", ini.str(), user_, kWho);
         const auto offset = fs::exists(log) ? fs::file_size(log) : 0;
         bouncer_ = ChildProcess::spawn({{binary, (home_ / "pgbouncer.ini").string()}, log.string(), log.string(), {}, user_});
         const auto deadline = Clock::now() + start_timeout;
@@ -343,7 +286,7 @@ std::string postgres_bin_dir() {
     return debian;
 }
 
-std::string postgres_run_user() { return geteuid() == 0 ? "postgres" : ""; }
+std::string postgres_run_user() { return server_run_user("postgres"); }
 
 std::unique_ptr<LockService> start_postgresql(const ServiceConfig& config) {
     if (config.size != 1)

@@ -1,0 +1,78 @@
+// A database server's own folder, files and password; see server_home.h.
+#include "sim/live/server_home.h"
+
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+
+#include "process/process.h"
+#include "process/stopped.h"
+
+namespace lockbench {
+
+namespace fs = std::filesystem;
+
+std::string server_run_user(const std::string& system_user) { return geteuid() == 0 ? system_user : ""; }
+
+void give_to(const fs::path& path, const std::string& user, const std::string& who) {
+    if (user.empty()) return;
+    const passwd* pw = getpwnam(user.c_str());
+    if (!pw) throw std::runtime_error(who + ": no user " + user + " on this machine: run scripts/setup (its package makes it)");
+    if (chown(path.c_str(), pw->pw_uid, pw->pw_gid) != 0)
+        throw std::runtime_error(who + ": cannot give " + path.string() + " to " + user);
+}
+
+void write_private_file(const fs::path& path, const std::string& text, const std::string& user, const std::string& who) {
+    {
+        std::ofstream out(path, std::ios::trunc);
+        out << text;
+        if (!out.flush()) throw std::runtime_error(who + ": cannot write " + path.string());
+    }
+    fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
+    give_to(path, user, who);
+}
+
+namespace {
+
+// Whether every folder above `dir` lets others pass through (the server's user is not lockbench).
+bool others_reach(const fs::path& dir) {
+    for (fs::path p = fs::absolute(dir);; p = p.parent_path()) {
+        struct stat st {};
+        if (::stat(p.c_str(), &st) != 0 || !(st.st_mode & S_IXOTH)) return false;
+        if (p == p.root_path()) return true;
+    }
+}
+
+}  // namespace
+
+fs::path server_home(const std::string& user, const std::string& who) {
+    fs::path folder = make_run_temp_dir();
+    if (!user.empty() && !others_reach(folder.parent_path())) {
+        fs::remove_all(folder);
+        std::string pattern = "/tmp/lockbench." + std::to_string(getpid()) + ".XXXXXX";
+        if (!mkdtemp(pattern.data())) throw std::runtime_error(who + ": cannot make its folder in /tmp");
+        folder = pattern;
+    }
+    give_to(folder, user, who);
+    return folder;
+}
+
+std::string fresh_password() {
+    std::random_device rd;
+    std::ostringstream out;
+    for (int i = 0; i < 4; ++i) out << std::hex << rd();
+    return out.str();
+}
+
+bool process_alive(pid_t pid) {
+    const char state = process_state(pid);
+    return state != '?' && state != 'Z' && state != 'X';
+}
+
+}  // namespace lockbench

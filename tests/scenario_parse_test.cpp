@@ -423,7 +423,7 @@ TEST(ScenarioParse, WhatAServiceCannotDoIsRefusedWithTheReason) {
     Json own = service_run("zookeeper", 1);
     own["runs"][0] = {{"algorithm", "token-lua"}, {"service", "zookeeper"}};
     expect_refused(own, "runs[0].service", {"external adapter"});
-    expect_refused(service_run("mongodb", 1), "runs[0].service", {"\"redis\", \"zookeeper\", \"etcd\" or \"postgresql\""});
+    expect_refused(service_run("mongodb", 1), "runs[0].service", {services_with(nullptr)});
     expect_refused(service_run("etcd", 2), "runs[0].nodes", {"1, 3 or 5"});
     Json sentinel = service_run("etcd", 1);
     sentinel["runs"][0]["topology"] = "sentinel";

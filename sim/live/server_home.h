@@ -1,6 +1,6 @@
-// What a database server that refuses to run as root needs from lockbench (PostgreSQL,
-// PgBouncer, MariaDB): a folder of its own that its user can reach, files only that user reads,
-// a password made for this server alone. When lockbench is not root, the server runs as
+// What a server that refuses to run as root needs from lockbench (the database servers, and a
+// pooler in front of one): a folder of its own that its user can reach, files only that user
+// reads, a password made for this server alone. When lockbench is not root, the server runs as
 // lockbench does and none of this changes owners.
 #pragma once
 
@@ -11,7 +11,7 @@
 
 namespace lockbench {
 
-// `system_user` ("postgres", "mysql": the user Debian's package makes) when lockbench is
+// `system_user` (the user its Debian package makes) when lockbench is
 // root, else "" (the server runs as lockbench does).
 std::string server_run_user(const std::string& system_user);
 

@@ -21,6 +21,8 @@ const std::vector<ServiceInfo>& table() {
          .clock_why = "Go reads the kernel's clock directly"},
         {.service = Service::postgresql, .name = "postgresql", .title = "PostgreSQL", .server = "postgresql server", .plural = "PostgreSQL servers",
          .sizes = {1}, .why_sizes = "advisory locks live in its memory", .server_settings = true, .pooler = true},
+        {.service = Service::mariadb, .name = "mariadb", .title = "MariaDB", .server = "mariadb server", .plural = "MariaDB servers",
+         .sizes = {1}, .why_sizes = "named locks live in its memory", .server_settings = true},
     };
     return all;
 }

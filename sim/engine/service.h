@@ -1,7 +1,7 @@
 // Which lock service a run locks on: Redis (lockbench's own algorithms and the Redis lock
-// libraries), ZooKeeper or etcd (their own lock recipes), PostgreSQL (its advisory locks), the
-// last three through external adapters. The live world starts the servers
-// (sim/live/lock_service.h); the simulator models Redis only.
+// libraries), or another service whose own locks only external adapters take (its entry in
+// service.cpp says which). The live world starts the servers (sim/live/lock_service.h); the
+// simulator models Redis only.
 #pragma once
 
 #include <optional>
@@ -10,7 +10,7 @@
 
 namespace lockbench {
 
-enum class Service { redis, zookeeper, etcd, postgresql };
+enum class Service { redis, zookeeper, etcd, postgresql, mariadb };
 
 // Every service, in its entries' order (service.cpp): what a lock file's "service" and the
 // command line's --service may name.

@@ -9,12 +9,14 @@ namespace lockbench {
 std::unique_ptr<LockService> start_zookeeper(const ServiceConfig& config);
 std::unique_ptr<LockService> start_etcd(const ServiceConfig& config);
 std::unique_ptr<LockService> start_postgresql(const ServiceConfig& config);
+std::unique_ptr<LockService> start_mariadb(const ServiceConfig& config);
 
 std::unique_ptr<LockService> start_service(Service service, const ServiceConfig& config) {
     switch (service) {
         case Service::zookeeper: return start_zookeeper(config);
         case Service::etcd: return start_etcd(config);
         case Service::postgresql: return start_postgresql(config);
+        case Service::mariadb: return start_mariadb(config);
         case Service::redis: break;
     }
     throw std::logic_error("start_service: a run starts its Redis nodes itself");

@@ -136,6 +136,8 @@ void ClockControl::reset() {
     write(Params{0, 1.0, real_time_ns()});
 }
 
+void ClockControl::stall_disk(bool stalled) { __atomic_store_n(&control_->disk_stalled, stalled ? 1u : 0u, __ATOMIC_RELEASE); }
+
 std::chrono::nanoseconds ClockControl::skew() const {
     const std::lock_guard lock(*writer_);
     const Params p = read();

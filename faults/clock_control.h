@@ -1,4 +1,5 @@
-// The clock shim's control file, and the class that writes it.
+// The clock shim's control file, and the class that writes it. The same shim holds the
+// process's flushes to disk (fsync, fdatasync) while the file says the disk is stalled.
 //
 //   injector (lockbench)                     one node (redis-server under LD_PRELOAD)
 //   ClockControl::jump / set_rate            faults/clock_shim.c hooks gettimeofday, time,
@@ -27,6 +28,9 @@ struct lockbench_clock_control {
     int64_t offset_ns;        // added to the wall clock
     double rate;              // wall-clock seconds per real second since the anchor; 1.0 = normal
     int64_t anchor_real_ns;   // real CLOCK_REALTIME at which the rate last changed
+    // Nonzero: the process's fsync and fdatasync wait (a stalled disk) until it is zero again.
+    uint32_t disk_stalled;
+    uint32_t reserved;
 };
 
 #ifdef __cplusplus
@@ -62,6 +66,9 @@ public:
     void set_rate(double rate);
     // No offset, rate 1.
     void reset();
+    // While stalled, the process's fsync and fdatasync calls wait (those under way, too); set
+    // back, they go on to the disk. Whatever the process does meanwhile without a flush goes on.
+    void stall_disk(bool stalled);
     // How far the skewed wall clock is ahead of the real one right now (negative: behind).
     std::chrono::nanoseconds skew() const;
 

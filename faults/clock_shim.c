@@ -1,4 +1,5 @@
-// lockbench_clockshim: an LD_PRELOAD library that skews one process's wall clock.
+// lockbench_clockshim: an LD_PRELOAD library that skews one process's wall clock, and holds
+// its flushes to disk (fsync, fdatasync) while the control file says its disk is stalled.
 //
 //   caller ── gettimeofday / time / clock_gettime(REALTIME, REALTIME_COARSE)
 //               │
@@ -185,4 +186,31 @@ EXPORT time_t time(time_t* tloc) {
     skew_timespec(&ts);
     if (tloc != NULL) *tloc = ts.tv_sec;
     return ts.tv_sec;
+}
+
+// ---- The disk ----------------------------------------------------------------------------
+//
+// A stalled disk: fsync and fdatasync wait, polling the control file every millisecond, until
+// it is no longer stalled, then flush. They are the raw syscalls (no dlsym, no allocation), as
+// libc's own wrappers are. A server that flushes through them waits where it would wait on a
+// slow disk: Redis with appendfsync always before it answers, InnoDB at each commit. A Go
+// program (etcd) makes the syscall itself and is out of the shim's reach.
+
+static void wait_while_stalled(void) {
+    const struct lockbench_clock_control* c = __atomic_load_n(&control, __ATOMIC_ACQUIRE);
+    if (c == NULL) return;
+    const struct timespec tick = {0, 1000000};
+    while (__atomic_load_n(&c->disk_stalled, __ATOMIC_ACQUIRE) != 0) nanosleep(&tick, NULL);
+}
+
+EXPORT int fsync(int fd) {
+    (void)ready();
+    wait_while_stalled();
+    return (int)syscall(SYS_fsync, fd);
+}
+
+EXPORT int fdatasync(int fd) {
+    (void)ready();
+    wait_while_stalled();
+    return (int)syscall(SYS_fdatasync, fd);
 }

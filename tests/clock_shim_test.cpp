@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <future>
 #include <map>
 #include <memory>
 #include <optional>
@@ -130,6 +131,35 @@ TEST_F(ClockShimTest, JumpPastTheTtlExpiresTheKeyByTheNodesOwnClock) {
     EXPECT_EQ(text(command(j, "GET forever")), "v");  // the jump expired, it did not flush
     EXPECT_EQ(text(command(s, "GET k")), "v");        // the other node's clock did not move
     EXPECT_GT(integer(command(s, "PTTL k")), 50'000);
+}
+
+// The same shim holds a node's flushes to disk: with appendfsync always, Redis flushes each
+// write before it answers, in its one thread, so a stalled disk holds that answer and every
+// one after it; without AOF it flushes nothing and answers on.
+TEST_F(ClockShimTest, AStalledDiskHoldsAnAlwaysFlushingNodeUntilItComesBack) {
+    ClockControl clock(run_dir, "lock0");
+    RedisNodeConfig c;
+    c.name = "lock0";
+    c.persistence = Persistence::aof_always;
+    c.extra_env = clock.env();
+    RedisNode node(c, run_dir);
+    ClockControl other_clock(run_dir, "lock1");
+    RedisNode unflushed = node_under(other_clock, "lock1");
+    const Context quiet = connect_to(unflushed.port());
+    clock.stall_disk(true);
+    other_clock.stall_disk(true);
+    EXPECT_EQ(text(command(quiet, "SET k v PX 60000")), "OK") << "a node without AOF flushes nothing";
+
+    auto answered = std::async(std::launch::async, [&] {
+        const Context w = connect_to(node.port());
+        return text(command(w, "SET k v PX 60000"));
+    });
+    // Still waiting half a second on: a slower machine only makes it wait longer.
+    EXPECT_EQ(answered.wait_for(500ms), std::future_status::timeout) << "answered before its flush";
+    clock.stall_disk(false);
+    EXPECT_EQ(answered.get(), "OK");
+    const Context after = connect_to(node.port());
+    EXPECT_EQ(text(command(after, "GET k")), "v");
 }
 
 TEST_F(ClockShimTest, JumpBackStretchesAKeysRemainingTime) {

@@ -93,6 +93,7 @@ public:
         return true;
     }
     void resume_node(int n) override { calls.push_back("resume node " + std::to_string(n)); }
+    void stall_disk(int n, bool stalled) override { calls.push_back(std::string(stalled ? "stall" : "unstall") + " disk of node " + std::to_string(n)); }
     // The leader is whoever `leader` says at the moment the fault fires.
     int resolve_node(int n) override {
         if (n < 0) calls.push_back("resolve " + node_text(n));
@@ -954,6 +955,26 @@ TEST(FaultSchedule, APauseOfANodeStopsTheServerNotTheClientAndHealingResumesIt) 
     r.schedule.run_due(400 * kMs);
     r.schedule.heal(500 * kMs);
     EXPECT_EQ(r.world.calls, (Strings{"resolve follower", "pause node 2", "pause node 0", "resume node 2", "resume node 0"}));
+}
+
+// A disk stall strikes the server's disk alone: the client that reached the point is answered
+// at once, and the stall ends after its duration (or when the run heals).
+TEST(FaultSchedule, ADiskStallHoldsTheNodesFlushesForItsDurationOrUntilHealed) {
+    FaultSpec stall = at_point(FaultSpec::Kind::disk_stall, Point::before_acquire);
+    stall.node = 0;
+    stall.duration_ms = 300;
+    FaultSpec forever = at_time(FaultSpec::Kind::disk_stall, 1000);
+    forever.client.reset();
+    forever.node = 0;
+    forever.duration_ms = 5000;
+    ScheduleRun r({stall, forever});
+    EXPECT_NE(r.schedule.reach(0, Point::before_acquire, 100 * kMs), FaultSchedule::Answer::held);
+    r.schedule.run_due(399 * kMs);
+    EXPECT_EQ(r.world.calls, (Strings{"stall disk of node 0"}));
+    r.schedule.run_due(400 * kMs);
+    r.schedule.run_due(1000 * kMs);
+    r.schedule.heal(1100 * kMs);
+    EXPECT_EQ(r.world.calls, (Strings{"stall disk of node 0", "unstall disk of node 0", "stall disk of node 0", "unstall disk of node 0"}));
 }
 
 TEST(FaultSchedule, APeerLinkFaultCutsTheServerFromEveryOtherServerUntilItHeals) {

@@ -540,7 +540,7 @@ TEST(ScenarioParse, ARepeatingFaultReadsItsIntervalTargetAndDrawnLength) {
 TEST(ScenarioParse, WhatCannotRepeatIsRefusedInOneLine) {
     struct Case { const char* fault; const char* field; const char* piece; };
     const std::vector<Case> cases = {
-        {R"({"fault": "kill", "client": 0, "every_ms": 100})", "faults[0].every_ms", "only a pause, a link fault or a crash repeats (a kill happens once)"},
+        {R"({"fault": "kill", "client": 0, "every_ms": 100})", "faults[0].every_ms", "only a pause, a link fault, a crash or a disk stall repeats (a kill happens once)"},
         {R"({"fault": "gate", "point": "after_acquire", "every_ms": 100})", "faults[0].point", "not at a point"},
         {R"({"fault": "pause", "point": "after_acquire", "every_ms": 100, "duration_ms": 5})", "faults[0].point", "not at a point"},
         {R"({"fault": "link", "client": 0, "every_ms": 100, "mode": "blackhole", "store": true})", "faults[0].duration_ms", "heals before the next"},

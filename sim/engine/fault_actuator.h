@@ -12,6 +12,7 @@
 #pragma once
 
 #include <optional>
+#include <stdexcept>
 
 #include "faults/link_fault.h"
 #include "lockimpl/env.h"
@@ -98,6 +99,10 @@ public:
     // pause(): false if it still ran at the bound.
     virtual bool pause_node(int node) = 0;
     virtual void resume_node(int node) = 0;
+    // A lock server's flushes to disk (fsync, fdatasync) wait while stalled, as on a stalled
+    // disk; everything else it does goes on. Only the live world has a disk: a run that needs
+    // one (WorldNeeds::stalls_disk) is refused by the simulator before it starts.
+    virtual void stall_disk(int /*node*/, bool /*stalled*/) { throw std::logic_error("this world has no disk to stall"); }
     // The index a fault's `node` names now: an index as it is; kLeaderNode or kFollowerNode
     // asked of the service when the fault fires (fault_spec.h).
     virtual int resolve_node(int node) = 0;

@@ -16,9 +16,11 @@ const FaultKind& clock_kind();
 const FaultKind& link_kind();
 const FaultKind& crash_kind();
 const FaultKind& kill_kind();
+const FaultKind& disk_stall_kind();
 
 const std::vector<const FaultKind*>& fault_kinds() {
-    static const std::vector<const FaultKind*> kinds{&gate_kind(), &pause_kind(), &clock_kind(), &link_kind(), &crash_kind(), &kill_kind()};
+    static const std::vector<const FaultKind*> kinds{&gate_kind(), &pause_kind(), &clock_kind(), &link_kind(), &crash_kind(), &kill_kind(),
+                                                     &disk_stall_kind()};
     return kinds;
 }
 

@@ -21,7 +21,7 @@ constexpr int kFollowerNode = -2;
 std::string node_text(int node);
 
 struct FaultSpec {
-    enum class Kind { pause, kill, gate, clock, link, crash };
+    enum class Kind { pause, kill, gate, clock, link, crash, disk_stall };
     Kind kind = Kind::pause;
     std::optional<Point> point;      // armed at a point, fires on the Nth reach ...
     int occurrence = 1;

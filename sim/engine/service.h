@@ -34,6 +34,8 @@ struct ServiceInfo {
     bool peers_proxied = false;      // its servers' links to each other go through lockbench's proxies
     bool clock_shim_reaches = true;  // its servers read the wall clock through libc (the clock shim's LD_PRELOAD)
     const char* clock_why = "";      // why not, when they do not
+    bool disk_shim_reaches = true;   // its servers flush to disk through libc's fsync, fdatasync (the same shim)
+    const char* disk_why = "";       // why not, when they do not
     bool node_options = false;       // "topology" (Sentinel) and "persistence": a Redis node's
     bool server_settings = false;    // "server_settings": settings its server starts with
     bool pooler = false;             // "pgbouncer": PgBouncer pools its connections

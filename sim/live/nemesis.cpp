@@ -323,6 +323,8 @@ void Nemesis::crash(int node) {
 }
 bool Nemesis::pause_node(int node) { return nodes_.at(static_cast<size_t>(node))->pause(); }
 void Nemesis::resume_node(int node) { nodes_.at(static_cast<size_t>(node))->resume(); }
+// The node runs under the shim (the kind's needs: node_clocks), whose control file stalls it.
+void Nemesis::stall_disk(int node, bool stalled) { node_clocks_.at(static_cast<size_t>(node))->stall_disk(stalled); }
 
 // "leader" is whichever server says it leads when the fault fires; during an election none
 // does, so it asks again for up to 5 s. "follower" is the first server that does not lead.

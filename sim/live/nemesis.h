@@ -133,6 +133,7 @@ private:
     void restart_loop();
     bool pause_node(int node) override;
     void resume_node(int node) override;
+    void stall_disk(int node, bool stalled) override;
     int resolve_node(int node) override;
     bool has_leader() override;
     int node_count() const override { return static_cast<int>(nodes_.size()); }

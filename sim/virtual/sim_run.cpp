@@ -25,6 +25,7 @@ std::optional<std::string> unsupported(const RunSpec& run) {
                "'s servers, and its lock runs in an external library in real time";
     if (world_needs(run.faults).stops_server)
         return "a paused lock server is a live fault: the model has no server process to stop";
+    if (world_needs(run.faults).stalls_disk) return "a stalled disk is a live fault: the model has no disk";
     if (!run.command.empty())
         return "an external library runs in its own process, in real time: it cannot run in virtual time";
     if (run.persistence == Persistence::aof_everysec)

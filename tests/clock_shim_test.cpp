@@ -3,6 +3,7 @@
 // prints each hooked clock beside the same clock read by raw syscall. No sleeps: every
 // assertion compares two clocks read at nearly the same moment, with a margin of a second.
 #include <hiredis/hiredis.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
@@ -154,8 +155,14 @@ TEST_F(ClockShimTest, AStalledDiskHoldsAnAlwaysFlushingNodeUntilItComesBack) {
         const Context w = connect_to(node.port());
         return text(command(w, "SET k v PX 60000"));
     });
-    // Still waiting half a second on: a slower machine only makes it wait longer.
-    EXPECT_EQ(answered.wait_for(500ms), std::future_status::timeout) << "answered before its flush";
+    // Its one thread sleeps in the shim's wait (clock_nanosleep, /proc/PID/syscall's first
+    // field; epoll_wait is 232) and has not answered.
+    EXPECT_TRUE(testing_util::eventually([&] {
+        std::ifstream in("/proc/" + std::to_string(node.pid()) + "/syscall");
+        long number = -1;
+        return in >> number && number == SYS_clock_nanosleep;
+    })) << "redis-server never waited in the shim";
+    EXPECT_EQ(answered.wait_for(0ms), std::future_status::timeout) << "answered before its flush";
     clock.stall_disk(false);
     EXPECT_EQ(answered.get(), "OK");
     const Context after = connect_to(node.port());

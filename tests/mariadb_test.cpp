@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "faults/clock_control.h"
 #include "process/process.h"
 #include "process/stopped.h"
 #include "sim/live/lock_service.h"
@@ -54,9 +55,10 @@ protected:
         fs::create_directories(dir_);
     }
     void TearDown() override { fs::remove_all(dir_); }
-    std::unique_ptr<LockService> start(std::map<std::string, std::string> settings = {}) {
+    std::unique_ptr<LockService> start(std::map<std::string, std::string> settings = {}, std::vector<std::string> env = {}) {
         ServiceConfig config{1, dir_};
         config.settings = std::move(settings);
+        if (!env.empty()) config.env = {std::move(env)};
         return start_service(Service::mariadb, config);
     }
     fs::path dir_;
@@ -142,6 +144,25 @@ TEST_F(MariaDBTest, WaitTimeoutDropsAnIdleHolderAndItsLock) {
     // a stays idle: the server drops its connection after a second, and the lock with it.
     EXPECT_TRUE(eventually([&] { return b.acquire().value("ok", false); }));
     EXPECT_EQ(a.release().value("ok", true), false);
+}
+
+// The shim holds the server's flushes (InnoDB's log at each commit): the fencing counter's
+// commit waits, and the acquire is answered with an error at the adapter's deadline; once
+// the disk is back, the next acquire (a new connection: the old one's lock went with it) goes
+// through.
+TEST_F(MariaDBTest, AStalledDiskHoldsTheFencesCommit) {
+    ClockControl disk(dir_, "db0");
+    auto service = start({}, disk.env());
+    Adapter a(*service);
+    ASSERT_EQ(a.read().value("ready", false), true);
+    ASSERT_EQ(a.acquire().value("ok", false), true);
+    ASSERT_EQ(a.release().value("ok", false), true);
+    disk.stall_disk(true);
+    const json stalled = a.acquire();
+    EXPECT_EQ(stalled.value("ok", true), false) << stalled;
+    EXPECT_NE(stalled.value("error", "").find("timed out"), std::string::npos) << stalled;
+    disk.stall_disk(false);
+    EXPECT_TRUE(eventually([&] { return a.acquire().value("ok", false); }));
 }
 
 TEST_F(MariaDBTest, BadConfigurationIsOneLine) {

@@ -423,7 +423,7 @@ TEST(ScenarioParse, WhatAServiceCannotDoIsRefusedWithTheReason) {
     Json own = service_run("zookeeper", 1);
     own["runs"][0] = {{"algorithm", "token-lua"}, {"service", "zookeeper"}};
     expect_refused(own, "runs[0].service", {"external adapter"});
-    expect_refused(service_run("mongodb", 1), "runs[0].service", {services_with(nullptr)});
+    expect_refused(service_run("mongodb", 1), "runs[0].service", {"\"redis\"", "\"postgresql\"", "\"mariadb\""});
     expect_refused(service_run("etcd", 2), "runs[0].nodes", {"1, 3 or 5"});
     Json sentinel = service_run("etcd", 1);
     sentinel["runs"][0]["topology"] = "sentinel";
@@ -436,6 +436,25 @@ TEST(ScenarioParse, WhatAServiceCannotDoIsRefusedWithTheReason) {
     const Json clock = Json::parse(R"([{"fault": "clock", "at_ms": 10, "node": 0, "jump_ms": 1000}])");
     expect_refused(service_run("etcd", 1, clock), "runs[0].faults[0]", {"Go", "kernel's clock"});
     EXPECT_EQ(refusal(service_run("zookeeper", 1, clock)), "");  // the JVM reads time through libc
+    // A disk stall: a node's, for a duration, on a server that flushes through libc.
+    const Json stall = Json::parse(R"([{"fault": "disk-stall", "at_ms": 10, "node": 0, "duration_ms": 500}])");
+    EXPECT_EQ(refusal(service_run("mariadb", 1, stall)), "");
+    expect_refused(service_run("etcd", 1, stall), "runs[0].faults[0]", {"flushes to disk", "Go makes the fdatasync syscall itself"});
+    expect_refused(service_run("zookeeper", 1, stall), "runs[0].faults[0]", {"forceSync=no"});
+    expect_refused(service_run("postgresql", 1, stall), "runs[0].faults[0]", {"fsync=off"});
+    expect_refused(service_run("mariadb", 1, Json::parse(R"([{"fault": "disk-stall", "point": "before_acquire", "duration_ms": 500}])")),
+                   "runs[0].faults[0].node", {"required for a disk stall"});
+    expect_refused(service_run("mariadb", 1, Json::parse(R"([{"fault": "disk-stall", "at_ms": 10, "node": 0}])")),
+                   "runs[0].faults[0].duration_ms", {"required for a disk stall"});
+    // What lockbench gives a server itself (where it listens, how clients log in) a case cannot change.
+    Json loud = service_run("mariadb", 1);
+    loud["runs"][0]["server_settings"] = {{"bind_address", "0.0.0.0"}};
+    expect_refused(loud, "runs[0].server_settings.bind_address", {"lockbench sets it itself"});
+    loud = service_run("postgresql", 1);
+    loud["runs"][0]["server_settings"] = {{"listen_addresses", "*"}};
+    expect_refused(loud, "runs[0].server_settings.listen_addresses", {"lockbench sets it itself"});
+    loud["runs"][0]["server_settings"] = {{"idle_session_timeout", "1s"}};
+    EXPECT_EQ(refusal(loud), "");
     const Json leader = Json::parse(R"([{"fault": "crash", "at_ms": 10, "node": "leader"}])");
     Json redis = base();
     redis["runs"][0]["faults"] = leader;

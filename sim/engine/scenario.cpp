@@ -195,6 +195,8 @@ void parse_server_settings(Fields& f, RunSpec& r) {
         for (const auto& [name, value] : settings->items()) {
             const std::string at = f.at("server_settings") + "." + name;
             if (!std::regex_match(name, setting_name)) f.fail(at, std::string("not a ") + service_info(r.service).title + " setting's name");
+            if (std::ranges::find(service_info(r.service).reserved_settings, name) != service_info(r.service).reserved_settings.end())
+                f.fail(at, "lockbench sets it itself (where the server listens, its folders, how clients log in)");
             if (value.is_string()) r.server_settings[name] = value.get<std::string>();
             else if (value.is_number_integer()) r.server_settings[name] = std::to_string(value.get<long long>());
             else f.fail(at, "expected a string (\"2s\") or an integer, got " + excerpt(value));

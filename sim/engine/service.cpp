@@ -11,21 +11,25 @@ namespace {
 const std::vector<ServiceInfo>& table() {
     static const std::vector<ServiceInfo> all{
         {.service = Service::redis, .name = "redis", .title = "Redis", .server = "lock node", .plural = "Redis nodes",
-         .own_algorithms = true, .node_options = true, .simulated = true, .run_starts_nodes = true},
+         .own_algorithms = true, .disk_shim_reaches = true, .node_options = true, .simulated = true, .run_starts_nodes = true},
         {.service = Service::zookeeper, .name = "zookeeper", .title = "ZooKeeper", .server = "zookeeper server", .plural = "ZooKeeper servers",
-         .sizes = {1, 3, 5}, .consensus = true, .has_leader = true, .peers_proxied = true, .disk_shim_reaches = false,
+         .sizes = {1, 3, 5}, .consensus = true, .has_leader = true, .peers_proxied = true,
          .disk_why = "lockbench starts its servers with forceSync=no: they never flush"},
         // etcd's peer URLs must be the same cluster-wide, so its peer links are not proxied; Go
         // reads the kernel's clock directly, not through libc.
         {.service = Service::etcd, .name = "etcd", .title = "etcd", .server = "etcd server", .plural = "etcd servers",
          .sizes = {1, 3, 5}, .consensus = true, .has_leader = true, .clock_shim_reaches = false,
-         .clock_why = "Go reads the kernel's clock directly", .disk_shim_reaches = false,
+         .clock_why = "Go reads the kernel's clock directly",
          .disk_why = "Go makes the fdatasync syscall itself, out of the shim's reach"},
         {.service = Service::postgresql, .name = "postgresql", .title = "PostgreSQL", .server = "postgresql server", .plural = "PostgreSQL servers",
-         .sizes = {1}, .why_sizes = "advisory locks live in its memory", .disk_shim_reaches = false,
-         .disk_why = "lockbench starts it with fsync=off", .server_settings = true, .pooler = true},
+         .sizes = {1}, .why_sizes = "advisory locks live in its memory",
+         .disk_why = "lockbench starts it with fsync=off", .server_settings = true, .pooler = true,
+         .reserved_settings = {"listen_addresses", "port", "unix_socket_directories", "data_directory", "config_file", "hba_file",
+                               "ident_file", "external_pid_file"}},
         {.service = Service::mariadb, .name = "mariadb", .title = "MariaDB", .server = "mariadb server", .plural = "MariaDB servers",
-         .sizes = {1}, .why_sizes = "named locks live in its memory", .server_settings = true},
+         .sizes = {1}, .why_sizes = "named locks live in its memory", .disk_shim_reaches = true, .server_settings = true,
+         .reserved_settings = {"bind_address", "port", "socket", "datadir", "tmpdir", "basedir", "init_file", "pid_file", "user",
+                               "skip_grant_tables", "skip_networking", "plugin_dir"}},
     };
     return all;
 }

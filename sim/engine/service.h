@@ -34,11 +34,14 @@ struct ServiceInfo {
     bool peers_proxied = false;      // its servers' links to each other go through lockbench's proxies
     bool clock_shim_reaches = true;  // its servers read the wall clock through libc (the clock shim's LD_PRELOAD)
     const char* clock_why = "";      // why not, when they do not
-    bool disk_shim_reaches = true;   // its servers flush to disk through libc's fsync, fdatasync (the same shim)
+    bool disk_shim_reaches = false;  // its servers flush to disk through libc's fsync, fdatasync (the same shim)
     const char* disk_why = "";       // why not, when they do not
     bool node_options = false;       // "topology" (Sentinel) and "persistence": a Redis node's
     bool server_settings = false;    // "server_settings": settings its server starts with
     bool pooler = false;             // "pgbouncer": PgBouncer pools its connections
+    // Settings lockbench gives its server itself, which a case may not change: where it
+    // listens, its folders, how clients log in.
+    std::vector<std::string> reserved_settings;
     bool simulated = false;          // the simulator models its servers
     // The run starts its nodes itself (sim/live/redis_node.h, with their topology and
     // persistence); any other service's servers start through start_service (lock_service.h).

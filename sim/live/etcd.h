@@ -1,5 +1,5 @@
-// etcd members that lockbench starts, owns and stops: start_etcd() (sim/live/lock_service.h)
-// gives a LockService whose servers are named etcd0, etcd1, ...
+// etcd members that lockbench starts, owns and stops: start_service() with Service::etcd
+// (sim/live/lock_service.h) gives a LockService whose servers are named etcd0, etcd1, ...
 //
 // Each member listens on 127.0.0.1 only, a client port and a peer port, both free ports, with
 // its data, log and nothing else in <dir>/etcd<i>; there is no metrics or pprof listener (etcd

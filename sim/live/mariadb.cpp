@@ -56,25 +56,21 @@ const std::string kInstall = "/usr/bin/mariadb-install-db";
 // Small, for a server that holds a few rows: the whole data folder is about 20 MB.
 const std::vector<std::string> kSizes = {"--innodb-log-file-size=4M", "--innodb-buffer-pool-size=16M"};
 
-std::string read_from(const fs::path& path, std::uintmax_t offset) {
-    std::ifstream in(path, std::ios::binary);
-    in.seekg(static_cast<std::streamoff>(offset));
-    return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-struct PortTaken : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
-
 class MariaDBServer final : public LockServer, public LockService {
 public:
     explicit MariaDBServer(const ServiceConfig& config)
         : user_(server_run_user("mysql")), log_dir_(config.dir / name_), settings_(config.settings), password_(fresh_password()) {
-        if (!config.env.empty()) extra_env_ = config.env.at(0);
         fs::create_directories(log_dir_);
         home_ = server_home(user_, kWho);
-        fs::create_directory(home_ / "tmp");
-        give_to(home_ / "tmp", user_, kWho);
+        try {
+            fs::create_directory(home_ / "tmp");
+            give_to(home_ / "tmp", user_, kWho);
+            if (!config.env.empty()) extra_env_ = env_for_server(config.env.at(0), home_, user_, kWho);
+        } catch (...) {
+            std::error_code ignored;
+            fs::remove_all(home_, ignored);
+            throw;
+        }
     }
     ~MariaDBServer() override {
         server_.kill_and_reap();
@@ -128,9 +124,10 @@ public:
 private:
     void install();
     void launch();
-    // Quotes the log's first error (mariadb-install-db ends its log with advice, not the error).
-    std::runtime_error failure(const std::string& what, const fs::path& log) const {
-        std::istringstream lines(read_from(log, 0));
+    // Quotes the log's first error since `offset` (mariadb-install-db ends its log with
+    // advice, not the error; a restart appends to the server's log).
+    std::runtime_error failure(const std::string& what, const fs::path& log, std::uintmax_t offset = 0) const {
+        std::istringstream lines(read_from(log, offset));
         for (std::string line; std::getline(lines, line);)
             if (line.find("ERROR") != std::string::npos)
                 return std::runtime_error("MariaDB server " + name_ + " " + what + "; its log says: " + line);
@@ -169,7 +166,8 @@ void MariaDBServer::install() {
                        user_, kWho);
 }
 
-// Up once it listens on its port: it runs its init file before it opens the port.
+// Up once it listens on its port. It runs its init file after it has opened the port and before
+// it accepts a connection: a client that connects meanwhile waits in the port's backlog.
 void MariaDBServer::launch() {
     SpawnOptions opts;
     opts.argv = {kServer, "--no-defaults", "--datadir=" + (home_ / "data").string(), "--tmpdir=" + (home_ / "tmp").string(),
@@ -188,10 +186,10 @@ void MariaDBServer::launch() {
         if (!server_.running()) {
             const std::string said = read_from(log_path(), offset);
             if (said.find("Address already in use") != std::string::npos || said.find("Do you already have another") != std::string::npos)
-                throw PortTaken(failure("could not bind its port", log_path()).what());
-            throw failure("exited during start-up", log_path());
+                throw PortTaken(failure("could not bind its port", log_path(), offset).what());
+            throw failure("exited during start-up", log_path(), offset);
         }
-        if (Clock::now() >= deadline) throw failure("did not listen within 30 s", log_path());
+        if (Clock::now() >= deadline) throw failure("did not listen within 30 s", log_path(), offset);
         std::this_thread::sleep_for(poll_interval);
     }
 }

@@ -48,23 +48,14 @@ const std::string kUser = "lockbench";
 const std::string kDatabase = "postgres";
 const std::string kWho = "PostgreSQL";
 
-std::string read_all(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-struct PortTaken : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
-
 class PostgresServer final : public LockServer, public LockService {
 public:
     PostgresServer(const ServiceConfig& config, std::string bin)
         : bin_(std::move(bin)), user_(postgres_run_user()), log_dir_(config.dir / "pg0"), settings_(config.settings),
           pool_mode_(config.pgbouncer), password_(fresh_password()) {
-        if (!config.env.empty()) extra_env_ = config.env.at(0);
         fs::create_directories(log_dir_);
         home_ = server_home(user_, kWho);
+        if (!config.env.empty()) extra_env_ = env_for_server(config.env.at(0), home_, user_, kWho);
     }
     ~PostgresServer() override {
         stop_all();
@@ -185,7 +176,7 @@ void PostgresServer::launch() {
     const auto deadline = Clock::now() + start_timeout;
     while (!ready()) {
         if (!postmaster_.running()) {
-            if (read_all(log_path()).substr(offset).find("Address already in use") != std::string::npos)
+            if (read_from(log_path(), offset).find("Address already in use") != std::string::npos)
                 throw PortTaken(failure("could not bind its port", log_path()).what());
             throw failure("exited during start-up", log_path());
         }
@@ -197,7 +188,7 @@ void PostgresServer::launch() {
 // postmaster.pid's first line is the postmaster's pid, its eighth its status once it has
 // started: "ready" when it accepts connections (PostgreSQL 10 and later).
 bool PostgresServer::ready() {
-    std::istringstream lines(read_all(home_ / "data" / "postmaster.pid"));
+    std::istringstream lines(read_from(home_ / "data" / "postmaster.pid"));
     std::string line;
     std::vector<std::string> fields;
     while (std::getline(lines, line)) fields.push_back(line);
@@ -256,7 +247,7 @@ void PostgresServer::start_pgbouncer() {
         const auto deadline = Clock::now() + start_timeout;
         for (;;) {
             if (!bouncer_.running()) {
-                if (read_all(log).substr(offset).find("Address already in use") != std::string::npos &&
+                if (read_from(log, offset).find("Address already in use") != std::string::npos &&
                     attempt < start_attempts)
                     break;
                 throw std::runtime_error("PgBouncer (port " + std::to_string(bouncer_port_) +

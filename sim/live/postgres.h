@@ -1,5 +1,5 @@
-// A PostgreSQL server that lockbench starts, owns and stops: start_postgresql()
-// (lock_service.h) gives a LockService with one server, pg0, optionally behind PgBouncer.
+// A PostgreSQL server that lockbench starts, owns and stops: start_service() with
+// Service::postgresql (lock_service.h) gives a LockService with one server, pg0, optionally behind PgBouncer.
 //
 //   /tmp/lockbench.<pid>.XXXXXX/     the cluster's own folder, 0700, owned by the user it runs as
 //       data/                        initdb's, fsync off (nothing here outlives the run)

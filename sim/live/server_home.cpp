@@ -63,6 +63,30 @@ fs::path server_home(const std::string& user, const std::string& who) {
     return folder;
 }
 
+std::vector<std::string> env_for_server(std::vector<std::string> env, const fs::path& home, const std::string& user,
+                                        const std::string& who) {
+    if (user.empty()) return env;
+    const std::string name = "LOCKBENCH_CLOCK_FILE=";
+    for (std::string& entry : env) {
+        if (!entry.starts_with(name)) continue;
+        const fs::path link = home / "shim.control";
+        std::error_code failed;
+        fs::create_hard_link(entry.substr(name.size()), link, failed);
+        if (failed)
+            throw std::runtime_error(who + ": cannot hand the shim's control file to " + user + " (" + failed.message() +
+                                     "): its folder and the run's must be on one file system");
+        give_to(link, user, who);
+        entry = name + link.string();
+    }
+    return env;
+}
+
+std::string read_from(const fs::path& path, std::uintmax_t offset) {
+    std::ifstream in(path, std::ios::binary);
+    in.seekg(static_cast<std::streamoff>(offset));
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
 std::string fresh_password() {
     std::random_device rd;
     std::ostringstream out;

@@ -6,8 +6,11 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <filesystem>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace lockbench {
 
@@ -27,6 +30,22 @@ void write_private_file(const std::filesystem::path& path, const std::string& te
 // lockbench's stale folders after a kill -9), or of /tmp when `user` could not reach $TMPDIR
 // (a private one, 0700, as the CLI's tests give each test).
 std::filesystem::path server_home(const std::string& user, const std::string& who);
+
+// The environment such a server starts with: the shim's control file (LOCKBENCH_CLOCK_FILE,
+// 0600 in lockbench's own 0700 run folder, out of the server's user's reach) handed to it as a
+// hard link in `home`, given to `user`: the same file, which lockbench writes and the server's
+// shim reads. Nothing changes when `user` is empty.
+std::vector<std::string> env_for_server(std::vector<std::string> env, const std::filesystem::path& home,
+                                        const std::string& user, const std::string& who);
+
+// A file's text from `offset` on (a server's log since its latest start); "" if unreadable.
+std::string read_from(const std::filesystem::path& path, std::uintmax_t offset = 0);
+
+// A server that could not bind the port it was given (another program took it meanwhile):
+// its start tries another.
+struct PortTaken : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
 
 // 32 hex digits from the system's random source.
 std::string fresh_password();

@@ -1,5 +1,5 @@
-// ZooKeeper servers that lockbench starts, owns and stops: start_zookeeper() (lock_service.h)
-// returns one standalone server or an ensemble, each server a JVM in its own folder:
+// ZooKeeper servers that lockbench starts, owns and stops: start_service() with
+// Service::zookeeper (lock_service.h) returns one standalone server or an ensemble, each server a JVM in its own folder:
 //
 //   <dir>/zk<i>/zoo.cfg      tickTime 100 ms, every listener on 127.0.0.1, admin server off
 //   <dir>/zk<i>/data/myid    i + 1 (ZooKeeper's ids start at 1; servers() index i is id i + 1)

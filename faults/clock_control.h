@@ -67,7 +67,8 @@ public:
     // No offset, rate 1.
     void reset();
     // While stalled, the process's fsync and fdatasync calls wait in the shim (one already in
-    // the kernel finishes); set back, they go on to the disk. Whatever the process does meanwhile without a flush goes on.
+    // the kernel finishes); set back, they go on to the disk. Whatever the process does
+    // meanwhile without a flush goes on.
     void stall_disk(bool stalled);
     // How far the skewed wall clock is ahead of the real one right now (negative: behind).
     std::chrono::nanoseconds skew() const;

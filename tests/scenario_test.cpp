@@ -329,6 +329,9 @@ const std::vector<Sample> kSamples = {
     {"renewal", {}},
     {"redis-semaphore-refresh", {}},
     {"redlock-validity-retries", {}},
+    // The disk stall end to end: the shim holds a live node's flushes (2 holders without a
+    // fence, the stale write refused with one).
+    {"disk-stall-acquire", {"token-lua", "token-lua+fence"}},
 };
 
 class Catalog : public ::testing::TestWithParam<Sample> {};
@@ -391,7 +394,8 @@ TEST(Scenario, EveryCaseIsSampledOrSaysWhyNot) {
         {"etcd-session-done", "a client pause, as gc-pause's, past the lease of etcd's Go session (etcd-go's verdicts)"},
         {"curator-release-cut", "a link fault at a point, as partitioned-write's, on ZooKeeper (the Curator locks' verdicts)"},
         {"session-ended-under-holder", "a link cut, as partitioned-write's, on PostgreSQL (postgres_test ends an idle holder's session live)"},
-        {"server-restart-under-holder", "a server crash, as node-restart-empty's, on PostgreSQL (postgres_test crashes one under a holder live)"},
+        {"server-restart-under-holder", "a server crash, as node-restart-empty's, on PostgreSQL and MariaDB (postgres_test and mariadb_test crash one under a holder live)"},
+        {"wait-timeout-under-holder", "a gate until another enters, as session-ended-under-holder's, on MariaDB (mariadb_test has an idle holder's connection dropped live)"},
     };
     for (const auto& e : fs::directory_iterator(std::string(LOCKBENCH_SOURCE_DIR) + "/scenarios")) {
         if (e.path().extension() != ".json") continue;

@@ -425,6 +425,8 @@ RunFigures run_figures(const CheckResult& r, const RunHistory& h) {
 
 nlohmann::json to_json(const CheckResult& r, const RunHistory& h) { return to_json(run_figures(r, h)); }
 
+const char* checker_id() { return LOCKBENCH_CHECKER_ID; }
+
 CheckResult check(const RunHistory& h, const CheckOptions& opts) {
     CheckResult r;
     check_store(h, opts, r);

@@ -98,6 +98,10 @@ struct CheckOptions {
 
 CheckResult check(const RunHistory& h, const CheckOptions& opts = {});
 
+// This checker's identity: a digest of the sources that make a run's figures (CMakeLists.txt),
+// so that figures checked by another build are known as such.
+const char* checker_id();
+
 // "mutual_exclusion", "foreign_release", "stale_write": the witness kinds as the summary names them.
 const char* witness_kind_name(Witness::Kind k);
 

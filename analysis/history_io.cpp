@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <string_view>
 
@@ -344,6 +346,32 @@ std::vector<std::filesystem::path> history_files(const std::filesystem::path& ru
 }
 
 }  // namespace
+
+std::string run_files_digest(const std::filesystem::path& run_dir) {
+    std::vector<std::filesystem::path> files{run_dir / "run.json", run_dir / "store.jsonl", run_dir / "sentinel.jsonl"};
+    std::error_code ec;
+    for (const auto& f : std::filesystem::directory_iterator(run_dir / "history", ec)) files.push_back(f.path());
+    std::sort(files.begin() + 3, files.end());
+    std::uint64_t h = 14695981039346656037ull;  // FNV-1a, 64 bits: no adversary, only damage and drift
+    const auto add = [&](std::string_view bytes) {
+        for (const unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
+    };
+    std::string bytes;
+    for (const auto& f : files) {
+        add(f.lexically_relative(run_dir).string());
+        if (!std::filesystem::exists(f)) {
+            add("-");
+            continue;
+        }
+        std::ifstream in = open_results_file(f);
+        bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+        add(std::to_string(bytes.size()));
+        add(bytes);
+    }
+    char out[17];
+    std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
+    return out;
+}
 
 RunHistory load_run_history(const std::filesystem::path& run_dir) {
     RunHistory h;

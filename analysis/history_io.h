@@ -23,6 +23,10 @@ namespace lockbench {
 // record a genuine run could not have written (analysis/record_check.h says what one writes).
 RunHistory load_run_history(const std::filesystem::path& run_dir);
 
+// A digest of every file load_run_history reads (their names, sizes and bytes): equal when
+// a run's files are as they were, different when one was changed, added or removed.
+std::string run_files_digest(const std::filesystem::path& run_dir);
+
 // A results file opened for reading, refused unless it is a regular file: a FIFO (or a device)
 // where a history or a summary should be would block a reader for ever. Throws one line naming
 // the file; a file that is not there opens as a stream that fails, for the caller to name.

@@ -974,23 +974,21 @@ Subcommand add_help(CLI::App& app) {
 
 // Internal and hidden from --help: one worker process of a live run, started by `run` with
 // the spec file it wrote.
-// `lockbench repetition TREE CELL REP`: one repetition of a tree's cell, in a process of its
-// own, as `matrix --jobs N` starts them.
+// `lockbench repetition TREE PART`: one repetition of a tree's cell, in a process of its own,
+// handed its part (matrix_spec.h: RepetitionPart) in the file PART, as `matrix --jobs N`
+// starts them.
 Subcommand add_repetition(CLI::App& app) {
     struct Args {
-        std::string tree;
-        std::size_t cell = 0;
-        int rep = 0;
+        std::string tree, part;
         bool no_preflight = false;
     };
     auto a = std::make_shared<Args>();
     CLI::App* sub = app.add_subcommand("repetition", "")->group("");
     sub->add_option("tree", a->tree)->required();
-    sub->add_option("cell", a->cell)->required();
-    sub->add_option("rep", a->rep)->required();
+    sub->add_option("part", a->part)->required();
     sub->add_flag("--no-preflight", a->no_preflight);
     return {sub, [a] {
-                run_repetition_of_tree(a->tree, a->cell, a->rep, self_exe(), source_dir(), !a->no_preflight);
+                run_repetition_of_tree(a->tree, a->part, self_exe(), source_dir(), !a->no_preflight);
                 return 0;
             }};
 }

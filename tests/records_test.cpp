@@ -2,7 +2,13 @@
 // trip through JSON unchanged, and the metric table reads the checker's figures it names.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
 #include <string>
+
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -12,10 +18,13 @@
 #include "sim/engine/run_record.h"
 #include "sim/engine/scenario.h"
 #include "sim/harness/matrix_spec.h"
+#include "sim/harness/recheck.h"
+#include "sim/harness/runner.h"
 #include "sim/live/client_spec.h"
 
 using Json = nlohmann::json;
 using namespace lockbench;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -236,6 +245,70 @@ TEST(Records, MatrixSpecRoundTripsWithItsId) {
     const MatrixSpec sweep_back = matrix_spec_from_json(to_json(sweep), sweep.id);
     EXPECT_EQ(to_json(sweep_back), to_json(sweep));
     EXPECT_EQ(spec_id(sweep_back), sweep.id);
+}
+
+// A repetition is handed its cell and its cell's run alone: it parses one run, not its case's
+// every lock, and the run it parses is the one the spec's cell names.
+TEST(Records, ARepetitionIsHandedItsOwnRunAlone) {
+    const MatrixSpec m = matrix_spec({kTinyPause}, {}, 2);
+    ASSERT_EQ(m.cell_count(), 2u);
+    for (const MatrixCell& cell : m.cells) {
+        const RepetitionPart part = repetition_part(m, cell, 1);
+        ASSERT_EQ(part.scenario.source.at("runs").size(), 1u);
+        const Scenario s = parse_scenario(part.scenario.source, part.scenario.file);
+        ASSERT_EQ(s.runs.size(), 1u);
+        EXPECT_EQ(s.runs[0].name, cell.run);
+        EXPECT_EQ(s.runs[0].params.json(), cell.params);
+        const RepetitionPart back = repetition_part_from_json(to_json(part));
+        EXPECT_EQ(to_json(back), to_json(part));
+        EXPECT_EQ(back.rep, 1);
+        EXPECT_FALSE(back.simulated);
+    }
+    EXPECT_TRUE(repetition_part(simulated(m), m.cells[0], 0).simulated);
+}
+
+// The report trusts a run's figures without the checker only while the run is as its checker
+// left it: this checker, the same files, the figures summary.json holds. Each change alone
+// sends it back through the checker (the simulator makes the run: no Redis needed).
+TEST(Records, ARunIsTrustedAsCheckedOnlyAsItsCheckerLeftIt) {
+    const fs::path out = fs::temp_directory_path() / ("lockbench-records-test-" + std::to_string(::getpid()));
+    fs::remove_all(out);
+    Scenario s = load_scenario(kTinyPause);
+    s.runs.resize(1);
+    run_scenario(s, {out, std::nullopt, "", false, {}, true});
+    const fs::path run_dir = out / "runs" / s.runs[0].name;
+    ASSERT_TRUE(checked_as_recorded(out));
+
+    const auto changed = [&](const fs::path& file, const std::function<void(std::string&)>& change) {
+        std::string before;
+        {
+            std::ifstream in(file);
+            before.assign(std::istreambuf_iterator<char>(in), {});
+        }
+        std::string after = before;
+        change(after);
+        std::ofstream(file, std::ios::trunc) << after;
+        const bool trusted = checked_as_recorded(out);
+        std::ofstream(file, std::ios::trunc) << before;
+        EXPECT_TRUE(checked_as_recorded(out)) << file;  // put back, trusted again
+        return trusted;
+    };
+    const fs::path history = *fs::directory_iterator(run_dir / "history");
+    EXPECT_FALSE(changed(history, [](std::string& t) { t += "\n"; }));
+    EXPECT_FALSE(changed(run_dir / "store.jsonl", [](std::string& t) { t.pop_back(); }));
+    EXPECT_FALSE(changed(run_dir / "sections.json", [](std::string& t) {
+        Json j = Json::parse(t);
+        j["checked"]["checker"] = "another";
+        t = j.dump();
+    }));
+    EXPECT_FALSE(changed(out / "summary.json", [](std::string& t) {
+        Json j = Json::parse(t);
+        j["runs"][0]["ops"]["acquired"] = j["runs"][0]["ops"]["acquired"].get<int>() + 1;
+        t = j.dump();
+    }));
+    fs::remove(history);
+    EXPECT_FALSE(checked_as_recorded(out));
+    fs::remove_all(out);
 }
 
 }  // namespace

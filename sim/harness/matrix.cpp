@@ -306,8 +306,8 @@ private:
     Json run_here(const Todo& t) {
         if (opts_.progress) std::cerr << progress_head(progress_, done_, todo_.size()) << repetition_name(spec_, t) << " ..." << std::flush;
         try {
-            Json summary = run_tree_repetition(spec_, opts_.out, *t.cell, t.rep, opts_.self_exe, opts_.project_dir,
-                                               preflight(t));
+            Json summary = run_tree_repetition(repetition_part(spec_, *t.cell, t.rep), opts_.out, opts_.self_exe,
+                                               opts_.project_dir, preflight(t));
             if (opts_.progress) std::cerr << " " << repetition_outcome(spec_, summary) << "\n";
             ++done_;
             return summary;
@@ -320,9 +320,10 @@ private:
     }
 
     Running spawn(const Todo& t, const fs::path& logs) {
-        const fs::path log = logs / (std::to_string(t.cell->index) + "." + std::to_string(t.rep) + ".log");
-        std::vector<std::string> argv{opts_.self_exe, "repetition", opts_.out.string(), std::to_string(t.cell->index),
-                                      std::to_string(t.rep)};
+        const std::string name = std::to_string(t.cell->index) + "." + std::to_string(t.rep);
+        const fs::path log = logs / (name + ".log"), part = logs / (name + ".part.json");
+        write_atomically(part, to_json(repetition_part(spec_, *t.cell, t.rep)).dump() + "\n");
+        std::vector<std::string> argv{opts_.self_exe, "repetition", opts_.out.string(), part.string()};
         if (!preflight(t)) argv.push_back("--no-preflight");
         ChildProcess child = ChildProcess::spawn({argv, log.string(), log.string()});
         return {&t, std::move(child), log};
@@ -426,15 +427,15 @@ void record_could_not_run(const fs::path& out, const MatrixCell& cell, int rep, 
     write_atomically(dir / "summary.json", summary.dump(2) + "\n");
 }
 
-Json run_tree_repetition(const MatrixSpec& spec, const fs::path& out, const MatrixCell& cell, int rep,
-                         const std::string& self_exe, const fs::path& project_dir, bool adapter_preflight) {
-    const SpecScenario& entry = spec.scenario_of(cell);
-    Scenario s = parse_scenario(entry.source, entry.file);
-    std::erase_if(s.runs, [&](const RunSpec& r) { return r.name != cell.run; });
+Json run_tree_repetition(const RepetitionPart& part, const fs::path& out, const std::string& self_exe,
+                         const fs::path& project_dir, bool adapter_preflight) {
+    const MatrixCell& cell = part.cell;
+    const int rep = part.rep;
+    const Scenario s = parse_scenario(part.scenario.source, part.scenario.file);  // the cell's run alone
     const std::uint64_t seed = s.seed + static_cast<std::uint64_t>(rep);
-    const RunOptions opts{rep_dir(out, cell, rep), seed, self_exe, false, project_dir, spec.simulated, adapter_preflight};
+    const RunOptions opts{rep_dir(out, cell, rep), seed, self_exe, false, project_dir, part.simulated, adapter_preflight};
     // The simulator replays a seed exactly: an attempt again would tell the same story.
-    const int attempts = spec.simulated ? 1 : kAttempts;
+    const int attempts = part.simulated ? 1 : kAttempts;
     Json earlier = Json::array();  // the attempts that did not happen as written, each a reason
     for (int attempt = 1;; ++attempt) {
         ::setenv("LOCKBENCH_ADAPTER_READY_MS", std::to_string(kAdapterReadyMs[attempt - 1]).c_str(), 1);
@@ -463,13 +464,14 @@ Json run_tree_repetition(const MatrixSpec& spec, const fs::path& out, const Matr
     }
 }
 
-void run_repetition_of_tree(const fs::path& out, std::size_t cell_index, int rep, const std::string& self_exe,
+void run_repetition_of_tree(const fs::path& out, const fs::path& part_file, const std::string& self_exe,
                             const fs::path& project_dir, bool adapter_preflight) {
-    const Json header = read_results_header(out);
-    const MatrixSpec spec = matrix_spec_from_json(header.at("spec"), header.at("spec_id").get<std::string>());
-    if (cell_index >= spec.cells.size() || rep < 0 || rep >= spec.repeat)
-        throw std::runtime_error(out.string() + ": no cell " + std::to_string(cell_index) + " repetition " + std::to_string(rep));
-    run_tree_repetition(spec, out, spec.cells.at(cell_index), rep, self_exe, project_dir, adapter_preflight);
+    const Json part = read_json_file(part_file);
+    try {
+        run_tree_repetition(repetition_part_from_json(part), out, self_exe, project_dir, adapter_preflight);
+    } catch (const Json::exception& e) {
+        throw std::runtime_error(part_file.string() + ": not a repetition's part: " + e.what());
+    }
 }
 
 Json run_matrix(const MatrixSpec& spec, const MatrixOptions& opts) {

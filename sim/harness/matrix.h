@@ -79,8 +79,8 @@ struct MatrixOptions {
 // One repetition of one cell into its folder of the tree OUT; returns its summary.
 // `adapter_preflight`: RunOptions::adapter_preflight (false once a repetition of the same
 // lock has run in this matrix: its adapter started then).
-nlohmann::json run_tree_repetition(const MatrixSpec& spec, const std::filesystem::path& out, const MatrixCell& cell,
-                                   int rep, const std::string& self_exe, const std::filesystem::path& project_dir,
+nlohmann::json run_tree_repetition(const RepetitionPart& part, const std::filesystem::path& out,
+                                   const std::string& self_exe, const std::filesystem::path& project_dir,
                                    bool adapter_preflight = true);
 
 // A repetition none of whose attempts could run (set-up failed each time): its summary.json
@@ -88,9 +88,10 @@ nlohmann::json run_tree_repetition(const MatrixSpec& spec, const std::filesystem
 void record_could_not_run(const std::filesystem::path& out, const MatrixCell& cell, int rep, const std::string& why,
                           nlohmann::json attempts);
 
-// `lockbench repetition OUT CELL REP`: the same, the spec read from OUT's header; what
-// run_matrix starts in a child process for each repetition when it runs several at once.
-void run_repetition_of_tree(const std::filesystem::path& out, std::size_t cell_index, int rep,
+// `lockbench repetition OUT PART`: the same, handed its part in the file PART (to_json of a
+// RepetitionPart); what run_matrix starts in a child process for each repetition when it
+// runs several at once.
+void run_repetition_of_tree(const std::filesystem::path& out, const std::filesystem::path& part_file,
                             const std::string& self_exe, const std::filesystem::path& project_dir,
                             bool adapter_preflight = true);
 

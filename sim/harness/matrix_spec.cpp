@@ -25,10 +25,14 @@ std::string hash_hex(const std::string& text) {
     return buf;
 }
 
+// A tree an older lockbench made names no run's place: it is read (report, check, verdict),
+// never run again, as its spec's id is not this lockbench's.
+constexpr std::size_t kNoRunIndex = static_cast<std::size_t>(-1);
+
 MatrixCell cell_from_json(const Json& j) {
     MatrixCell c{j.at("index").get<std::size_t>(), j.at("id").get<std::string>(), j.at("dir").get<std::string>(),
                  j.at("scenario_index").get<std::size_t>(), j.at("scenario").get<std::string>(),
-                 j.at("run").get<std::string>(), j.at("algorithm").get<std::string>(),
+                 j.at("run").get<std::string>(), j.value("run_index", kNoRunIndex), j.at("algorithm").get<std::string>(),
                  j.at("variant").get<std::string>(), j.at("params"), j.at("nodes").get<int>(), std::nullopt, Json()};
     if (j.contains("step")) {
         c.step = j.at("step").get<int>();
@@ -76,7 +80,8 @@ Json source_of(const Json& read, const fs::path& file, const LockSelection* lock
 }
 
 MatrixCell make_cell(std::size_t index, const std::string& id, std::size_t scenario, const Scenario& s, const RunSpec& r) {
-    return {index, id, "cells/" + id, scenario, s.name, r.name, r.algorithm->name, variant_of(r), r.params.json(),
+    const auto run_index = static_cast<std::size_t>(&r - s.runs.data());
+    return {index, id, "cells/" + id, scenario, s.name, r.name, run_index, r.algorithm->name, variant_of(r), r.params.json(),
             r.nodes, std::nullopt, Json()};
 }
 
@@ -175,13 +180,32 @@ Json to_json(const SweepSpec& s) {
 
 Json to_json(const MatrixCell& c) {
     Json j = {{"index", c.index}, {"id", c.id}, {"dir", c.dir}, {"scenario_index", c.scenario_index},
-              {"scenario", c.scenario}, {"run", c.run}, {"algorithm", c.algorithm}, {"variant", c.variant},
+              {"scenario", c.scenario}, {"run", c.run}, {"run_index", c.run_index}, {"algorithm", c.algorithm}, {"variant", c.variant},
               {"params", c.params}, {"nodes", c.nodes}};
     if (c.step) {
         j["step"] = *c.step;
         j["value"] = c.value;
     }
     return j;
+}
+
+RepetitionPart repetition_part(const MatrixSpec& spec, const MatrixCell& cell, int rep) {
+    if (cell.run_index == kNoRunIndex)
+        throw std::runtime_error("cell " + cell.id + ": made by an older lockbench, which named no run's place; run the tree afresh");
+    SpecScenario scenario = spec.scenario_of(cell);
+    Json& runs = scenario.source.at("runs");
+    runs = Json::array({runs.at(cell.run_index)});
+    return {cell, rep, std::move(scenario), spec.simulated};
+}
+
+Json to_json(const RepetitionPart& p) {
+    return {{"cell", to_json(p.cell)}, {"rep", p.rep}, {"file", p.scenario.file}, {"source", p.scenario.source},
+            {"backend", p.simulated ? "sim" : "live"}};
+}
+
+RepetitionPart repetition_part_from_json(const Json& j) {
+    return {cell_from_json(j.at("cell")), j.at("rep").get<int>(), {j.at("file").get<std::string>(), j.at("source")},
+            j.at("backend").get<std::string>() == "sim"};
 }
 
 Json to_json(const std::vector<NotApplicable>& cells) {

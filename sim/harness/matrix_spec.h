@@ -36,6 +36,7 @@ struct MatrixCell {
     std::size_t scenario_index = 0;  // into MatrixSpec::scenarios
     std::string scenario;
     std::string run;
+    std::size_t run_index = 0;       // the run's place in its scenario's "runs"
     std::string algorithm;
     std::string variant;             // the run's name without its durations: its row in a report
     nlohmann::json params = nlohmann::json::object();
@@ -83,6 +84,19 @@ struct MatrixSpec {
     // The cell's scenario as the spec holds it.
     const SpecScenario& scenario_of(const MatrixCell& c) const { return scenarios.at(c.scenario_index); }
 };
+
+// What one repetition is handed: its cell, its number, and its scenario cut to the cell's
+// run, so that a repetition parses one run, not its case's every lock, and `lockbench
+// repetition` reads this, not the tree's whole spec. Written and read here and nowhere else.
+struct RepetitionPart {
+    MatrixCell cell;
+    int rep = 0;
+    SpecScenario scenario;           // "runs": the cell's run alone
+    bool simulated = false;
+};
+RepetitionPart repetition_part(const MatrixSpec& spec, const MatrixCell& cell, int rep);
+nlohmann::json to_json(const RepetitionPart& p);
+RepetitionPart repetition_part_from_json(const nlohmann::json& j);
 
 nlohmann::json to_json(const SweepSpec& s);
 nlohmann::json to_json(const MatrixSpec& spec);   // without the id, which the header holds beside it

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fstream>
 
+#include "analysis/checker.h"
 #include "analysis/history_io.h"
 #include "analysis/report_data.h"
 #include "sim/engine/run_record.h"
@@ -35,7 +36,33 @@ RunRecord read_record(const nlohmann::json& record, const fs::path& file) {
 CheckedRun check_run(const fs::path& run_dir, const RunRecord& record) {
     const RunHistory h = load_run_history(run_dir);
     const CheckResult r = check(h);
-    return {run_summary(record, r, h), report_data_json(h, r)};
+    CheckedRun out{run_summary(record, r, h), report_data_json(h, r)};
+    // What lets a reader trust these figures without the checker (checked_as_recorded).
+    out.sections["checked"] = {{"checker", checker_id()}, {"files", run_files_digest(run_dir)}, {"run", to_json(out.summary)}};
+    return out;
+}
+
+bool checked_as_recorded(const fs::path& dir) {
+    try {
+        std::ifstream in = open_results_file(dir / "summary.json");
+        const nlohmann::json summary = nlohmann::json::parse(in, nullptr, false);
+        if (!summary.is_object() || !summary.contains("runs") || !summary.at("runs").is_array() || summary.at("runs").empty())
+            return false;
+        for (const nlohmann::json& stored : summary.at("runs")) {
+            const std::string run_dir = stored.is_object() ? stored.value("run_dir", "") : "";
+            if (run_dir.empty() || escapes(run_dir)) return false;
+            std::ifstream sections_in = open_results_file(dir / run_dir / kSectionsFile);
+            const nlohmann::json sections = nlohmann::json::parse(sections_in, nullptr, false);
+            const nlohmann::json* checked = sections.is_object() && sections.contains("checked") ? &sections.at("checked") : nullptr;
+            if (!checked || !checked->is_object() || checked->value("checker", "") != checker_id() ||
+                checked->value("files", "") != run_files_digest(dir / run_dir) || !checked->contains("run") ||
+                !figure_differences(stored, checked->at("run")).empty())
+                return false;
+        }
+        return true;
+    } catch (const std::exception&) {
+        return false;  // damage: recheck names it
+    }
 }
 
 Recheck recheck(const fs::path& dir) {

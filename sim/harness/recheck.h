@@ -22,6 +22,12 @@ struct CheckedRun {
 };
 CheckedRun check_run(const std::filesystem::path& run_dir, const RunRecord& record);
 
+// True when every run summary.json names under DIR was checked by this build's checker from
+// the files the run has now, and summary.json holds the figures it gave (each run's
+// sections.json records all three): then the checker need not run again. False on anything
+// else (another checker, a changed file, a figure that differs, damage), for recheck to judge.
+bool checked_as_recorded(const std::filesystem::path& dir);
+
 struct Recheck {
     nlohmann::json summary;                // as the checker sees the runs now
     std::vector<std::string> differences;  // "DIR/summary.json: run R: FIGURE: ...", one a figure

@@ -22,6 +22,19 @@ std::string_view verdict_word(Verdict v) {
     return "safe";
 }
 
+std::string_view verdict_meaning(Verdict v) {
+    switch (v) {
+        case Verdict::adapter_broke: return "a client failed because its adapter broke the protocol: not trusted";
+        case Verdict::two_holders: return "two critical sections under different leases overlapped in the store";
+        case Verdict::unsafe: return "no overlap, but a lost update, an accepted stale write or someone else's lock released";
+        case Verdict::stale_write_refused:
+            return "the store's check (fence or token) refused a stale write and nothing unsafe got in";
+        case Verdict::unavailable: return "nothing unsafe, but no section completed";
+        case Verdict::safe: return "none of these";
+    }
+    return "none of these";
+}
+
 std::optional<Verdict> parse_verdict(std::string_view word) {
     for (Verdict v : verdicts())
         if (verdict_word(v) == word) return v;

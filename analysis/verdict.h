@@ -1,15 +1,8 @@
 // One repetition's verdict, in the words of the verdict table: computed here from the
 // checker's figures, once, and written into the results (summary.json's "verdict"); the
-// tables, the report and `lockbench verdict` read it and never derive it again.
-//
-//   adapter broke        a client failed because its adapter broke the protocol: not trusted
-//   2 holders            two critical sections under different leases overlapped in the store
-//   unsafe               no overlap, but a lost update, an accepted stale write or someone
-//                        else's lock released
-//   stale write refused  the store's check (fence or token) refused a stale write and nothing
-//                        unsafe got in
-//   unavailable          nothing unsafe, but no section completed
-//   safe                 none of these
+// tables, the report and `lockbench verdict` read it and never derive it again. The words,
+// their order and what each means (verdict.cpp) are defined here alone: the report reads
+// them from report/facts.json, which `lockbench list --json` writes.
 //
 // Worst first: a cell of several repetitions is coloured by the worst of them.
 #pragma once
@@ -29,6 +22,8 @@ enum class Verdict { adapter_broke, two_holders, unsafe, stale_write_refused, un
 // Every verdict, worst first.
 const std::vector<Verdict>& verdicts();
 std::string_view verdict_word(Verdict v);
+// What the word means, in one line ("no overlap, but a lost update, ...").
+std::string_view verdict_meaning(Verdict v);
 std::optional<Verdict> parse_verdict(std::string_view word);
 // "safe, unavailable, ..." for a message listing the words.
 std::string verdict_word_list();

@@ -395,19 +395,29 @@ int list_lock(const std::string& asked) {
 }
 
 // The facts the report words its pages with, defined here once (the verdict words worst
-// first, the verdict table's columns, the built-in algorithms in order): its
+// first and their meanings, the verdict table's columns, the built-in algorithms in order
+// and their summaries): its
 // report/facts.json is this, checked by ctest's report_facts_test.
 int list_facts() {
-    nlohmann::json verdict_words = nlohmann::json::array(), classes = nlohmann::json::array(),
-                   algorithm_names = nlohmann::json::array();
-    for (Verdict v : verdicts()) verdict_words.push_back(verdict_word(v));
+    nlohmann::json verdict_words = nlohmann::json::array(), meanings = nlohmann::json::object(),
+                   classes = nlohmann::json::array(), algorithm_names = nlohmann::json::array(),
+                   summaries = nlohmann::json::object();
+    for (Verdict v : verdicts()) {
+        verdict_words.push_back(verdict_word(v));
+        meanings[std::string(verdict_word(v))] = verdict_meaning(v);
+    }
     for (const FailureClass& c : failure_class_table()) classes.push_back({{"class", c.code}, {"heading", c.heading}});
-    for (const AlgorithmInfo& a : algorithms()) algorithm_names.push_back(a.name);
+    for (const AlgorithmInfo& a : algorithms()) {
+        algorithm_names.push_back(a.name);
+        summaries[a.name] = a.summary;
+    }
     std::cout << nlohmann::json{{"format", "lockbench-facts"},
                                 {"generated_by", "lockbench list --json"},
                                 {"verdicts", verdict_words},
+                                {"verdict_meanings", meanings},
                                 {"failure_classes", classes},
-                                {"algorithms", algorithm_names}}
+                                {"algorithms", algorithm_names},
+                                {"algorithm_summaries", summaries}}
                      .dump(2)
               << "\n";
     return 0;

@@ -111,13 +111,18 @@ def _refuse_facts(what):
 try:
     with open(_FACTS_FILE, encoding="utf-8") as _f:
         FACTS = json.load(_f)
-    _ = FACTS["verdicts"], FACTS["failure_classes"], FACTS["algorithms"]
+    _ = FACTS["verdicts"], FACTS["verdict_meanings"], FACTS["failure_classes"], FACTS["algorithms"]
+    _ = FACTS["algorithm_summaries"]
 except (OSError, ValueError, KeyError, TypeError) as _e:  # one line, as every error of the report
     _refuse_facts(f"not the facts `lockbench list --json` writes ({type(_e).__name__}: {_e})")
 
 # The verdicts, worst first, as the checker words them and writes them into every run's
-# summary and every repetition's figures: the report never derives one.
+# summary and every repetition's figures: the report never derives one. What each means is
+# the C++ side's too (analysis/verdict.cpp).
 VERDICT_WORDS = tuple(FACTS["verdicts"])
+MEANING = {w: FACTS["verdict_meanings"].get(w) for w in VERDICT_WORDS}
+if not all(isinstance(m, str) for m in MEANING.values()):
+    _refuse_facts(f"its verdict_meanings {FACTS['verdict_meanings']} do not mean each of {VERDICT_WORDS}")
 NOT_RUN = "not run"
 RANK = {w: i for i, w in enumerate(VERDICT_WORDS + (NOT_RUN,))}
 
@@ -132,22 +137,30 @@ def _verdict(word):
 ADAPTER_BROKE, TWO_HOLDERS, UNSAFE = _verdict("adapter broke"), _verdict("2 holders"), _verdict("unsafe")
 FENCED, UNAVAILABLE, SAFE = _verdict("stale write refused"), _verdict("unavailable"), _verdict("safe")
 
-# How each verdict looks: its CSS class (o-KEY), its colours (background, text) and its
-# legend line; one for every word of the facts.
+# How each verdict looks: its CSS class (o-KEY), its colours (background, text) and the
+# colour's name in the text; one for every word of the facts.
 _LOOK = {
-    ADAPTER_BROKE: ("failed", "#5a5a5a", "white", "adapter broke: a client's adapter broke the protocol (not trusted)"),
-    TWO_HOLDERS: ("violation", "#d7301f", "white", "2 holders: two critical sections overlapped in the store"),
-    UNSAFE: ("unsafe", "#fdae61", "black", "unsafe: no overlap, but a lost update, a stale write accepted or "
-                                           "another's lock released"),
-    FENCED: ("fenced", "#7fb3d5", "black", "stale write refused: the store's check refused it, nothing unsafe got in"),
-    UNAVAILABLE: ("unavailable", "#b7a4d9", "black", "unavailable: nothing unsafe, but no section completed"),
-    SAFE: ("safe", "#91cf60", "black", "safe: none of these in any repetition"),
+    ADAPTER_BROKE: ("failed", "#5a5a5a", "white", "dark grey"),
+    TWO_HOLDERS: ("violation", "#d7301f", "white", "red"),
+    UNSAFE: ("unsafe", "#fdae61", "black", "orange"),
+    FENCED: ("fenced", "#7fb3d5", "black", "blue"),
+    UNAVAILABLE: ("unavailable", "#b7a4d9", "black", "lavender"),
+    SAFE: ("safe", "#91cf60", "black", "green"),
 }
 if set(_LOOK) != set(VERDICT_WORDS):
     _refuse_facts(f"its verdict words {VERDICT_WORDS} are not those the report colours {tuple(_LOOK)}")
 # word -> (background, text colour, legend line, CSS class)
-OUTCOME = {w: (_LOOK[w][1], _LOOK[w][2], _LOOK[w][3], "o-" + _LOOK[w][0]) for w in VERDICT_WORDS}
+OUTCOME = {w: (_LOOK[w][1], _LOOK[w][2], f"{w}: {MEANING[w]}", "o-" + _LOOK[w][0]) for w in VERDICT_WORDS}
 OUTCOME[NOT_RUN] = ("#d9d9d9", "#444444", "not run: no repetition", "o-notrun")
+COLOUR_NAME = {w: _LOOK[w][3] for w in VERDICT_WORDS}
+
+
+def meanings(with_colours=False):
+    """Every verdict word with its meaning, worst first, in one sentence's parts: "2 holders:
+    two critical sections ..." (or "red, 2 holders (two critical sections ...)")."""
+    if with_colours:
+        return "; ".join(f"{COLOUR_NAME[w]}, {w} ({MEANING[w]})" for w in VERDICT_WORDS)
+    return "; ".join(f"{w}: {MEANING[w]}" for w in VERDICT_WORDS)
 
 
 def worst(words):

@@ -4,7 +4,7 @@ sentences under each scenario, all from the checker's figures."""
 import json
 import os
 
-from .common import (ADAPTER_BROKE, FENCED, SAFE, TWO_HOLDERS, UNAVAILABLE, UNSAFE, fmt_ms, fmt_n, join_en,
+from .common import (ADAPTER_BROKE, FENCED, MEANING, SAFE, TWO_HOLDERS, UNAVAILABLE, UNSAFE, fmt_ms, fmt_n, join_en,
                      load_json, num, plural, slug)
 from .phase import boundary, sweep_lines
 
@@ -360,7 +360,7 @@ def validity_table(trees):
 def write_findings(trees, page):
     page.heading(2, "Findings", "findings")
     page.para("Per scenario, from the checker's figures over every rep (details, timelines and plots below). "
-              "\"2 holders\": two critical sections overlapped in the protected store's own order.", cls="note")
+              f"\"{TWO_HOLDERS}\": {MEANING[TWO_HOLDERS]}, in its own order.", cls="note")
     families = families_table(trees)
     if families:
         page.para("Side by side: a single Redis, Redlock, ZooKeeper and etcd under the same faults (\"fenced:\" the "

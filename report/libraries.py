@@ -19,30 +19,22 @@ import json
 import os
 import re
 
-from .common import FACTS, RANK, css_of, slug, worst
+from .common import FACTS, RANK, css_of, meanings, slug, worst
 
 # The columns, in the order of the verdict table (sim/engine/scenario.cpp, through facts.json),
 # with their header words.
 CLASSES = tuple((c["class"], c["heading"]) for c in FACTS["failure_classes"])
 CLASS_WORD = dict(CLASSES)
 
-# What lockbench's own algorithms are, as lockimpl/registry.cpp's table sums them up: the
-# algorithm line of a built-in lock whose lock file cannot be read from where the tree says.
-REFERENCE = {
-    "setnx": "SETNX with a random value, then a separate PEXPIRE; release by plain DEL (the naive lock)",
-    "getset": "the expiry instant as the value, GETSET to take over an expired lock (redis-objects)",
-    "token-lua": "SET NX PX with a random token; release by Lua compare-and-delete",
-    "token-lua+fence": "token-lua, and its acquire script INCRs a fencing counter the store checks",
-    "redlock": "Redlock over 5 masters: a majority, validity = TTL − elapsed − drift",
-    "reentrant": "Redisson's reentrant lock: a hash field per client and thread, a watchdog renews every lease/3",
-}
+# What lockbench's own algorithms are, as lockimpl/registry.cpp's table sums them up (through
+# facts.json), and their fenced runs: the row of a built-in run that names no lock file.
+REFERENCE = dict(FACTS["algorithm_summaries"])
+REFERENCE.update({f"{name}+fence": f"{line}; a fencing counter the store checks"
+                  for name, line in FACTS["algorithm_summaries"].items()})
 
 LEGEND = ("Each cell counts the repetitions of the lock's runs in that class's cases by the verdict the checker "
-          "recorded (its colour: the worst of them). "
-          "2 holders: two critical sections overlapped in the store; unsafe: no overlap, but a lost update, an "
-          "accepted stale write or another's lock released; stale write refused: the store's check (fence or "
-          "token) refused it and nothing unsafe got in; unavailable: nothing unsafe, but no section completed; "
-          "adapter broke: not trusted; —: no case of the class ran for the lock, and the numbered note says why. "
+          "recorded (its colour: the worst of them). " + meanings() + "; "
+          "—: no case of the class ran for the lock, and the numbered note says why. "
           "Fencing: the library hands out a fencing token.")
 
 

@@ -8,7 +8,7 @@ import os
 import re
 import shutil
 
-from .common import BUCKET_MS, NOT_RUN, Fail, color_of, css_of, fmt_ms, fmt_n, join_en, num, plural, progress, slug
+from .common import BUCKET_MS, NOT_RUN, Fail, color_of, css_of, fmt_ms, fmt_n, join_en, meanings, num, plural, progress, slug
 from .discovered import load as load_explore, write_discovered
 from .findings import budget_note, scenario_text, write_findings
 from .libraries import README_CLOSE, write_library_table
@@ -326,11 +326,8 @@ def write_howto(page):
         "(CLOCK_MONOTONIC), the protected store's log (its own order and clock) and the nemesis's fault log. "
         "The verdict matrix has one row per lock (a case's variants of it in stripes, named in the stripe) and one column per "
         "scenario (per swept value for a sweep); a cell's colour is the worst verdict the checker recorded over its "
-        "reps: red, 2 holders (two critical sections overlapped in the store); orange, unsafe (no overlap but lost "
-        "updates, stale writes accepted or releases of someone else's lock); blue, stale write refused (the store's "
-        "check refused stale writes and nothing unsafe got in); lavender, unavailable (nothing unsafe, but no section "
-        "completed); green, safe; grey, not run; dark grey, adapter broke (a client failed because its external adapter "
-        "broke the protocol: not trusted). The text gives totals over reps and how many reps had that verdict; ✓/✗ says "
+        "reps: " + meanings(with_colours=True) + "; grey, not run. "
+        "The text gives totals over reps and how many reps had that verdict; ✓/✗ says "
         "whether the scenario's expectations held in every rep. Each timeline replays one concrete case "
         "the checker found (its first witness): one lane per client, the lease as the client believed it, the critical "
         "section as the store saw it, fault windows shaded, the overlap hatched. Performance plots show acquire latency "

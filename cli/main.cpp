@@ -73,7 +73,7 @@ void say_not_applicable(const std::vector<NotApplicable>& missing, const LockSel
     if (missing.empty()) return;
     if (locks.choice == LockChoice::asked) {
         for (const NotApplicable& n : missing)
-            std::cerr << "lockbench: " << n.lock << (n.variant.empty() ? "" : "@" + n.variant) << ": not applicable: " << n.why << "\n";
+            std::cerr << "lockbench: " << run_name(n.lock, n.variant) << ": not applicable: " << n.why << "\n";
         return;
     }
     std::cerr << "lockbench: " << missing.size() << " (case, lock) cell(s) do not apply (`lockbench list --lock NAME` says why)\n";
@@ -381,7 +381,7 @@ int list_lock(const std::string& asked) {
     for (const CaseFile& c : catalog().cases())
         for (const CaseVariant& v : c.variants) {
             ++total;
-            const std::string name = c.name + (v.name.empty() ? "" : "+" + v.name);
+            const std::string name = variant_label(c.name, v.name);
             const std::string klass = c.failure_class ? " [" + *c.failure_class + "]" : "";
             if (const auto why = why_not(c, v, lock, LockChoice::asked)) {
                 std::cout << "  -        " << name << klass << ": " << *why << "\n";

@@ -48,7 +48,7 @@ def reference_name(cell):
 
 def case_label(n):
     v = n.get("variant")
-    return f"{n.get('case', '?')}@{v}" if v else str(n.get("case", "?"))
+    return f"{n.get('case', '?')}+{v}" if v else str(n.get("case", "?"))  # as lock files spell it
 
 
 def generic(why, lock):

@@ -22,7 +22,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
 from report.common import Fail, slug  # noqa: E402
-from report.libraries import html_table, md_table, table_rows, write_library_table  # noqa: E402
+from report.libraries import LEGEND, case_label, html_table, md_table, table_rows, write_library_table  # noqa: E402
 from report import common  # noqa: E402
 from report.page import Job, Page, assign_colors, run_jobs  # noqa: E402
 from report.tree import find_trees  # noqa: E402
@@ -151,6 +151,14 @@ class LibraryTableTest(unittest.TestCase):
         # the exact reason, with the lock's name, is the cell's title
         self.assertIn('title="redlock-restart-empty: needs 5 lock nodes; lib-a runs on 1\nnode-restart-empty: needs a '
                       'lock on redis; lib-a locks on etcd"', self.html)
+
+    def test_a_variant_and_the_words_are_spelled_as_the_cpp_side_spells_them(self):
+        # a case's variant as lock files key it (sim/engine/case_file.h: variant_label)
+        self.assertEqual(case_label({"case": "gc-pause", "variant": "long"}), "gc-pause+long")
+        self.assertEqual(case_label({"case": "gc-pause", "variant": ""}), "gc-pause")
+        # every verdict word in the legend with the meaning `lockbench list --json` gives it
+        for word, meaning in common.FACTS["verdict_meanings"].items():
+            self.assertIn(f"{word}: {meaning}", LEGEND)
 
     def test_a_dash_no_entry_explains_says_not_run_in_this_tree(self):
         rows, notes = md_rows(self.md)["lib-a"], md_notes(self.md)

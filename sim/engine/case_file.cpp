@@ -314,6 +314,14 @@ CaseFile load_case_file(const std::filesystem::path& file) {
     return parse_case_file(read_input_json(file), file.string());
 }
 
+std::string variant_label(const std::string& case_name, const std::string& variant) {
+    return variant.empty() ? case_name : case_name + "+" + variant;
+}
+
+std::string run_name(const std::string& lock, const std::string& variant) {
+    return variant.empty() ? lock : lock + "@" + variant;
+}
+
 bool matches(const Json& when, const Json& facts) {
     for (const auto& [key, want] : when.items()) {
         const Json* have = nullptr;

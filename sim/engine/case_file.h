@@ -113,4 +113,11 @@ std::optional<std::string> node_roles_why_not(const nlohmann::json& faults, int 
 // Whether `facts` (lock_facts) match a rule's "when".
 bool matches(const nlohmann::json& when, const nlohmann::json& facts);
 
+// A case's variant as every file, command and page spells it: "CASE+VARIANT", or CASE for its
+// default variant (a lock file's "expected" key, `lockbench list`, `verdict`, the report).
+std::string variant_label(const std::string& case_name, const std::string& variant);
+// A lock's run in a variant of a case: "LOCK", or "LOCK@VARIANT" (its cell's folder, the
+// stripe of its row in the report).
+std::string run_name(const std::string& lock, const std::string& variant);
+
 }  // namespace lockbench

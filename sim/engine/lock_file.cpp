@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <regex>
 
+#include "sim/engine/case_file.h"
 #include "sim/engine/scenario_fields.h"
 
 namespace fs = std::filesystem;
@@ -245,7 +246,7 @@ Json lock_facts(const LockFile& lock) {
 const RecordedOutcome* recorded_outcome(const LockFile& lock, const std::string& case_name, const std::string& variant,
                                         const std::optional<std::string>& failure_class) {
     std::vector<std::string> keys;
-    if (!variant.empty()) keys.push_back(case_name + "+" + variant);
+    if (!variant.empty()) keys.push_back(variant_label(case_name, variant));
     keys.push_back(case_name);
     if (failure_class) keys.push_back(*failure_class);
     for (const std::string& k : keys)

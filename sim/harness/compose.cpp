@@ -240,7 +240,7 @@ Json cell_run(const CaseFile& c, const CaseVariant& v, const LockFile& lock, Exp
     const long long ttl = v.ttl_ms.value_or(c.ttl_ms);
     const long long own_ttl = lock_ttl_ms(lock, ttl);
     const double k = c.scale_durations ? static_cast<double>(own_ttl) / static_cast<double>(ttl) : 1.0;
-    Json run = {{"name", v.name.empty() ? lock.name : lock.name + "@" + v.name},
+    Json run = {{"name", run_name(lock.name, v.name)},
                 {"lock", lock.name},
                 {"lock_file", lock.path},
                 {"algorithm", lock.algorithm->name},
@@ -408,7 +408,7 @@ void check_recorded_keys(const std::vector<LockFile>& locks, const std::vector<C
     for (const CaseFile& c : cases) {
         known.insert(c.name);
         for (const CaseVariant& v : c.variants)
-            if (!v.name.empty()) known.insert(c.name + "+" + v.name);
+            known.insert(variant_label(c.name, v.name));
     }
     for (const LockFile& lock : locks)
         for (const auto& [key, _] : lock.expected)

@@ -36,8 +36,6 @@ void add_counts(Json& into, const Json& counts) {
     for (const auto& [word, n] : counts.items()) into[word] = into.value(word, 0) + n.get<int>();
 }
 
-std::string run_name(const LockFile& lock, const CaseVariant& v) { return v.name.empty() ? lock.name : lock.name + "@" + v.name; }
-
 const Json* find_cell(const Json& summary, const std::string& case_name, const std::string& run) {
     for (const Json& c : summary.at("cells"))
         if (c.value("scenario", "") == case_name && c.value("run", "") == run) return &c;
@@ -177,7 +175,7 @@ Json class_entries(const Json& cases, const Json& not_applicable) {
 Json differences(const Json& cases) {
     Json out = Json::array();
     for (const Json& e : cases) {
-        const std::string name = e.at("case").get<std::string>() + (e.at("variant").get<std::string>().empty() ? "" : "+" + e.at("variant").get<std::string>());
+        const std::string name = variant_label(e.at("case").get<std::string>(), e.at("variant").get<std::string>());
         if (e.contains("recorded") && !e.at("recorded").get<std::string>().starts_with("any")) {
             const int match = e.at("counts").value(e.at("recorded").get<std::string>(), 0);
             if (match != e.at("repetitions").get<int>()) {
@@ -219,7 +217,7 @@ Json verdict_of_tree(const fs::path& tree, const LockFile& lock, const std::vect
     Json entries = Json::array(), missing = Json::array(), unforced = Json::array();
     for (const CaseFile& c : cases)
         for (const CaseVariant& v : c.variants) {
-            const Json* cell = find_cell(summary, c.name, run_name(lock, v));
+            const Json* cell = find_cell(summary, c.name, run_name(lock.name, v.name));
             // A repetition that could not be forced is no evidence: named, never a verdict.
             for (const Json& r : cell ? cell->value("could_not_force", Json::array()) : Json::array())
                 unforced.push_back(cell->at("id").get<std::string>() + " rep " + std::to_string(r.value("rep", 0) + 1) +

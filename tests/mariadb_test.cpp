@@ -14,6 +14,7 @@
 #include "sim/live/lock_service.h"
 #include "sim/live/redis_node.h"
 #include "adapter_process.h"
+#include "proc_util.h"
 #include "test_util.h"
 
 namespace lockbench {
@@ -23,6 +24,7 @@ using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 using nlohmann::json;
 using testing_util::AdapterProcess;
+using testing_util::argument_of;
 using testing_util::eventually;
 
 uid_t uid_of(pid_t pid) {
@@ -66,10 +68,13 @@ protected:
 
 TEST_F(MariaDBTest, RunsAsItsOwnUserLocksAndLeavesNothingBehind) {
     pid_t server = 0;
+    fs::path home;
     {
         auto service = start();
         LockServer* db = service->servers().at(0);
         server = db->pid();
+        home = fs::path(argument_of(server, "--datadir=")).parent_path();
+        ASSERT_TRUE(fs::is_directory(home / "data")) << home;
         if (geteuid() == 0) {
             const passwd* user = getpwnam("mysql");
             ASSERT_NE(user, nullptr);
@@ -90,6 +95,7 @@ TEST_F(MariaDBTest, RunsAsItsOwnUserLocksAndLeavesNothingBehind) {
         EXPECT_EQ(a.release().value("ok", true), false) << "a released a lock b holds";
     }
     EXPECT_TRUE(eventually([&] { const char s = process_state(server); return s == '?' || s == 'Z'; }));
+    EXPECT_FALSE(fs::exists(home)) << "its folder outlived it";
 }
 
 TEST_F(MariaDBTest, WithoutThePasswordNobodyConnects) {

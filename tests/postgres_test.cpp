@@ -28,6 +28,7 @@ using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 using nlohmann::json;
 using testing_util::AdapterProcess;
+using testing_util::argument_of;
 using testing_util::eventually;
 
 // /proc/PID/stat's state letter ('T' stopped, 'Z' a zombie), or 0 if it is gone.
@@ -99,10 +100,13 @@ protected:
 TEST_F(PostgresTest, RunsAsItsOwnUserLocksAndLeavesNothingBehind) {
     pid_t postmaster = 0;
     std::vector<pid_t> backends;
+    fs::path home;
     {
         auto service = start();
         LockServer* pg = service->servers().at(0);
         postmaster = pg->pid();
+        home = fs::path(argument_of(postmaster, "-D")).parent_path();
+        ASSERT_TRUE(fs::is_directory(home / "data")) << home;
         if (geteuid() == 0) {
             const passwd* user = getpwnam("postgres");
             ASSERT_NE(user, nullptr);
@@ -125,6 +129,7 @@ TEST_F(PostgresTest, RunsAsItsOwnUserLocksAndLeavesNothingBehind) {
     }
     EXPECT_TRUE(eventually([&] { return state_of(postmaster) == 0 || state_of(postmaster) == 'Z'; }));
     for (pid_t b : backends) EXPECT_TRUE(eventually([&] { return state_of(b) == 0 || state_of(b) == 'Z'; })) << b;
+    EXPECT_FALSE(fs::exists(home)) << "its folder outlived it";
 }
 
 TEST_F(PostgresTest, WithoutThePasswordNobodyConnects) {

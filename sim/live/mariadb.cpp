@@ -80,15 +80,10 @@ public:
 
     void start() {
         install();
-        for (int attempt = 1;; ++attempt) {
-            port_ = find_free_port();
-            try {
-                launch();
-                return;
-            } catch (const PortTaken&) {
-                if (attempt == start_attempts) throw;
-            }
-        }
+        start_on_a_free_port(start_attempts, [&](int port) {
+            port_ = port;
+            launch();
+        });
     }
 
     // LockServer
@@ -99,16 +94,7 @@ public:
     // Its tables are on disk and stay (keep_data aside); its named locks were in its memory.
     void restart(bool /*keep_data*/) override {
         server_.kill_and_reap();
-        const auto deadline = Clock::now() + 2s;  // the old server's port may linger a moment
-        for (;;) {
-            try {
-                launch();
-                return;
-            } catch (const PortTaken&) {
-                if (Clock::now() >= deadline) throw;
-                std::this_thread::sleep_for(50ms);
-            }
-        }
+        restart_on_its_port(2s, [&] { launch(); });  // the old server's port may linger a moment
     }
     bool pause() override { return server_.stop(); }
     void resume() override { server_.signal(SIGCONT); }

@@ -65,15 +65,10 @@ public:
 
     void start() {
         initdb();
-        for (int attempt = 1;; ++attempt) {
-            port_ = find_free_port();
-            try {
-                launch();
-                break;
-            } catch (const PortTaken&) {
-                if (attempt == start_attempts) throw;
-            }
-        }
+        start_on_a_free_port(start_attempts, [&](int port) {
+            port_ = port;
+            launch();
+        });
         if (!pool_mode_.empty()) start_pgbouncer();
     }
 
@@ -209,16 +204,7 @@ void PostgresServer::restart(bool /*keep_data*/) {
         std::this_thread::sleep_for(2ms);
         std::erase_if(killed_, [](pid_t pid) { return !process_alive(pid); });
     }
-    const auto deadline = Clock::now() + 2s;  // a backend may hold the port a moment longer
-    for (;;) {
-        try {
-            launch();
-            return;
-        } catch (const PortTaken&) {
-            if (Clock::now() >= deadline) throw;
-            std::this_thread::sleep_for(50ms);
-        }
-    }
+    restart_on_its_port(2s, [&] { launch(); });  // a backend may hold the port a moment longer
 }
 
 // Transaction or session pooling in front of the server, to which it connects through the
@@ -229,8 +215,8 @@ void PostgresServer::start_pgbouncer() {
     if (!is_executable_file(binary)) throw std::runtime_error("pgbouncer not found: run scripts/setup (or apt-get install pgbouncer)");
     const fs::path log = log_dir_ / "pgbouncer.log";
     write_private_file(home_ / "userlist.txt", "\"" + kUser + "\" \"" + password_ + "\"\n", user_, kWho);
-    for (int attempt = 1;; ++attempt) {
-        bouncer_port_ = find_free_port();
+    start_on_a_free_port(start_attempts, [&](int port) {
+        bouncer_port_ = port;
         std::ostringstream ini;
         ini << "[databases]\n"
             << kDatabase << " = host=" << home_.string() << " port=" << port_ << " dbname=" << kDatabase << " user=" << kUser << "\n"
@@ -245,22 +231,21 @@ void PostgresServer::start_pgbouncer() {
         const auto offset = fs::exists(log) ? fs::file_size(log) : 0;
         bouncer_ = ChildProcess::spawn({{binary, (home_ / "pgbouncer.ini").string()}, log.string(), log.string(), {}, user_});
         const auto deadline = Clock::now() + start_timeout;
+        const auto failed = [&](const std::string& what) {
+            return "PgBouncer (port " + std::to_string(bouncer_port_) + ") " + what + "; its log ended: " + log_tail(log);
+        };
         for (;;) {
             if (!bouncer_.running()) {
-                if (read_from(log, offset).find("Address already in use") != std::string::npos &&
-                    attempt < start_attempts)
-                    break;
-                throw std::runtime_error("PgBouncer (port " + std::to_string(bouncer_port_) +
-                                         ") exited during start-up; its log ended: " + log_tail(log));
+                if (read_from(log, offset).find("Address already in use") != std::string::npos)
+                    throw PortTaken(failed("could not bind its port"));
+                throw std::runtime_error(failed("exited during start-up"));
             }
             // Its own listener: another run's program that took the port first is no start.
             if (listens_on(bouncer_.pid(), bouncer_port_)) return;
-            if (Clock::now() >= deadline)
-                throw std::runtime_error("PgBouncer (port " + std::to_string(bouncer_port_) +
-                                         ") did not listen within 20 s; its log ended: " + log_tail(log));
+            if (Clock::now() >= deadline) throw std::runtime_error(failed("did not listen within 20 s"));
             std::this_thread::sleep_for(poll_interval);
         }
-    }
+    });
 }
 
 }  // namespace

@@ -10,9 +10,11 @@
 #include <random>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include "process/process.h"
 #include "process/stopped.h"
+#include "sim/live/redis_node.h"  // find_free_port
 
 namespace lockbench {
 
@@ -97,6 +99,31 @@ std::string fresh_password() {
 bool process_alive(pid_t pid) {
     const char state = process_state(pid);
     return state != '?' && state != 'Z' && state != 'X';
+}
+
+int start_on_a_free_port(int attempts, const std::function<void(int)>& launch) {
+    for (int attempt = 1;; ++attempt) {
+        const int port = find_free_port();
+        try {
+            launch(port);
+            return port;
+        } catch (const PortTaken&) {
+            if (attempt >= attempts) throw;
+        }
+    }
+}
+
+void restart_on_its_port(std::chrono::milliseconds linger, const std::function<void()>& launch) {
+    const auto deadline = std::chrono::steady_clock::now() + linger;
+    for (;;) {
+        try {
+            launch();
+            return;
+        } catch (const PortTaken&) {
+            if (std::chrono::steady_clock::now() >= deadline) throw;
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+    }
 }
 
 }  // namespace lockbench

@@ -6,8 +6,10 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -46,6 +48,15 @@ std::string read_from(const std::filesystem::path& path, std::uintmax_t offset =
 struct PortTaken : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
+
+// A server started on a free port (`launch` given it), and again on another while the one it
+// was given turns out taken (`launch` throws PortTaken), `attempts` times in all. Returns the
+// port it listens on.
+int start_on_a_free_port(int attempts, const std::function<void(int port)>& launch);
+
+// A server restarted on its own port, again while the old process's port lingers (`launch`
+// throws PortTaken) for up to `linger`.
+void restart_on_its_port(std::chrono::milliseconds linger, const std::function<void()>& launch);
 
 // 32 hex digits from the system's random source.
 std::string fresh_password();

@@ -23,7 +23,7 @@ struct SpawnOptions {
     std::string stderr_path;                // empty: /dev/null
     std::vector<std::string> extra_env;     // "NAME=value", added to the environment
     // Empty: as lockbench runs. Else the user it runs as (its uid, gid and groups), for a
-    // server that refuses to run as root (PostgreSQL, PgBouncer); lockbench must be root then.
+    // server that refuses to run as root (a database server, its pooler); lockbench must be root then.
     // The parent-death signal is set after the change, which would clear it.
     std::string user;
 };

@@ -135,7 +135,7 @@ void parse_service_and_nodes(Fields& f, LockFile& lock) {
     if (f.get("pgbouncer")) {
         lock.pgbouncer = one_of(f, "pgbouncer", "", {"transaction", "session"});
         if (!service.pooler)
-            f.fail(f.at("pgbouncer"), "PgBouncer pools PostgreSQL connections: it needs \"service\": " + services_with(&ServiceInfo::pooler));
+            f.fail(f.at("pgbouncer"), "PgBouncer pools a database's connections: it needs \"service\": " + services_with(&ServiceInfo::pooler));
     }
     const std::string topology = one_of(f, "topology", "plain", {"plain", "sentinel"});
     lock.needs_replica = topology == "sentinel";

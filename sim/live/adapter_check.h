@@ -16,8 +16,8 @@
 //
 // One line per failure, naming the step and what came back. A second client that gets the lock
 // while the first holds it is most often an adapter that ignores its library (a failure); for
-// a lock whose file records that it does not exclude without any fault (PostgreSQL's session
-// locks behind PgBouncer's transaction pooling) it is that lock's own failure: the line is a
+// a lock whose file records that it does not exclude without any fault (session locks behind
+// a pooler that pools by transaction) it is that lock's own failure: the line is a
 // finding (is_finding), which the verdict goes on to measure, and the check carries on with
 // both released.
 #pragma once

@@ -46,7 +46,7 @@ struct ClientSpec {
     std::string adapter_described;        // where to write what its ready line said (a preflight's; client 0's when there is none)
     std::optional<SentinelPorts> discovery;
     // Added to the adapter's environment: what the service says its clients need
-    // (LockService::client_env: a PostgreSQL server's user and password).
+    // (LockService::client_env: a database server's user and password).
     std::map<std::string, std::string> adapter_env;
 };
 

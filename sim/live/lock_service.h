@@ -60,8 +60,8 @@ struct ServiceConfig {
     // fault can cut them (ZooKeeper only: etcd's peer URLs must be the same cluster-wide).
     // Proxy names: "s<i>-s<j>-<what>" carries the connections server i opens to server j.
     ProxyHub* peer_proxies = nullptr;
-    // PostgreSQL only: settings given to the server ("idle_session_timeout" → "2s"), and
-    // PgBouncer's pool mode in front of it ("transaction", "session"; empty: no pooler).
+    // Settings given to the server, for a service that takes them (ServiceInfo::server_settings),
+    // and the pool mode of the pooler in front of it (ServiceInfo::pooler; empty: none).
     std::map<std::string, std::string> settings;
     std::string pgbouncer;
 };
@@ -76,7 +76,7 @@ public:
     // a leader).
     virtual std::optional<int> leader() = 0;
     // What a client's adapter needs besides the servers' addresses ("NAME" → value, added to
-    // its environment): a PostgreSQL server's user, password and database.
+    // its environment): a database server's user, password and database.
     virtual std::map<std::string, std::string> client_env() const { return {}; }
 };
 

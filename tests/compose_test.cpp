@@ -431,4 +431,13 @@ TEST(Services, EachServiceIsOneEntryThatSaysWhatItCanMeet) {
         EXPECT_EQ(fault_kind(FaultSpec::Kind::clock).why_not(server_clock, at).has_value(), !info.clock_shim_reaches) << info.name;
         EXPECT_EQ(fault_kind(FaultSpec::Kind::link).why_not(peers, at).has_value(), !info.peers_proxied) << info.name;
     }
+    // A disk stall: a server that flushes through libc; a Redis node only with an append-only file.
+    const FaultSpec stall{.kind = FaultSpec::Kind::disk_stall, .node = 0};
+    for (Service s : services()) {
+        const ServiceInfo& info = service_info(s);
+        const FaultKind& k = fault_kind(FaultSpec::Kind::disk_stall);
+        EXPECT_EQ(k.why_not(stall, {.service = s, .persistence = Persistence::aof_always}).has_value(), !info.disk_shim_reaches)
+            << info.name;
+        EXPECT_EQ(k.why_not(stall, {.service = s}).has_value(), !info.disk_shim_reaches || info.node_options) << info.name;
+    }
 }

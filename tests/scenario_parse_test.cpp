@@ -442,6 +442,13 @@ TEST(ScenarioParse, WhatAServiceCannotDoIsRefusedWithTheReason) {
     expect_refused(service_run("etcd", 1, stall), "runs[0].faults[0]", {"flushes to disk", "Go makes the fdatasync syscall itself"});
     expect_refused(service_run("zookeeper", 1, stall), "runs[0].faults[0]", {"forceSync=no"});
     expect_refused(service_run("postgresql", 1, stall), "runs[0].faults[0]", {"fsync=off"});
+    // A Redis node flushes only with an append-only file: without one a stall would change nothing.
+    expect_refused(service_run("redis", 1, stall), "runs[0].faults[0]", {"without \"persistence\" never flush"});
+    for (const char* persistence : {"aof-always", "aof-everysec"}) {
+        Json flushing = service_run("redis", 1, stall);
+        flushing["runs"][0]["persistence"] = persistence;
+        EXPECT_EQ(refusal(flushing), "") << persistence;
+    }
     expect_refused(service_run("mariadb", 1, Json::parse(R"([{"fault": "disk-stall", "point": "before_acquire", "duration_ms": 500}])")),
                    "runs[0].faults[0].node", {"required for a disk stall"});
     expect_refused(service_run("mariadb", 1, Json::parse(R"([{"fault": "disk-stall", "at_ms": 10, "node": 0}])")),

@@ -145,7 +145,7 @@ void parse_run_settings(Fields& f, CaseVariant& v, const WorkloadSpec& w, const 
     }
     if (f.get("persistence")) {
         const std::string p = f.string("persistence", "none");
-        if (p != "none" && p != "aof-always" && p != "aof-everysec")
+        if (!parse_persistence(p))
             f.fail(f.at("persistence"), "expected none, aof-always or aof-everysec, got " + quoted_excerpt(p));
         v.persistence = p;
     }

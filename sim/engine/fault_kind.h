@@ -24,6 +24,7 @@
 
 #include "sim/engine/fault_actuator.h"
 #include "sim/engine/fault_spec.h"
+#include "sim/engine/persistence.h"
 #include "sim/engine/service.h"
 #include "sim/engine/workload.h"
 
@@ -83,6 +84,7 @@ struct FaultLanding {
     Service service = Service::redis;
     bool sentinel = false;
     int nodes = 1;
+    Persistence persistence = Persistence::none;  // of nodes that take it (ServiceInfo::node_options)
 };
 
 // How the search names a fault: its lock's time scale (nullopt: no comparison with it), its

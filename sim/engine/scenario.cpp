@@ -406,10 +406,13 @@ RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::s
         f.fail(f.at("topology"), "expected \"plain\" or \"sentinel\", got " + quoted_excerpt(topology));
     r.sentinel = topology == "sentinel";
     if (r.sentinel && r.nodes != 1) f.fail(f.at("topology"), "a sentinel topology has one lock node (a master), not " + std::to_string(r.nodes));
-    // What each fault's kind cannot reach on this service and topology (fault_kind.h).
+    const std::string persistence = f.string("persistence", "none");
+    if (const auto p = parse_persistence(persistence)) r.persistence = *p;
+    else f.fail(f.at("persistence"), "expected none, aof-always or aof-everysec, got " + quoted_excerpt(persistence));
+    // What each fault's kind cannot reach on this service, topology and persistence (fault_kind.h).
     for (size_t i = 0; i < r.faults.size(); ++i)
         if (const FaultKind& k = fault_kind(r.faults[i].kind); k.why_not)
-            if (const auto why = k.why_not(r.faults[i], FaultLanding{r.service, r.sentinel, r.nodes}))
+            if (const auto why = k.why_not(r.faults[i], FaultLanding{r.service, r.sentinel, r.nodes, r.persistence}))
                 f.fail(faults_at + "[" + std::to_string(i) + "]", "this fault " + *why + " (here: " + service_name(r.service) +
                                                                   (r.sentinel ? " through Sentinel" : "") + ", " + std::to_string(r.nodes) +
                                                                   (r.nodes == 1 ? " server)" : " servers)"));
@@ -419,11 +422,6 @@ RunSpec parse_run(const nlohmann::json& j, const std::string& path, const std::s
     check_background_faults(f, r, faults_at);
     r.resource_check = parse_run_resource_check(f);
     check_resource_check(f, r);
-    const std::string persistence = f.string("persistence", "none");
-    if (persistence == "aof-always") r.persistence = Persistence::aof_always;
-    else if (persistence == "aof-everysec") r.persistence = Persistence::aof_everysec;
-    else if (persistence != "none")
-        f.fail(f.at("persistence"), "expected none, aof-always or aof-everysec, got " + quoted_excerpt(persistence));
     if (const nlohmann::json* expect = f.get("expect")) {
         Fields e(*expect, f.at("expect"), file, Fields::Keys::names);
         for (const auto& [metric, v] : expect->items()) {

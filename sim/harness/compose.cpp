@@ -172,7 +172,7 @@ std::optional<std::string> why_not_by_needs(const CaseFile& c, const LockFile& l
     return std::nullopt;
 }
 
-std::optional<std::string> why_not_by_faults(const CaseFile& c, const std::vector<FaultSpec>& faults,
+std::optional<std::string> why_not_by_faults(const CaseFile& c, const CaseVariant& v, const std::vector<FaultSpec>& faults,
                                               const LockFile& lock, const WorkloadSpec& w) {
     const int nodes = cell_nodes(c, lock);
     const std::vector<std::string> points = points_reached(*lock.algorithm, lock.params);
@@ -190,7 +190,9 @@ std::optional<std::string> why_not_by_faults(const CaseFile& c, const std::vecto
             return std::string("strikes a server by its role (leader, follower), which ") + service_info(lock.service).plural +
                    " do not have";
         if (const FaultKind& k = fault_kind(f.kind); k.why_not)
-            if (auto why = k.why_not(f, FaultLanding{lock.service, lock.sentinel, nodes})) return why;
+            if (auto why = k.why_not(f, FaultLanding{lock.service, lock.sentinel, nodes,
+                                                      parse_persistence(v.persistence.value_or("none")).value_or(Persistence::none)}))
+                return why;
     }
     return std::nullopt;
 }
@@ -312,7 +314,7 @@ std::optional<std::string> why_not(const CaseFile& c, const CaseVariant& v, cons
     if (auto why = node_roles_why_not(v.faults.value_or(Json::array()), nodes)) return why;
     const std::vector<FaultSpec> faults =
         parse_faults(with_node_roles(v.faults.value_or(Json::array()), nodes), "faults", c.path, w);
-    if (auto why = why_not_by_faults(c, faults, lock, w)) return why;
+    if (auto why = why_not_by_faults(c, v, faults, lock, w)) return why;
     return why_not_by_policy(c, v, faults, lock, w);
 }
 

@@ -26,8 +26,11 @@ std::string label(const FaultSpec& s) {
 
 std::optional<std::string> why_not(const FaultSpec&, const FaultLanding& at) {
     const ServiceInfo& service = service_info(at.service);
-    if (service.disk_shim_reaches) return std::nullopt;
-    return std::string("stalls a server's flushes to disk, which the shim cannot hold on ") + service.title + " (" + service.disk_why + ")";
+    if (!service.disk_shim_reaches)
+        return std::string("stalls a server's flushes to disk, which the shim cannot hold on ") + service.title + " (" + service.disk_why + ")";
+    if (service.node_options && at.persistence == Persistence::none)
+        return std::string("stalls a server's flushes to disk, and ") + service.plural + " without \"persistence\" never flush";
+    return std::nullopt;
 }
 
 bool fire(FaultFiring& on) {

@@ -88,6 +88,7 @@ void add_identity(Json& j, const RunIdentity& id) {
     if (id.lock) j["lock"] = *id.lock;
     if (id.variant) j["variant"] = *id.variant;
     if (id.table_row) j["table_row"] = *id.table_row;
+    if (id.renews_in_background) j["renews_in_background"] = true;
 }
 
 RunIdentity run_identity_from_json(const Json& j) {
@@ -105,6 +106,7 @@ RunIdentity run_identity_from_json(const Json& j) {
     if (j.contains("lock")) id.lock = j.at("lock").get<std::string>();
     if (j.contains("variant")) id.variant = j.at("variant").get<std::string>();
     if (j.contains("table_row")) id.table_row = j.at("table_row").get<std::string>();
+    id.renews_in_background = j.value("renews_in_background", false);
     return id;
 }
 

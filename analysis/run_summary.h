@@ -71,10 +71,13 @@ struct RunIdentity {
     std::optional<std::string> lock;
     std::optional<std::string> variant;        // the case's variant the run is of, if any
     std::optional<std::string> table_row;      // results version 5 and older: a run's row, if not its name
+    // Its lock keeps the lease alive in a task of its own while held (lockimpl/registry.h:
+    // background_task; reentrant's watchdog): its holder believes it until it releases.
+    bool renews_in_background = false;
 };
 // Writes the identity's fields into `j` (command and adapter only when there is one,
-// resource_check only when it is not the default "fence", failure_class, lock, variant and table_row
-// only when set, so that a default run's record reads as before).
+// resource_check only when it is not the default "fence", failure_class, lock, variant, table_row
+// and renews_in_background only when set, so that a default run's record reads as before).
 void add_identity(nlohmann::json& j, const RunIdentity& id);
 // Throws nlohmann::json's exception naming the first of name..seed missing.
 RunIdentity run_identity_from_json(const nlohmann::json& j);

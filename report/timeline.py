@@ -48,7 +48,8 @@ class Timeline:
     def __init__(self, cell, kind, rep, rd, A, B, win):
         self.cell, self.kind, self.rep, self.rd, self.A, self.B = cell, kind, rep, rd, A, B
         self.LA, self.LB = rd.lease_by_id.get(A.lease), rd.lease_by_id.get(B.lease)
-        self.watchdog = cell.algorithm == "reentrant" and (cell.raw.get("params") or {}).get("watchdog", True) is not False
+        # A lock that renews in a task of its own (reentrant's watchdog): believed until released.
+        self.watchdog = (cell.run_of(rep) or {}).get("renews_in_background") is True
         self.release_t = win.get("release_ms")
         self.others_inside = int(num(win.get("others_inside"), 0))
         lo, hi = (num(x) for x in win.get("window_ms") or [A.enter, A.end()])

@@ -127,6 +127,7 @@ RunRecord full_record() {
     r.faults = Json::array({{{"label", "pause"}, {"fired", 1}, {"clients", {0}}}});
     r.faults_injected = 1;
     r.final_counter = 27;
+    r.renews_in_background = true;
     return r;
 }
 
@@ -137,6 +138,7 @@ TEST(Records, RunRecordRoundTrips) {
     EXPECT_EQ(j.at("expect").at(0).at("metric"), "faults_injected");
     EXPECT_EQ(j.at("failure_class"), "gc-pause");
     EXPECT_EQ(j.at("table_row"), "lib");
+    EXPECT_EQ(j.at("renews_in_background"), true);
     // A live run with no external library: no command, no failed clients, no simulator; of a
     // scenario outside the verdict table: no failure_class.
     RunRecord live = full_record();
@@ -145,8 +147,10 @@ TEST(Records, RunRecordRoundTrips) {
     live.command.clear();
     live.clients_failed.clear();
     live.sim_events.reset();
+    live.renews_in_background = false;
     const Json lj = to_json(live);
-    for (const char* absent : {"command", "clients_failed", "backend", "sim_events", "failure_class", "table_row"})
+    for (const char* absent : {"command", "clients_failed", "backend", "sim_events", "failure_class", "table_row",
+                               "renews_in_background"})
         EXPECT_FALSE(lj.contains(absent)) << absent;
     EXPECT_EQ(to_json(run_record_from_json(lj)), lj);
     Json nameless = lj;

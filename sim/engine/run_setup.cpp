@@ -59,6 +59,7 @@ RunRecord run_record(const Scenario& s, const RunSpec& run, std::uint64_t seed, 
     r.table_row = run.table_row;
     r.lock = run.lock;
     r.variant = run.variant;
+    r.renews_in_background = run.algorithm->background_task && run.algorithm->background_task(r.params);
     r.lock_key = s.lock_key;
     r.expect = run.expect;
     r.workload = run.workload_source;

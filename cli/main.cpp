@@ -584,9 +584,9 @@ int cmd_verdict(const VerdictArgs& a) {
         const nlohmann::json found = sim::live_search(lock, catalog().cases(), locks, so);
         v["discovered"] = found.at("discovered");
         v["discover"] = found.at("discover");
+        write_atomically(opts.out / kVerdictFile, v.dump(2) + "\n");
         print_discovered(v);
     }
-    write_atomically(opts.out / kVerdictFile, v.dump(2) + "\n");
     for (const auto& d : v.at("differences")) std::cout << "differs: " << d.get<std::string>() << "\n";
     for (const auto& d : v.at("could_not_force")) std::cout << d.get<std::string>() << "\n";
     std::cout << "verdict: " << (opts.out / kVerdictFile).string() << "\n";

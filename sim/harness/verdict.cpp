@@ -253,7 +253,9 @@ Json run_verdict(const LockFile& lock, const std::vector<CaseFile>& cases, const
     const Json locks = {{lock.name, {{"description", lock.description}, {"lock_file", lock.path}, {"facts", lock_facts(lock)}}}};
     const MatrixSpec spec = matrix_spec_from_sources(scenarios, to_json(missing), locks, opts.repeat);
     run_matrix(spec, {opts.out, Shard{0, 1}, opts.self_exe, opts.progress, opts.project_dir, std::nullopt, opts.jobs});
-    return verdict_of_tree(opts.out, lock, cases, reference);
+    Json verdict = verdict_of_tree(opts.out, lock, cases, reference);
+    write_atomically(opts.out / kVerdictFile, verdict.dump(2) + "\n");
+    return verdict;
 }
 
 }  // namespace lockbench

@@ -46,9 +46,8 @@ struct VerdictOptions {
     int jobs = 1;                        // repetitions at once (MatrixOptions::jobs)
 };
 
-// Runs every case of `cases` that applies to `lock` into OUT and returns its verdict, which the
-// caller writes as OUT/verdict.json once (after a discovery, with it). `reference`: the locks
-// whose recorded rows stand beside this one (not run).
+// Runs every case of `cases` that applies to `lock` into OUT, writes OUT/verdict.json and
+// returns it. `reference`: the locks whose recorded rows stand beside this one (not run).
 nlohmann::json run_verdict(const LockFile& lock, const std::vector<CaseFile>& cases, const std::vector<LockFile>& reference,
                            const VerdictOptions& opts);
 

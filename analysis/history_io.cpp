@@ -356,6 +356,7 @@ std::string run_files_digest(const std::filesystem::path& run_dir) {
     const auto add = [&](std::string_view bytes) {
         for (const unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
     };
+    add(std::filesystem::is_directory(run_dir / "history") ? "history/" : "no history/");
     std::string bytes;
     for (const auto& f : files) {
         add(f.lexically_relative(run_dir).string());

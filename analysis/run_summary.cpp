@@ -88,7 +88,7 @@ void add_identity(Json& j, const RunIdentity& id) {
     if (id.lock) j["lock"] = *id.lock;
     if (id.variant) j["variant"] = *id.variant;
     if (id.table_row) j["table_row"] = *id.table_row;
-    if (id.renews_in_background) j["renews_in_background"] = true;
+    j["renews_in_background"] = id.renews_in_background;  // always: its absence marks an older record
 }
 
 RunIdentity run_identity_from_json(const Json& j) {

@@ -76,8 +76,8 @@ struct RunIdentity {
     bool renews_in_background = false;
 };
 // Writes the identity's fields into `j` (command and adapter only when there is one,
-// resource_check only when it is not the default "fence", failure_class, lock, variant, table_row
-// and renews_in_background only when set, so that a default run's record reads as before).
+// resource_check only when it is not the default "fence", failure_class, lock, variant and table_row
+// only when set, so that a default run's record reads as before; renews_in_background always).
 void add_identity(nlohmann::json& j, const RunIdentity& id);
 // Throws nlohmann::json's exception naming the first of name..seed missing.
 RunIdentity run_identity_from_json(const nlohmann::json& j);

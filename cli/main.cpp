@@ -968,8 +968,9 @@ Subcommand add_list(CLI::App& app) {
                                                 "with --lock, which cases a lock meets and why not the others");
     auto json = std::make_shared<bool>(false);
     list->add_option("--lock", *lock, "a lock, by name (locks/NAME.json) or lock file path");
-    list->add_flag("--json", *json, "print the facts the report words its pages with (verdict words worst first, "
-                                    "the verdict table's columns, the built-in algorithms), as JSON")
+    list->add_flag("--json", *json, "print the facts the report words its pages with (verdict words worst first and "
+                                    "their meanings, the verdict table's columns, the built-in algorithms and their "
+                                    "summaries), as JSON")
         ->excludes("--lock");
     return {list, [lock, json] { return cmd_list(*lock, *json); }};
 }
@@ -982,9 +983,7 @@ Subcommand add_help(CLI::App& app) {
     return {help, [&app, topic] { return cmd_help(app, *topic); }};
 }
 
-// Internal and hidden from --help: one worker process of a live run, started by `run` with
-// the spec file it wrote.
-// `lockbench repetition TREE PART`: one repetition of a tree's cell, in a process of its own,
+// Internal and hidden from --help: `lockbench repetition TREE PART`: one repetition of a tree's cell, in a process of its own,
 // handed its part (matrix_spec.h: RepetitionPart) in the file PART, as `matrix --jobs N`
 // starts them.
 Subcommand add_repetition(CLI::App& app) {

@@ -111,8 +111,10 @@ def _refuse_facts(what):
 try:
     with open(_FACTS_FILE, encoding="utf-8") as _f:
         FACTS = json.load(_f)
-    _ = FACTS["verdicts"], FACTS["verdict_meanings"], FACTS["failure_classes"], FACTS["algorithms"]
-    _ = FACTS["algorithm_summaries"]
+    _ = FACTS["verdicts"], FACTS["failure_classes"], FACTS["algorithms"]
+    for _key in ("verdict_meanings", "algorithm_summaries"):
+        if not isinstance(FACTS[_key], dict):
+            raise TypeError(f"{_key} is not an object")
 except (OSError, ValueError, KeyError, TypeError) as _e:  # one line, as every error of the report
     _refuse_facts(f"not the facts `lockbench list --json` writes ({type(_e).__name__}: {_e})")
 
@@ -161,6 +163,12 @@ def meanings(with_colours=False):
     if with_colours:
         return "; ".join(f"{COLOUR_NAME[w]}, {w} ({MEANING[w]})" for w in VERDICT_WORDS)
     return "; ".join(f"{w}: {MEANING[w]}" for w in VERDICT_WORDS)
+
+
+def variant_label(case, variant):
+    """A case's variant as lock files, commands and pages spell it: CASE+VARIANT, or CASE for its
+    default variant (sim/engine/case_file.h: variant_label)."""
+    return f"{case}+{variant}" if variant else str(case)
 
 
 def worst(words):

@@ -19,7 +19,7 @@ import json
 import os
 import re
 
-from .common import FACTS, RANK, css_of, meanings, slug, worst
+from .common import FACTS, RANK, css_of, meanings, slug, variant_label, worst
 
 # The columns, in the order of the verdict table (sim/engine/scenario.cpp, through facts.json),
 # with their header words.
@@ -47,8 +47,7 @@ def reference_name(cell):
 
 
 def case_label(n):
-    v = n.get("variant")
-    return f"{n.get('case', '?')}+{v}" if v else str(n.get("case", "?"))  # as lock files spell it
+    return variant_label(n.get("case", "?"), n.get("variant"))
 
 
 def generic(why, lock):

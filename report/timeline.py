@@ -49,7 +49,11 @@ class Timeline:
         self.cell, self.kind, self.rep, self.rd, self.A, self.B = cell, kind, rep, rd, A, B
         self.LA, self.LB = rd.lease_by_id.get(A.lease), rd.lease_by_id.get(B.lease)
         # A lock that renews in a task of its own (reentrant's watchdog): believed until released.
-        self.watchdog = (cell.run_of(rep) or {}).get("renews_in_background") is True
+        # A run recorded before its record said so is judged by the rule the record now
+        # carries: reentrant with its watchdog on.
+        run = cell.run_of(rep) or {}
+        self.watchdog = run.get("renews_in_background") is True if "renews_in_background" in run else (
+            cell.algorithm == "reentrant" and (cell.raw.get("params") or {}).get("watchdog", True) is not False)
         self.release_t = win.get("release_ms")
         self.others_inside = int(num(win.get("others_inside"), 0))
         lo, hi = (num(x) for x in win.get("window_ms") or [A.enter, A.end()])

@@ -15,7 +15,7 @@ import html
 import json
 import os
 
-from .common import OUTCOME, RANK, TWO_HOLDERS, UNSAFE, VERDICT_WORDS, Fail, css_of, load_json, plural, progress, slug, worst
+from .common import OUTCOME, RANK, TWO_HOLDERS, UNSAFE, VERDICT_WORDS, Fail, css_of, load_json, plural, progress, slug, variant_label, worst
 from .libraries import CLASS_WORD, CLASSES, Notes, cell_text, generic, note_anchor, notes_parts
 from .rundata import RepData
 from .timeline import draw_timeline
@@ -57,7 +57,7 @@ def load_verdict(d):
 
 
 def case_name(c):
-    return c["case"] + (f"@{c['variant']}" if c.get("variant") else "")
+    return variant_label(c["case"], c.get("variant"))
 
 
 def counts_text(counts):
@@ -277,9 +277,9 @@ def write_not_applicable(v, page):
         key = (n.get("case"), n.get("why"))
         if key in seen:  # the case's variants, refused for the same reason
             if n.get("variant"):
-                seen[key][0] += f", @{n['variant']}"
+                seen[key][0] += ", " + variant_label("", n["variant"])
             continue
-        row = [str(n.get("case")) + (f"@{n['variant']}" if n.get("variant") else ""),
+        row = [variant_label(n.get("case"), n.get("variant")),
                CLASS_WORD.get(n.get("class"), "—") if n.get("class") else "(no class)", str(n.get("why", "?"))]
         seen[key] = row
         rows.append(row)

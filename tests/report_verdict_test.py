@@ -173,7 +173,7 @@ class VerdictPageTest(unittest.TestCase):
     def test_the_cases_that_do_not_apply_each_with_its_reason(self):
         na = self.md[self.md.find("## Cases that do not apply"):]
         self.assertIn("| node-clock-jump | node clock jump | steps a server's clock; lib-a cannot |", na)
-        self.assertIn("| renewal, @too-short | (no class) | about token-lua+renew only |", na)
+        self.assertIn("| renewal, +too-short | (no class) | about token-lua+renew only |", na)
 
 
 class BadVerdictTest(unittest.TestCase):

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "analysis/metrics.h"
+#include "sim/engine/persistence.h"
 #include "sim/engine/scenario_fields.h"
 
 namespace lockbench {

@@ -466,12 +466,14 @@ Json run_tree_repetition(const RepetitionPart& part, const fs::path& out, const 
 
 void run_repetition_of_tree(const fs::path& out, const fs::path& part_file, const std::string& self_exe,
                             const fs::path& project_dir, bool adapter_preflight) {
-    const Json part = read_json_file(part_file);
-    try {
-        run_tree_repetition(repetition_part_from_json(part), out, self_exe, project_dir, adapter_preflight);
-    } catch (const Json::exception& e) {
-        throw std::runtime_error(part_file.string() + ": not a repetition's part: " + e.what());
-    }
+    const RepetitionPart part = [&] {
+        try {
+            return repetition_part_from_json(read_json_file(part_file));
+        } catch (const Json::exception& e) {
+            throw std::runtime_error(part_file.string() + ": not a repetition's part: " + e.what());
+        }
+    }();
+    run_tree_repetition(part, out, self_exe, project_dir, adapter_preflight);
 }
 
 Json run_matrix(const MatrixSpec& spec, const MatrixOptions& opts) {

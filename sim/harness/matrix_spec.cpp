@@ -180,8 +180,9 @@ Json to_json(const SweepSpec& s) {
 
 Json to_json(const MatrixCell& c) {
     Json j = {{"index", c.index}, {"id", c.id}, {"dir", c.dir}, {"scenario_index", c.scenario_index},
-              {"scenario", c.scenario}, {"run", c.run}, {"run_index", c.run_index}, {"algorithm", c.algorithm}, {"variant", c.variant},
+              {"scenario", c.scenario}, {"run", c.run}, {"algorithm", c.algorithm}, {"variant", c.variant},
               {"params", c.params}, {"nodes", c.nodes}};
+    if (c.run_index != kNoRunIndex) j["run_index"] = c.run_index;
     if (c.step) {
         j["step"] = *c.step;
         j["value"] = c.value;
@@ -195,6 +196,7 @@ RepetitionPart repetition_part(const MatrixSpec& spec, const MatrixCell& cell, i
     SpecScenario scenario = spec.scenario_of(cell);
     Json& runs = scenario.source.at("runs");
     runs = Json::array({runs.at(cell.run_index)});
+    scenario.source.erase("explore");  // the search's, whose paths name the faults of every run
     return {cell, rep, std::move(scenario), spec.simulated};
 }
 
@@ -257,6 +259,9 @@ std::string spec_id(const MatrixSpec& spec) {
                 for (const char* path : {"cwd", "lock_file"}) run.erase(path);
     }
     if (hashed.contains("sweep")) hashed.at("sweep").erase("file");
+    // A run's place is the scenarios' (hashed already): a tree an older lockbench made, which
+    // names none, is the same spec and resumes.
+    for (auto& c : hashed.at("cells")) c.erase("run_index");
     if (hashed.contains("locks"))
         for (auto& [name, lock] : hashed.at("locks").items()) lock.erase("lock_file");
     return hash_hex(hashed.dump());

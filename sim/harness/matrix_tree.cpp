@@ -71,10 +71,12 @@ void prepare_out(const fs::path& out, const MatrixSpec& spec) {
 
 namespace {
 
-// A cell's entry before its repetitions: the cell as the spec holds it, but for its scenario's index.
+// A cell's entry before its repetitions: the cell as the spec holds it, but for its run's
+// place in the spec's scenarios.
 Json bare_entry(const MatrixCell& cell) {
     Json entry = to_json(cell);
     entry.erase("scenario_index");
+    entry.erase("run_index");
     return entry;
 }
 

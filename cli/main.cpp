@@ -983,9 +983,9 @@ Subcommand add_help(CLI::App& app) {
     return {help, [&app, topic] { return cmd_help(app, *topic); }};
 }
 
-// Internal and hidden from --help: `lockbench repetition TREE PART`: one repetition of a tree's cell, in a process of its own,
-// handed its part (matrix_spec.h: RepetitionPart) in the file PART, as `matrix --jobs N`
-// starts them.
+// Internal and hidden from --help: `lockbench repetition TREE PART`, one repetition of a
+// tree's cell in a process of its own, handed its part (matrix_spec.h: RepetitionPart) in
+// the file PART, as `matrix --jobs N` starts them.
 Subcommand add_repetition(CLI::App& app) {
     struct Args {
         std::string tree, part;

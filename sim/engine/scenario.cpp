@@ -228,7 +228,7 @@ void parse_run_service(Fields& f, RunSpec& r, const std::string& algorithm, cons
                                                                    services_with(&ServiceInfo::has_leader));
     if (!info.own_algorithms && algorithm != "external")
         f.fail(f.at("service"), "lockbench's own algorithms speak " + services_with(&ServiceInfo::own_algorithms, false) + "; on " + name +
-                                " use an external adapter (`lockbench list` names the locks on it)");
+                                " use an external adapter (\"algorithm\": \"external\", docs/adapters.md)");
     if (const auto why = servers_refused(info, r.nodes)) f.fail(f.at("nodes"), *why);
     if (!info.node_options)
         for (const char* redis_only : {"topology", "persistence"})

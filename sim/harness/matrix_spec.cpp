@@ -25,8 +25,8 @@ std::string hash_hex(const std::string& text) {
     return buf;
 }
 
-// A tree an older lockbench made names no run's place: it is read (report, check, verdict),
-// never run again, as its spec's id is not this lockbench's.
+// A tree an older lockbench made names no run's place: its header is read (report, check,
+// verdict), and a resumed one runs from this lockbench's own spec, of the same id.
 constexpr std::size_t kNoRunIndex = static_cast<std::size_t>(-1);
 
 MatrixCell cell_from_json(const Json& j) {

@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
 #include <string_view>
 
+#include "analysis/digest.h"
 #include "analysis/record_check.h"
 
 namespace lockbench {
@@ -352,10 +352,8 @@ std::string run_files_digest(const std::filesystem::path& run_dir) {
     std::error_code ec;
     for (const auto& f : std::filesystem::directory_iterator(run_dir / "history", ec)) files.push_back(f.path());
     std::sort(files.begin() + 3, files.end());
-    std::uint64_t h = 14695981039346656037ull;  // FNV-1a, 64 bits: no adversary, only damage and drift
-    const auto add = [&](std::string_view bytes) {
-        for (const unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
-    };
+    Fnv1a digest;
+    const auto add = [&](std::string_view bytes) { digest.add(bytes); };
     add(std::filesystem::is_directory(run_dir / "history") ? "history/" : "no history/");
     std::string bytes;
     for (const auto& f : files) {
@@ -369,9 +367,7 @@ std::string run_files_digest(const std::filesystem::path& run_dir) {
         add(std::to_string(bytes.size()));
         add(bytes);
     }
-    char out[17];
-    std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
-    return out;
+    return digest.hex();
 }
 
 RunHistory load_run_history(const std::filesystem::path& run_dir) {

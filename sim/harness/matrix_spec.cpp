@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <set>
 #include <sstream>
 
+#include "analysis/digest.h"
 #include "lockimpl/params.h"
 #include "sim/engine/scenario.h"
 
@@ -16,13 +16,11 @@ namespace {
 
 using Json = nlohmann::json;
 
-// FNV-1a, 64 bits: a stable name for a spec (no security is at stake).
+// A stable name for a spec (no security is at stake).
 std::string hash_hex(const std::string& text) {
-    std::uint64_t h = 14695981039346656037ull;
-    for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
-    char buf[17];
-    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-    return buf;
+    Fnv1a h;
+    h.add(text);
+    return h.hex();
 }
 
 // A tree an older lockbench made names no run's place: its header is read (report, check,

@@ -203,6 +203,7 @@ LockFile parse_lock_file(const Json& j, const fs::path& file) {
                                           "(\"offers\": {\"fencing\": true})");
     const std::string joins = one_of(f, "joins", "all", {"all", "named", "none"});
     lock.joins = joins == "named" ? Joins::named : joins == "none" ? Joins::none : Joins::all;
+    lock.reference = boolean(f, "reference", false);
     if (const Json* expected = f.get("expected")) lock.expected = parse_expected(*expected, path);
     f.finish();
     return lock;

@@ -82,6 +82,10 @@ struct LockFile {
     // known bug), or none (a lock judged only when asked for: `lockbench verdict`, or
     // `matrix --lock`). Asked for by name, a lock meets every case that applies.
     Joins joins = Joins::all;
+    // "reference": true: its recorded row stands beside every lock's verdict page, the rows a
+    // reader compares a library with (lockbench's token lock, Redlock, ZooKeeper and etcd,
+    // fenced and not).
+    bool reference = false;
     std::map<std::string, RecordedOutcome> expected;  // by case, case+variant or failure class
     nlohmann::json source;
 

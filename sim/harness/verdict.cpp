@@ -205,9 +205,8 @@ std::optional<std::string> recorded_why_not(const Json& summary, const std::stri
 
 std::vector<LockFile> reference_locks(const std::vector<LockFile>& locks) {
     std::vector<LockFile> out;
-    for (const char* name : {"token-lua", "token-lua+fence", "redlock", "zookeeper", "zookeeper+fence", "etcd", "etcd+fence"})
-        for (const LockFile& l : locks)
-            if (l.name == name) out.push_back(l);
+    for (const LockFile& l : locks)
+        if (l.reference) out.push_back(l);
     return out;
 }
 

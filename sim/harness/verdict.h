@@ -55,8 +55,8 @@ nlohmann::json run_verdict(const LockFile& lock, const std::vector<CaseFile>& ca
 nlohmann::json verdict_of_tree(const std::filesystem::path& tree, const LockFile& lock, const std::vector<CaseFile>& cases,
                                const std::vector<LockFile>& reference);
 
-// The reference rows verdict.json shows: token-lua, token-lua+fence, redlock, zookeeper,
-// zookeeper+fence, etcd and etcd+fence, those of them in `locks`.
+// The reference rows verdict.json shows: the locks of `locks` whose file says "reference": true
+// (token-lua, Redlock, ZooKeeper and etcd, fenced and not), in the folder's order.
 std::vector<LockFile> reference_locks(const std::vector<LockFile>& locks);
 
 }  // namespace lockbench

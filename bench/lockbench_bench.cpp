@@ -405,7 +405,7 @@ void bm_explore(benchmark::State& state, const fs::path& scenario, const std::st
     const nlohmann::json file = read_input_json(scenario);
     std::vector<LockFile> locks;
     if (is_case_file(file)) locks.push_back(load_lock_file(fs::path(LOCKBENCH_SOURCE_DIR) / "locks" / (run + ".json")));
-    const nlohmann::json source = scenario_source_for(file, scenario.string(), locks, LockChoice::asked);
+    const nlohmann::json source = scenario_from_source(file, scenario.string(), locks, LockChoice::asked).source;
     for (auto _ : state) {
         sim::ExploreOptions o{scenario, source, {run}, schedules, 1, out, false, first};
         const nlohmann::json r = sim::explore(o);

@@ -21,7 +21,7 @@ inline nlohmann::json catalog_scenario(const std::string& name,
     const std::filesystem::path file = kCatalogSource / "scenarios" / (name + ".json");
     nlohmann::json read = read_input_json(file);
     if (adjust) adjust(read);
-    return scenario_source_for(read, file.string(), load_lock_folder(kCatalogSource / "locks"), LockChoice::catalog);
+    return scenario_from_source(read, file.string(), load_lock_folder(kCatalogSource / "locks"), LockChoice::catalog).source;
 }
 
 }  // namespace lockbench::test

@@ -230,7 +230,7 @@ std::vector<FileKind> read_corpus() {
     record_fields_read(false);
     std::vector<std::pair<std::string, Json>> composed;
     for (const fs::path& c : cases)
-        composed.emplace_back(c.string(), scenario_source_for(read_input_json(c), c.string(), locks, LockChoice::catalog));
+        composed.emplace_back(c.string(), scenario_from_source(read_input_json(c), c.string(), locks, LockChoice::catalog).source);
     record_fields_read(true);
     for (const auto& [file, scenario] : composed)
         if (!scenario.at("runs").empty()) parse_scenario(scenario, file);

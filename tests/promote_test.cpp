@@ -84,7 +84,7 @@ TEST(Roles, ACaseWithRolesAppliesToLocksOfAnySizeAndSaysWhyNot) {
                    {"fault": "clock", "client": 0, "point": "after_acquire", "node": "locked", "jump_ms": 900}]})"), "roles.json");
     const Composed five = compose(c, {lock_named(locks, "redlock")}, LockChoice::asked, Expectations::record_only);
     ASSERT_FALSE(five.empty());
-    const Json& run = five.scenario.at("runs").at(0);
+    const Json& run = five.scenario.source.at("runs").at(0);
     EXPECT_EQ(run.at("faults").at(0).at("nodes"), Json::parse("[0, 1]"));
     EXPECT_EQ(run.at("faults").at(1).at("node"), 4);
     const Composed one = compose(c, {lock_named(locks, "token-lua")}, LockChoice::asked, Expectations::record_only);

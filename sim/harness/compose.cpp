@@ -319,15 +319,23 @@ std::optional<std::string> why_not(const CaseFile& c, const CaseVariant& v, cons
 }
 
 Composed compose(const CaseFile& c, const std::vector<LockFile>& locks, LockChoice choice, Expectations which) {
-    Composed out{scenario_head(c), {}};
+    Composed out;
+    Json source = scenario_head(c);
     for (const CaseVariant& v : c.variants)
         for (const LockFile& lock : locks) {
             if (const auto why = why_not(c, v, lock, choice)) {
                 out.not_applicable.push_back({c.name, v.name, c.failure_class, lock.name, *why});
                 continue;
             }
-            out.scenario["runs"].push_back(cell_run(c, v, lock, which));
+            source["runs"].push_back(cell_run(c, v, lock, which));
         }
+    if (source.at("runs").empty()) {  // no cell: nothing to parse ("runs": [] is refused by the parser)
+        out.scenario.name = c.name;
+        out.scenario.path = c.path;
+        out.scenario.source = std::move(source);
+    } else {
+        out.scenario = parse_scenario(source, c.path);
+    }
     return out;
 }
 
@@ -349,9 +357,9 @@ Json lock_run(const LockFile& lock, long long ttl_ms, int clients) {
     return run;
 }
 
-Json scenario_source_for(const Json& source, const std::string& file, const std::vector<LockFile>& locks,
-                         LockChoice choice, std::vector<NotApplicable>* not_applicable) {
-    if (!is_case_file(source)) return source;
+Scenario scenario_from_source(const Json& source, const std::string& file, const std::vector<LockFile>& locks,
+                              LockChoice choice, std::vector<NotApplicable>* not_applicable) {
+    if (!is_case_file(source)) return parse_scenario(source, file);
     Composed composed = compose(parse_case_file(source, file), locks, choice);
     if (not_applicable)
         not_applicable->insert(not_applicable->end(), composed.not_applicable.begin(), composed.not_applicable.end());
@@ -361,15 +369,15 @@ Json scenario_source_for(const Json& source, const std::string& file, const std:
 Scenario scenario_for_file(const fs::path& file, const std::vector<LockFile>& locks, LockChoice choice,
                            std::vector<NotApplicable>* not_applicable) {
     const Json read = read_input_json(file);
-    const Json source = scenario_source_for(read, file.string(), locks, choice, not_applicable);
+    Scenario s = scenario_from_source(read, file.string(), locks, choice, not_applicable);
     // A scenario file's "runs": [] is its own field's fault (parse_scenario names it); a case's
     // empty runs are the locks it does not apply to.
-    if (is_case_file(read) && source.at("runs").empty())
+    if (s.runs.empty())
         throw ScenarioError(file.string() + ": applies to none of the locks asked for" +
                             (not_applicable && !not_applicable->empty() ? " (" + not_applicable->front().lock + ": " +
                                                                                not_applicable->front().why + ")"
                                                                          : std::string()));
-    return parse_scenario(source, file.string());
+    return s;
 }
 
 LockSelection select_locks(const fs::path& locks_dir, const std::vector<std::string>& asked) {

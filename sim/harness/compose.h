@@ -1,9 +1,12 @@
 // The catalog, composed: every case × every lock it applies to. A (case, lock) cell is
-// resolved here, once, into the run it makes (scenario.h's RunSpec, as an explicit scenario's
-// run): the lock's algorithm or adapter with the case's TTL, the case's workload and faults
-// (scaled to the lock's time where it cannot take the case's TTL), what it expects.
+// resolved here, once, into the run it makes (scenario.h's RunSpec, a run of the explicit
+// scenario composed): the lock's algorithm or adapter with the case's TTL, the case's workload
+// and faults (scaled to the lock's time where it cannot take the case's TTL), what it expects.
+// The composed scenario is parsed here, once, by the one reader every scenario takes
+// (parse_scenario); what the matrix, a sweep, a verdict and the search carry from here is that
+// typed Scenario, whose `source` is what a file records and a repetition is handed.
 //
-//   scenarios/CASE.json ─┐                       ┌─► explicit scenario: one run per (variant, lock)
+//   scenarios/CASE.json ─┐                       ┌─► Scenario: one RunSpec per (variant, lock)
 //                        ├─ applies? (why not) ──┤        ──► run, matrix, sweep, verdict
 //   locks/LOCK.json ─────┘                       └─► not applicable: one line each, for list and verdict
 //
@@ -37,9 +40,12 @@ struct NotApplicable {
 };
 
 struct Composed {
-    nlohmann::json scenario;                     // the explicit scenario: runs "LOCK" or "LOCK@VARIANT"
+    // The explicit scenario, parsed: runs "LOCK" or "LOCK@VARIANT", each a cell's run, its
+    // expectations and its verdict; none when the case applies to none of the locks (its
+    // source's "runs" is empty then, and nothing else of it is parsed).
+    Scenario scenario;
     std::vector<NotApplicable> not_applicable;
-    bool empty() const { return scenario.at("runs").empty(); }
+    bool empty() const { return scenario.runs.empty(); }
 };
 
 // How the locks are chosen: the catalog's (where a lock that "joins": "named" joins only the
@@ -73,13 +79,15 @@ nlohmann::json lock_run(const LockFile& lock, long long ttl_ms, int clients);
 nlohmann::json scaled_faults(nlohmann::json faults, double k);
 
 // A file as a scenario to run: an explicit one as it is (`locks` unused), a case composed with
-// `locks`. `not_applicable`, when given, gets the case's missing cells.
+// `locks`. `not_applicable`, when given, gets the case's missing cells. Throws when a case
+// applies to none of them.
 Scenario scenario_for_file(const std::filesystem::path& file, const std::vector<LockFile>& locks, LockChoice choice,
                            std::vector<NotApplicable>* not_applicable = nullptr);
-// The same for a file already read (a sweep's step): `source` as the file would hold it.
-nlohmann::json scenario_source_for(const nlohmann::json& source, const std::string& file,
-                                   const std::vector<LockFile>& locks, LockChoice choice,
-                                   std::vector<NotApplicable>* not_applicable = nullptr);
+// The same for a file already read (a sweep's step): `source` as the file would hold it. A
+// case that applies to none of the locks gives a scenario with no runs.
+Scenario scenario_from_source(const nlohmann::json& source, const std::string& file,
+                              const std::vector<LockFile>& locks, LockChoice choice,
+                              std::vector<NotApplicable>* not_applicable = nullptr);
 
 // The locks a command runs: with no `asked`, every lock of `locks_dir` (LockChoice::catalog);
 // else each asked lock, by name (a file of `locks_dir`) or path (ending in .json or holding

@@ -108,8 +108,7 @@ std::optional<Json> Search::explicit_for(const Candidate& c, std::string& why) c
             why = k.not_applicable.empty() ? "not applicable" : k.not_applicable.front().why;
             return std::nullopt;
         }
-        const Scenario s = parse_scenario(k.scenario, "<search>");
-        return one_run_scenario(k.scenario, s, s.runs.at(0).name);
+        return one_run_scenario(k.scenario.source, k.scenario, k.scenario.runs.at(0).name);
     } catch (const std::exception& e) {
         why = e.what();
         return std::nullopt;
@@ -221,7 +220,7 @@ std::vector<Candidate> Search::model_classes(const LockFile& model) {
     if (k.empty()) return {};
     ExploreOptions o;
     o.scenario_file = "<search>";
-    o.source = k.scenario;
+    o.source = k.scenario.source;
     o.out = dir_ / "model";
     o.progress = false;
     o.budget = 2;
@@ -261,7 +260,7 @@ Json Search::run(const std::vector<LockFile>& locks) {
     for (std::uint64_t i = 0; !k.empty() && time_left(); ++i) {
         Json drawn;
         try {
-            drawn = draw_budget_schedule(k.scenario, k.scenario.at("runs").at(0).at("name"), derive_seed(opts_.seed, i), 2);
+            drawn = draw_budget_schedule(k.scenario.source, k.scenario.runs.at(0).name, derive_seed(opts_.seed, i), 2);
         } catch (const std::exception&) {
             ++not_applicable_;
             continue;

@@ -63,18 +63,18 @@ bool selected(const RunSpec& r, const std::vector<std::string>& algorithms) {
 }
 
 // The file's scenario: as written, or a case composed with the locks (its missing cells added
-// to `spec`).
-Json source_of(const Json& read, const fs::path& file, const LockSelection* locks, MatrixSpec& spec) {
-    if (!is_case_file(read)) return read;
+// to `spec`); parsed once, here or in compose().
+Scenario scenario_of_file(const Json& read, const fs::path& file, const LockSelection* locks, MatrixSpec& spec) {
+    if (!is_case_file(read)) return parse_scenario(read, file.string());
     if (!locks) throw ScenarioError(file.string() + ": a case names no lock: say which locks to run it against");
     std::vector<NotApplicable> missing;
-    Json source = scenario_source_for(read, file.string(), locks->locks, locks->choice, &missing);
+    Scenario s = scenario_from_source(read, file.string(), locks->locks, locks->choice, &missing);
     for (const Json& m : to_json(missing)) spec.not_applicable.push_back(m);
-    for (const Json& run : source.at("runs"))
+    for (const RunSpec& run : s.runs)
         for (const LockFile& l : locks->locks)
-            if (run.value("lock", std::string()) == l.name)
+            if (run.lock == l.name)
                 spec.locks[l.name] = {{"description", l.description}, {"lock_file", l.path}, {"facts", lock_facts(l)}};
-    return source;
+    return s;
 }
 
 MatrixCell make_cell(std::size_t index, const std::string& id, std::size_t scenario, const Scenario& s, const RunSpec& r) {
@@ -159,7 +159,7 @@ int set_path(Json& j, const std::vector<std::string>& path, size_t at, double va
 Scenario parse_scenario_for_sweep(const Json& source, const fs::path& file, const std::string& path, const Json& value,
                                   const LockSelection* locks, MatrixSpec& spec) {
     try {
-        return parse_scenario(source_of(source, file, locks, spec), file.string());
+        return scenario_of_file(source, file, locks, spec);
     } catch (const ScenarioError& e) {
         throw ScenarioError(std::string(e.what()) + " (with --param " + path + "=" + value.dump() + ")");
     }
@@ -293,15 +293,14 @@ Shard parse_shard(const std::string& text) {
 namespace {
 
 // The scenario's runs as cells of `spec` (those `algorithms` selects), and its source.
-void add_scenario(MatrixSpec& spec, const SpecScenario& entry, std::set<std::string>& names) {
-    if (entry.source.contains("runs") && entry.source.at("runs").empty()) return;  // a case no lock asked for meets
-    const Scenario s = parse_scenario(entry.source, entry.file);
+void add_scenario(MatrixSpec& spec, const Scenario& s, std::set<std::string>& names) {
+    if (s.runs.empty()) return;  // a case no lock asked for meets
     if (!names.insert(s.name).second)
-        throw std::runtime_error(entry.file + ": a second scenario named " + s.name + " in one matrix");
+        throw std::runtime_error(s.path + ": a second scenario named " + s.name + " in one matrix");
     for (const RunSpec& r : s.runs)
         if (selected(r, spec.algorithms))
             spec.cells.push_back(make_cell(spec.cells.size(), s.name + "/" + r.name, spec.scenarios.size(), s, r));
-    spec.scenarios.push_back({entry.file, s.source});
+    spec.scenarios.push_back({s.path, s.source});
 }
 
 }  // namespace
@@ -311,19 +310,19 @@ MatrixSpec matrix_spec(const std::vector<fs::path>& files, const std::vector<std
     check_repeat(repeat);
     MatrixSpec spec{"matrix", repeat, algorithms, {}, {}, std::nullopt, false};
     std::set<std::string> names;
-    for (const auto& file : files) add_scenario(spec, {file.string(), source_of(read_input_json(file), file, locks, spec)}, names);
+    for (const auto& file : files) add_scenario(spec, scenario_of_file(read_input_json(file), file, locks, spec), names);
     check_algorithms_match(spec.cells, algorithms);
     return finish(std::move(spec));
 }
 
-MatrixSpec matrix_spec_from_sources(const std::vector<SpecScenario>& scenarios, const Json& not_applicable,
-                                    const Json& locks, int repeat) {
+MatrixSpec matrix_spec_of(const std::vector<Scenario>& scenarios, const Json& not_applicable, const Json& locks,
+                          int repeat) {
     check_repeat(repeat);
     MatrixSpec spec{"matrix", repeat, {}, {}, {}, std::nullopt, false};
     spec.not_applicable = not_applicable;
     spec.locks = locks;
     std::set<std::string> names;
-    for (const SpecScenario& s : scenarios) add_scenario(spec, s, names);
+    for (const Scenario& s : scenarios) add_scenario(spec, s, names);
     check_algorithms_match(spec.cells, {});
     return finish(std::move(spec));
 }
@@ -381,7 +380,7 @@ MatrixSpec sweep_spec(const fs::path& file, const SweepParam& param, int steps, 
     if (steps < 2) throw std::runtime_error("--steps " + std::to_string(steps) + ": a sweep needs at least 2 steps");
     const Json base = read_input_json(file);
     MatrixSpec spec{"sweep", repeat, algorithms, {}, {}, std::nullopt, false};
-    spec.sweep = SweepSpec{parse_scenario(source_of(base, file, locks, spec), file.string()).name, file.string(),
+    spec.sweep = SweepSpec{scenario_of_file(base, file, locks, spec).name, file.string(),
                            param.path, param.from, param.to, steps, Json::array()};
     spec.not_applicable = Json::array();  // the steps add them
     for (int i = 0; i < steps; ++i) {

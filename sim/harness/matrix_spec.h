@@ -113,10 +113,10 @@ MatrixSpec matrix_spec(const std::vector<std::filesystem::path>& files, const st
 MatrixSpec sweep_spec(const std::filesystem::path& file, const SweepParam& param, int steps,
                       const std::vector<std::string>& algorithms, int repeat, const LockSelection* locks = nullptr);
 
-// A matrix of scenarios already made (composed cases: `lockbench verdict`), `not_applicable`
+// A matrix of scenarios already composed and parsed (`lockbench verdict`), `not_applicable`
 // as to_json gives it, `locks` as MatrixSpec::locks.
-MatrixSpec matrix_spec_from_sources(const std::vector<SpecScenario>& scenarios, const nlohmann::json& not_applicable,
-                                    const nlohmann::json& locks, int repeat);
+MatrixSpec matrix_spec_of(const std::vector<Scenario>& scenarios, const nlohmann::json& not_applicable,
+                          const nlohmann::json& locks, int repeat);
 
 // One line per missing cell, as the spec and the summary hold them.
 nlohmann::json to_json(const std::vector<NotApplicable>& cells);

@@ -68,10 +68,9 @@ CatalogClasses catalog_classes(const std::vector<CaseFile>& cases, const std::ve
         for (const LockFile& lock : locks) {
             const Composed k = compose(c, {lock}, LockChoice::asked, Expectations::record_only);
             if (k.empty()) continue;
-            const Scenario parsed = parse_scenario(k.scenario, c.path);
-            for (const RunSpec& r : parsed.runs) {
+            for (const RunSpec& r : k.scenario.runs) {
                 if (r.faults.empty()) continue;
-                const std::string sig = class_signature(failure_class(one_run_scenario(k.scenario, parsed, r.name), {}));
+                const std::string sig = class_signature(failure_class(one_run_scenario(k.scenario.source, k.scenario, r.name), {}));
                 out.emplace(sig, CatalogClass{c.name, c.failure_class});  // one a cell: a case counts by the locks it fits
             }
         }
@@ -182,8 +181,7 @@ int simulated_violations(const Json& case_json, const LockFile& lock, std::uint6
         const CaseFile c = parse_case_file(case_json, "<promoted>");
         const Composed k = compose(c, {lock}, LockChoice::asked, Expectations::record_only);
         if (k.empty()) return 0;
-        const Scenario parsed = parse_scenario(k.scenario, "<promoted>");
-        const Json one = one_run_scenario(k.scenario, parsed, parsed.runs.at(0).name);
+        const Json one = one_run_scenario(k.scenario.source, k.scenario, k.scenario.runs.at(0).name);
         int n = 0;
         for (std::uint64_t s = seed; s < seed + 3; ++s) {
             const std::string v = simulated_violation(one, s);

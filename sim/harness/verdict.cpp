@@ -241,16 +241,16 @@ Json verdict_of_tree(const fs::path& tree, const LockFile& lock, const std::vect
 
 Json run_verdict(const LockFile& lock, const std::vector<CaseFile>& cases, const std::vector<LockFile>& reference,
                  const VerdictOptions& opts) {
-    std::vector<SpecScenario> scenarios;
+    std::vector<Scenario> scenarios;
     std::vector<NotApplicable> missing;
     for (const CaseFile& c : cases) {
         Composed k = compose(c, {lock}, LockChoice::asked, Expectations::record_only);
         missing.insert(missing.end(), k.not_applicable.begin(), k.not_applicable.end());
-        if (!k.empty()) scenarios.push_back({c.path, std::move(k.scenario)});
+        if (!k.empty()) scenarios.push_back(std::move(k.scenario));
     }
     if (scenarios.empty()) throw std::runtime_error(lock.label() + ": no case of the catalog applies to it (`lockbench list --lock` says why)");
     const Json locks = {{lock.name, {{"description", lock.description}, {"lock_file", lock.path}, {"facts", lock_facts(lock)}}}};
-    const MatrixSpec spec = matrix_spec_from_sources(scenarios, to_json(missing), locks, opts.repeat);
+    const MatrixSpec spec = matrix_spec_of(scenarios, to_json(missing), locks, opts.repeat);
     run_matrix(spec, {opts.out, Shard{0, 1}, opts.self_exe, opts.progress, opts.project_dir, std::nullopt, opts.jobs});
     Json verdict = verdict_of_tree(opts.out, lock, cases, reference);
     write_atomically(opts.out / kVerdictFile, verdict.dump(2) + "\n");

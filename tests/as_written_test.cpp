@@ -125,6 +125,28 @@ TEST(AsWritten, AHolderLetGoBeforeTheKeptForClientAnsweredIsNotTheStory) {
     EXPECT_TRUE(not_as_written(kept("client gone"), {}, {}).empty());  // its adapter's failure says it
 }
 
+// Kept after a fault's end (a disk stall's, no "until"): the same, for every other client
+// rather than the fault's; and a watch that kept nobody is the story only when every
+// acquire answered with none entering.
+TEST(AsWritten, KeptAfterTheFaultsEndNobodyKeptIsTheStoryOnlyWhenEveryAcquireAnswered) {
+    const auto kept = [](nlohmann::json record) {
+        RunRecord r;
+        record["from_ns"] = 10 * kMs;
+        record["to_ns"] = 60 * kMs;
+        record["keep_ms"] = 50;
+        r.faults = nlohmann::json::array({{{"label", "disk-stall"}, {"kept", {record}}}});
+        return not_as_written(r, {}, {});
+    };
+    EXPECT_TRUE(kept({{"ended", "none entered"}}).empty());
+    EXPECT_EQ(kept({{"ended", "bound"}}),
+              std::vector<std::string>{"disk-stall: nobody had entered, nor every client's acquire answered, within 50 ms of its end"});
+    EXPECT_EQ(kept({{"ended", "run ended"}}).size(), 1u);
+    EXPECT_TRUE(kept({{"holder", 1}, {"client", 0}, {"for", "others"}, {"ended", "entered"}}).empty());
+    EXPECT_EQ(kept({{"holder", 1}, {"client", 0}, {"for", "others"}, {"ended", "bound"}}),
+              std::vector<std::string>{"disk-stall: client 1 was let go after 50 ms before another client had entered or "
+                                       "every other client's acquire had answered"});
+}
+
 // A kept-for client that answered after the kept holder's lease had ended (its acquire's
 // answer plus its probed PTTL, else the run's TTL) met no lock held: not the story. A lease
 // with no expiry (a znode: the probe found no PTTL) does not end while its holder is kept.

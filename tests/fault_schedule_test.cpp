@@ -977,6 +977,100 @@ TEST(FaultSchedule, ADiskStallHoldsTheNodesFlushesForItsDurationOrUntilHealed) {
     EXPECT_EQ(r.world.calls, (Strings{"stall disk of node 0", "unstall disk of node 0", "stall disk of node 0", "unstall disk of node 0"}));
 }
 
+// A disk stall kept after its end (keep_holder_ms, no "until"): the first client to reach its
+// write having entered since is kept inside its section until another client enters, or
+// every other client's acquire has answered (back at before_acquire, in line, or gone); at
+// most keep_holder_ms from the stall's end. Nobody entering while every acquire answered is the lock refusing them all.
+FaultSpec stall_keeping(long long keep_ms) {
+    FaultSpec stall = at_point(FaultSpec::Kind::disk_stall, Point::before_acquire);
+    stall.client = 0;
+    stall.node = 0;
+    stall.duration_ms = 300;
+    stall.keep_holder_ms = keep_ms;
+    return stall;
+}
+
+// The stall from 0 to 300 ms; client 1 enters at 301 and, reaching its write before any look
+// at the log (a section shorter than the look's period), is held there, inside its section:
+// the first to reach its write having entered since the stall is the holder.
+ScheduleRun& stall_then_client_1_enters(ScheduleRun& r) {
+    EXPECT_EQ(r.schedule.reach(0, Point::before_acquire, 0), FaultSchedule::Answer::go);
+    r.advance(300);
+    EXPECT_EQ(r.world.calls, (Strings{"stall disk of node 0", "unstall disk of node 0"}));
+    r.world.store_log.push_back(R"({"kind":"enter","client":1})");
+    r.world.holder = 1;
+    EXPECT_EQ(r.schedule.reach(1, Point::before_write, 301 * kMs), FaultSchedule::Answer::held);
+    EXPECT_EQ(r.world.calls.back(), "hold 1");
+    return r;
+}
+
+TEST(FaultSchedule, KeptAfterItsEndTheFirstToEnterStaysUntilAnotherEntersOrEveryAcquireAnswered) {
+    ScheduleRun entered({stall_keeping(500)});
+    stall_then_client_1_enters(entered);
+    entered.world.store_log.push_back(R"({"kind":"enter","client":0})");  // the late answer, believed
+    entered.advance(306);
+    EXPECT_EQ(entered.world.calls.back(), "let_go 1");
+    auto kept = entered.schedule.report()[0]["kept"];
+    ASSERT_EQ(kept.size(), 1u);
+    EXPECT_EQ(kept[0]["holder"], 1);
+    EXPECT_EQ(kept[0]["client"], 0);
+    EXPECT_EQ(kept[0]["ended"], "entered");
+    EXPECT_EQ(entered.schedule.reach(1, Point::before_write, 400 * kMs), FaultSchedule::Answer::disarm);  // once
+    EXPECT_TRUE(entered.schedule.spent());
+
+    // Client 0 refuses its late answer and client 2's fails: both back at before_acquire.
+    ScheduleRun failed({stall_keeping(500)});
+    stall_then_client_1_enters(failed);
+    EXPECT_EQ(failed.schedule.reach(0, Point::before_acquire, 304 * kMs), FaultSchedule::Answer::go);
+    failed.advance(306);
+    EXPECT_EQ(failed.world.calls.back(), "hold 1");  // client 2 has not answered yet
+    EXPECT_EQ(failed.schedule.reach(2, Point::in_line, 307 * kMs), FaultSchedule::Answer::go);
+    failed.advance(308);
+    EXPECT_EQ(failed.world.calls.back(), "let_go 1");
+    EXPECT_EQ(failed.schedule.report()[0]["kept"][0]["ended"], "failed");
+
+    // A client gone counts as answered; the bound lets the holder go and says so.
+    ScheduleRun bound({stall_keeping(500)});
+    stall_then_client_1_enters(bound);
+    bound.schedule.client_gone(2, 310 * kMs);
+    bound.advance(799);
+    EXPECT_EQ(bound.world.calls.back(), "hold 1");
+    bound.advance(800);
+    EXPECT_EQ(bound.world.calls.back(), "let_go 1");
+    EXPECT_EQ(bound.schedule.report()[0]["kept"][0]["ended"], "bound");
+}
+
+TEST(FaultSchedule, KeptAfterItsEndNobodyEnteringSaysWhetherEveryAcquireAnswered) {
+    ScheduleRun refused({stall_keeping(500)});
+    refused.schedule.reach(0, Point::before_acquire, 0);
+    refused.advance(300);
+    for (int c = 0; c < 3; ++c) refused.schedule.reach(c, Point::before_acquire, 301 * kMs);
+    refused.advance(303);
+    const auto kept = refused.schedule.report()[0]["kept"];
+    ASSERT_EQ(kept.size(), 1u);
+    EXPECT_EQ(kept[0]["ended"], "none entered");
+    EXPECT_FALSE(kept[0].contains("holder"));
+    EXPECT_TRUE(refused.schedule.spent());
+
+    ScheduleRun quiet({stall_keeping(500)});  // client 2 never answers, nobody enters
+    quiet.schedule.reach(0, Point::before_acquire, 0);
+    quiet.advance(300);
+    quiet.schedule.reach(0, Point::before_acquire, 301 * kMs);
+    quiet.schedule.reach(1, Point::before_acquire, 301 * kMs);
+    quiet.advance(799);
+    EXPECT_FALSE(quiet.schedule.report()[0].contains("kept"));
+    EXPECT_FALSE(quiet.schedule.spent());
+    quiet.advance(800);
+    EXPECT_EQ(quiet.schedule.report()[0]["kept"][0]["ended"], "bound");
+
+    ScheduleRun early({stall_keeping(500)});  // an enter during the stall is not the story's
+    early.schedule.reach(0, Point::before_acquire, 0);
+    early.world.store_log.push_back(R"({"kind":"enter","client":2})");
+    early.world.holder = 2;
+    early.advance(302);
+    EXPECT_EQ(early.schedule.reach(2, Point::before_write, 303 * kMs), FaultSchedule::Answer::go);
+}
+
 TEST(FaultSchedule, APeerLinkFaultCutsTheServerFromEveryOtherServerUntilItHeals) {
     FaultSpec cut = at_time(FaultSpec::Kind::link, 100);
     cut.client.reset();

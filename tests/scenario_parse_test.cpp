@@ -147,6 +147,8 @@ TEST(ScenarioParse, UntilAnotherEntersIsAGateOrALinkWithAMaxMs) {
         {fault(R"({"fault": "gate", "point": "before_release", "until": "leader"})"), "max_ms", "required"},
         {fault(R"({"fault": "gate", "point": "before_release", "client": 1, "until": "leader", "max_ms": 50})"), "client", "whichever client reaches"},
         {fault(R"({"fault": "gate", "point": "before_release", "until": "leader", "max_ms": 1001})"), "max_ms", "workload.duration_ms"},
+        {fault(R"({"fault": "gate", "point": "after_acquire", "count": 2, "keep_holder_ms": 50})"), "keep_holder_ms", "one that lasts duration_ms once"},
+        {fault(R"({"fault": "link", "point": "before_acquire", "mode": "hold", "store": true, "keep_holder_ms": 50})"), "keep_holder_ms", "one that lasts duration_ms once"},
     };
     for (const Case& c : cases) {
         SCOPED_TRACE(c.fault.dump());
@@ -154,6 +156,9 @@ TEST(ScenarioParse, UntilAnotherEntersIsAGateOrALinkWithAMaxMs) {
     }
     const Json link = fault(R"({"fault": "link", "point": "before_acquire", "client": 0, "mode": "hold", "store": true, "duration_ms": 40, "until": "another-enters", "max_ms": 90})");
     EXPECT_NO_THROW(parse_scenario(with_fault(link), kFile));
+    // Without "until", a fault that lasts keeps the first to enter after its end.
+    const Json kept = fault(R"({"fault": "pause", "point": "before_acquire", "client": 0, "duration_ms": 40, "keep_holder_ms": 90})");
+    EXPECT_EQ(parse_scenario(with_fault(kept), kFile).runs.at(0).faults.at(0).keep_holder_ms, 90);
     const Json leader = fault(R"({"fault": "gate", "point": "before_release", "until": "leader", "max_ms": 900})");
     EXPECT_TRUE(parse_scenario(with_fault(leader), kFile).runs.at(0).faults.at(0).until_leader);
 }

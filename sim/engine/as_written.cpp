@@ -113,7 +113,9 @@ std::optional<long long> holder_lease_end_ns(const RunRecord& r, const RunHistor
 // The holders a fault with keep_holder_ms kept (FaultSchedule::report's "kept"): its bound
 // or the run's end let the holder go before the kept-for client's acquire had answered, the
 // holder was gone by then, nobody was inside to keep, or the holder's lease had ended before
-// the kept-for client answered: its answer met no lock anyone was holding.
+// the kept-for client answered: its answer met no lock anyone was holding. Kept after a
+// fault's end (no "until"): the same, and a watch that found nobody to keep is as written only
+// when every client's acquire answered with none entering ("none entered").
 void check_kept(const RunRecord& r, const RunHistory& h, const Json& fault, std::vector<std::string>& out) {
     const std::string label = fault.value("label", std::string("a fault"));
     for (const Json& k : fault.value("kept", Json::array())) {
@@ -122,6 +124,13 @@ void check_kept(const RunRecord& r, const RunHistory& h, const Json& fault, std:
             out.push_back(label + ": client " + std::to_string(k.value("holder", 0)) + " was kept " +
                           figure(k.value("late_ns", 0LL) / 1e6) + " ms past its " + std::to_string(k.value("keep_ms", 0LL)) +
                           " ms at most (the nemesis ran late: a stalled machine)");
+            continue;
+        }
+        if (!k.contains("holder") && !k.contains("client")) {  // kept after the fault's end: nobody was
+            if (ended == "none entered") continue;  // every acquire answered, none with the lock
+            out.push_back(label + ": nobody had entered, nor every client's acquire answered, " +
+                          (ended == "bound" ? "within " + std::to_string(k.value("keep_ms", 0LL)) + " ms of its end"
+                                            : std::string("by the run's end")));
             continue;
         }
         const std::string client = std::to_string(k.value("client", 0));
@@ -143,7 +152,8 @@ void check_kept(const RunRecord& r, const RunHistory& h, const Json& fault, std:
         if (ended != "bound" && ended != "run ended") continue;
         out.push_back(label + ": client " + std::to_string(k.value("holder", 0)) + " was let go " +
                       (ended == "bound" ? "after " + std::to_string(k.value("keep_ms", 0LL)) + " ms" : "by the run's end") +
-                      " before client " + client + " had entered, failed or queued behind it");
+                      (k.contains("for") ? std::string(" before another client had entered or every other client's acquire had answered")
+                                         : " before client " + client + " had entered, failed or queued behind it"));
     }
 }
 

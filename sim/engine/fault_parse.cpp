@@ -71,7 +71,11 @@ void parse_until(Fields& f, FaultSpec& s, const WorkloadSpec& w, const FaultKind
     if (!f.get("until")) {
         if (f.get("max_ms")) f.fail(f.at("max_ms"), "only a fault with \"until\" has a max_ms");
         if (f.get("lease_live")) f.fail(f.at("lease_live"), "only a fault with \"until\" waits for another to enter");
-        if (f.get("keep_holder_ms")) f.fail(f.at("keep_holder_ms"), "only a fault with \"until\" has another client to keep");
+        if (f.get("keep_holder_ms")) {  // kept after the fault's end: the first to enter then
+            if (!k.lasts || !f.get("duration_ms") || s.repeats())
+                f.fail(f.at("keep_holder_ms"), "only a fault with \"until\", or one that lasts duration_ms once, has a holder to keep");
+            s.keep_holder_ms = f.integer("keep_holder_ms", 0, 1, w.duration_ms, run_ends(w));
+        }
         return;
     }
     const std::string until = f.string("until", "");

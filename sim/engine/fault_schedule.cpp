@@ -42,9 +42,9 @@ std::vector<std::string> FaultSchedule::armed_points() const {
     std::vector<std::string> names;
     for (const auto& f : specs_)
         if (f.point) names.push_back(point_name(*f.point));
-    for (const auto& f : specs_)
-        if (f.keep_holder_ms) {  // the holder's leaving, the kept-for client's next try
-            names.push_back(point_name(Point::before_release));
+    for (std::size_t i = 0; i < specs_.size(); ++i)
+        if (specs_[i].keep_holder_ms) {  // where the holder is kept, the others' next tries
+            names.push_back(point_name(kept_at(i)));
             names.push_back(point_name(Point::before_acquire));
             names.push_back(point_name(Point::in_line));
         }
@@ -61,6 +61,7 @@ void FaultSchedule::start(int clients, long long start_at_ns, long long now_ns, 
     clients_ = clients;
     start_at_ns_ = start_at_ns;
     killed_.assign(static_cast<std::size_t>(clients), false);
+    gone_.assign(static_cast<std::size_t>(clients), false);
     start_reached_.assign(static_cast<std::size_t>(clients), false);
     start_open_ = !start_after_ || clients < 2;
     if (!start_open_) book(start_at_ns + start_after_->max_ms * kNsPerMs, Timer::What::open_start, 0, 0);
@@ -427,6 +428,7 @@ void FaultSchedule::begin_keep(std::size_t i, int holder, long long now_ns) {
     State& s = state_[i];
     s.keeping = holder;
     s.keep_from_ns = now_ns;
+    s.keep_bound_from_ns = now_ns;
     // Its acquire said it waits in line before the holder entered: it waits behind the holder now.
     if (std::ranges::find(in_line_, specs_[i].client.value_or(0)) != in_line_.end())
         return end_keep(i, now_ns, "in line");
@@ -444,6 +446,8 @@ void FaultSchedule::nobody_to_keep(std::size_t i, int client, long long now_ns) 
 bool FaultSchedule::keep_armed(std::size_t i, int client, Point point) const {
     const FaultSpec& f = specs_[i];
     if (!f.keep_holder_ms || state_[i].keep_over) return false;
+    if (keeps_after_end(i))  // anyone may be the holder, anyone's answer ends it
+        return point == kept_at(i) || point == Point::before_acquire || point == Point::in_line;
     const bool kept_for = client == f.client.value_or(0);
     return (point == Point::before_release && !kept_for) ||
            ((point == Point::before_acquire || point == Point::in_line) && kept_for);
@@ -456,11 +460,24 @@ bool FaultSchedule::keep_holds(int client, Point point, long long now_ns, bool m
     bool hold = false;
     for (std::size_t i = 0; i < specs_.size(); ++i) {
         State& s = state_[i];
+        if (s.watching && (point == Point::before_acquire || point == Point::in_line) && client != s.keeping) {
+            s.answered.at(static_cast<std::size_t>(client)) = true;  // its acquire answered: no lock (or in line)
+            s.last_answered = client;
+        }
+        // Kept after the fault's end: the first client to reach its write having entered since
+        // is the holder, held there at once, inside its section (a look at the log could come
+        // after it left).
+        if (s.watching && !s.keeping && may_hold && point == kept_at(i) && entered_since(s.log_mark, -1, client)) {
+            s.keeping = client;
+            s.keep_from_ns = now_ns;
+        }
         if (!s.keeping) continue;
-        if (may_hold && point == Point::before_release && client == *s.keeping && !s.keep_held) {
+        if (may_hold && point == kept_at(i) && client == *s.keeping && !s.keep_held) {
             s.keep_held = true;
             world_.hold(client);
             hold = true;
+        } else if (s.watching) {
+            continue;  // ended by check_watch alone
         } else if (point == Point::before_acquire && client == specs_[i].client.value_or(0) && kept_before[i]) {
             end_keep(i, now_ns, "failed");  // its acquire answered: no lock (this reach's own wait aside)
         } else if (point == Point::in_line && client == specs_[i].client.value_or(0)) {
@@ -472,6 +489,7 @@ bool FaultSchedule::keep_holds(int client, Point point, long long now_ns, bool m
 
 void FaultSchedule::check_keep(std::size_t i, long long now_ns) {
     State& s = state_[i];
+    if (s.watching) return check_watch(i, now_ns);
     if (!s.keeping) return;
     const int kept_for = specs_[i].client.value_or(0);
     const long long ends_ns = s.keep_from_ns + specs_[i].keep_holder_ms * kNsPerMs;
@@ -484,17 +502,80 @@ void FaultSchedule::check_keep(std::size_t i, long long now_ns) {
 // (the kept-for client waits in its library's queue behind the holder), "bound",
 // "holder gone", "client gone", "run ended" (or, from nobody_to_keep, "nobody inside");
 // as_written.cpp reads it.
-void FaultSchedule::end_keep(std::size_t i, long long now_ns, const char* how) {
+void FaultSchedule::end_keep(std::size_t i, long long now_ns, const char* how, std::optional<int> client) {
     State& s = state_[i];
+    if (s.watching && !s.keeping) return end_watch(i, now_ns, how);
     if (!s.keeping) return;
     kept_.resize(specs_.size());
-    const long long late_ns = now_ns - s.keep_from_ns - specs_[i].keep_holder_ms * kNsPerMs;
-    kept_[i].push_back({{"holder", *s.keeping}, {"client", specs_[i].client.value_or(0)}, {"from_ns", s.keep_from_ns},
+    const long long late_ns = now_ns - s.keep_bound_from_ns - specs_[i].keep_holder_ms * kNsPerMs;
+    kept_[i].push_back({{"holder", *s.keeping}, {"client", client.value_or(specs_[i].client.value_or(0))}, {"from_ns", s.keep_from_ns},
                         {"to_ns", now_ns}, {"ended", how}, {"keep_ms", specs_[i].keep_holder_ms},
                         {"late_ns", std::max(0LL, late_ns)}});
+    if (keeps_after_end(i)) kept_[i].back()["for"] = "others";  // not the fault's client alone
     if (s.keep_held) book(now_ns, Timer::What::let_holder_go, i, *s.keeping);
     s.keeping.reset();
     s.keep_held = false;
+    s.keep_over = true;
+    s.watching = false;
+}
+
+// ---- keep_holder_ms without "until": the first to enter after the fault, kept ------------
+
+bool FaultSchedule::keeps_after_end(std::size_t i) const {
+    return specs_[i].keep_holder_ms && !specs_[i].until_another_enters;
+}
+
+// Where a kept holder waits: with "until", at its release (the lock held: the late answer
+// meets it); after a fault's end, at its write, inside its section in the store (the two
+// holders the late answers made are inside together).
+Point FaultSchedule::kept_at(std::size_t i) const {
+    return keeps_after_end(i) ? Point::before_write : Point::before_release;
+}
+
+// The fault is over: every client's acquire in flight is answered from now on (a disk stall's
+// flushes done). The store's log is read every couple of milliseconds for the first enter.
+void FaultSchedule::watch_after_end(std::size_t i, long long now_ns) {
+    State& s = state_[i];
+    if (s.keep_over || s.watching || healing_) return;
+    s.watching = true;
+    s.keep_bound_from_ns = now_ns;
+    s.answered = gone_;
+    mark_store_log(i);
+    book(now_ns + kHoldPollNs, Timer::What::keep_check, i, 0);
+}
+
+// Every client but `but` has answered since the fault ended (or is gone).
+bool FaultSchedule::all_answered(std::size_t i, std::optional<int> but) const {
+    for (int c = 0; c < clients_; ++c)
+        if (c != but && !state_[i].answered.at(static_cast<std::size_t>(c))) return false;
+    return true;
+}
+
+// Nobody is kept yet: the first to reach its release having entered since the fault ended
+// will be (keep_holds); every acquire answered with none entered ends the watch ("none
+// entered": the lock refused them all). Kept: another's enter ends it ("entered"), so does
+// every other client's acquire answered ("failed"), or the bound.
+void FaultSchedule::check_watch(std::size_t i, long long now_ns) {
+    State& s = state_[i];
+    if (!s.keeping && !entered_since(s.log_mark, -1) && all_answered(i, std::nullopt))
+        return end_watch(i, now_ns, "none entered");
+    if (s.keeping) {
+        if (const auto other = entered_since(s.log_mark, *s.keeping)) return end_keep(i, now_ns, "entered", other);
+        if (all_answered(i, s.keeping)) return end_keep(i, now_ns, "failed", s.last_answered);
+    }
+    const long long ends_ns = s.keep_bound_from_ns + specs_[i].keep_holder_ms * kNsPerMs;
+    if (now_ns >= ends_ns) return s.keeping ? end_keep(i, now_ns, "bound") : end_watch(i, now_ns, "bound");
+    book(std::min(now_ns + kHoldPollNs, ends_ns), Timer::What::keep_check, i, 0);
+}
+
+// A watch that ends with nobody kept: its record has no holder.
+void FaultSchedule::end_watch(std::size_t i, long long now_ns, const char* how) {
+    State& s = state_[i];
+    kept_.resize(specs_.size());
+    const long long late_ns = now_ns - s.keep_bound_from_ns - specs_[i].keep_holder_ms * kNsPerMs;
+    kept_[i].push_back({{"from_ns", s.keep_bound_from_ns}, {"to_ns", now_ns}, {"ended", how},
+                        {"keep_ms", specs_[i].keep_holder_ms}, {"late_ns", std::max(0LL, late_ns)}});
+    s.watching = false;
     s.keep_over = true;
 }
 
@@ -549,8 +630,12 @@ void FaultSchedule::run(const Timer& t, long long now_ns) {
             break;
         case Timer::What::aim_again: strike_repeat(t.fault, aim(t.fault), now_ns); break;
         case Timer::What::end:  // a gate "until" ends by its wait alone (hold_until)
-            if (specs_[t.fault].until_another_enters) wait_for_another(t, now_ns);
-            else end(t.fault, t.client, now_ns, t.occurrence);
+            if (specs_[t.fault].until_another_enters) {
+                wait_for_another(t, now_ns);
+            } else {
+                end(t.fault, t.client, now_ns, t.occurrence);
+                if (keeps_after_end(t.fault)) watch_after_end(t.fault, now_ns);
+            }
             break;
         case Timer::What::until_check: check_end(t.fault, t.client, now_ns); break;
         case Timer::What::keep_check: check_keep(t.fault, now_ns); break;
@@ -625,6 +710,7 @@ void FaultSchedule::end(std::size_t fault, int client, long long now_ns, std::op
 
 void FaultSchedule::client_gone(int gone, long long now_ns) {
     std::erase(start_held_, gone);
+    if (gone >= 0 && gone < clients_) gone_.at(static_cast<std::size_t>(gone)) = true;
     if (start_after_ && gone == start_after_->client) {  // it will get nowhere now
         start_client_gone_ = true;
         open_start(now_ns);
@@ -635,8 +721,9 @@ void FaultSchedule::client_gone(int gone, long long now_ns) {
             s.keep_held = false;  // nobody to let go
             end_keep(i, now_ns, "holder gone");
         }
-        if (s.keeping && specs_[i].client.value_or(0) == gone) end_keep(i, now_ns, "client gone");
-        if (specs_[i].keep_holder_ms && specs_[i].client.value_or(0) == gone) s.keep_over = true;  // nobody to keep for
+        if (s.watching && gone >= 0 && gone < clients_) s.answered.at(static_cast<std::size_t>(gone)) = true;
+        if (!keeps_after_end(i) && s.keeping && specs_[i].client.value_or(0) == gone) end_keep(i, now_ns, "client gone");
+        if (!keeps_after_end(i) && specs_[i].keep_holder_ms && specs_[i].client.value_or(0) == gone) s.keep_over = true;  // nobody to keep for
         if (std::erase(s.held, gone) == 0) continue;
         for (int c : s.held) end(i, c, now_ns);
         s.held.clear();

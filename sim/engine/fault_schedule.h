@@ -132,6 +132,13 @@ private:
         std::optional<int> keeping;
         long long keep_from_ns = 0;
         bool keep_held = false;
+        long long keep_bound_from_ns = 0;  // where keep_holder_ms counts from
+        // keep_holder_ms on a fault without "until" (after_end): from its end, the first client
+        // to enter is kept until another enters or every other client's acquire has answered;
+        // `answered`: back at before_acquire or in line since, or gone.
+        bool watching = false;
+        std::vector<bool> answered;
+        int last_answered = -1;
         bool replies_came = false;  // a hold of the start's client's replies: they came (or it ended)
     };
     struct Timer {
@@ -168,7 +175,13 @@ private:
     bool keep_holds(int client, Point point, long long now_ns, bool may_hold, const std::vector<bool>& kept_before);
     void nobody_to_keep(std::size_t fault, int client, long long now_ns);
     void check_keep(std::size_t fault, long long now_ns);
-    void end_keep(std::size_t fault, long long now_ns, const char* how);
+    void end_keep(std::size_t fault, long long now_ns, const char* how, std::optional<int> client = std::nullopt);
+    bool keeps_after_end(std::size_t fault) const;
+    Point kept_at(std::size_t fault) const;
+    void watch_after_end(std::size_t fault, long long now_ns);
+    void check_watch(std::size_t fault, long long now_ns);
+    bool all_answered(std::size_t fault, std::optional<int> but) const;
+    void end_watch(std::size_t fault, long long now_ns, const char* how);
     bool keep_armed(std::size_t fault, int client, Point point) const;
     void start_counting(std::size_t fault, long long now_ns);
     bool node_coming_back() const;
@@ -195,6 +208,7 @@ private:
     std::vector<State> state_;
     std::vector<Timer> timers_;
     std::vector<bool> killed_;
+    std::vector<bool> gone_;           // finished or killed (client_gone)
     int clients_ = 0;
     long long start_at_ns_ = 0;
     std::optional<StartAfter> start_after_;

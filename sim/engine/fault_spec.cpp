@@ -48,9 +48,12 @@ std::string FaultSpec::label() const {
     if (const FaultKind& k = fault_kind(kind); k.label) s += k.label(*this);
     if (until_another_enters) s += " until another enters (at most " + std::to_string(max_ms) + " ms)";
     if (until_leader) s += " until a server leads (at most " + std::to_string(max_ms) + " ms)";
-    if (keep_holder_ms)
+    if (keep_holder_ms && until_another_enters)
         s += ", then keeps it in its section until client " + std::to_string(client.value_or(0)) +
              " enters, fails or waits in line behind it (at most " + std::to_string(keep_holder_ms) + " ms)";
+    else if (keep_holder_ms)
+        s += ", then keeps the first to enter in its section until another enters or every acquire has answered (at most " +
+             std::to_string(keep_holder_ms) + " ms)";
     if (point) s += std::string(" at ") + point_name(*point) + " #" + std::to_string(occurrence);
     if (at_ms) s += " at " + std::to_string(*at_ms) + " ms";
     if (client) s += " on client " + std::to_string(*client);

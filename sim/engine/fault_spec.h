@@ -49,13 +49,18 @@ struct FaultSpec {
     // that forgot the lock, not a lease that ran out): an enter after its TTL makes the run
     // not as written (as_written.h).
     bool lease_live = false;
-    // "keep_holder_ms": once another client has entered and the fault ends, that client stays
-    // in its section (held at its before_release) until this fault's client has entered too
-    // (the store's log says so) or its acquire has failed (it is back at before_acquire): the
-    // forced form of "its late answer meets a lock someone holds". At most this long: the
-    // bound (or the holder gone, or nobody inside when the wait ends) makes the run not as
-    // written (as_written.h). The case keeps it below the TTL less an acquire, so that the
-    // kept holder's lease is still live; nothing checks that lease.
+    // "keep_holder_ms". With "until": once another client has entered and the fault ends,
+    // that client stays in its section (held at its before_release) until this fault's client
+    // has entered too (the store's log says so) or its acquire has failed (it is back at
+    // before_acquire): the forced form of "its late answer meets a lock someone holds".
+    // Without "until", on a fault that lasts (a disk stall): the first client to reach its
+    // before_release having entered since the fault's end is kept so until another client has
+    // entered too or every other client's
+    // acquire has answered (each back at before_acquire, in line, or gone): the forced form of
+    // "two late answers, given together, meet". At most this long (counted from the fault's
+    // end without "until"): the bound (or the holder gone, or nobody inside) makes the run not
+    // as written (as_written.h). The case keeps it below the TTL less an acquire, so that the
+    // kept holder's lease is still live (as_written.cpp checks it).
     long long keep_holder_ms = 0;
     long long jump_ms = 0;           // clock: step the wall clock by this much (negative: back)
     std::optional<double> rate;      // clock: then let it run this many seconds per second

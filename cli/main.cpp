@@ -253,8 +253,11 @@ int cmd_explore(const ExploreArgs& a) {
     const nlohmann::json file = read_input_json(a.scenario);
     refuse_locks_for_runs(file, a.scenario, a.locks);
     const LockSelection locks = is_case_file(file) ? chosen_locks(a.locks) : LockSelection{};
-    const Scenario s = scenario_from_source(file, a.scenario, locks.locks, locks.choice);
-    if (s.runs.empty()) throw ScenarioError(a.scenario + ": applies to none of the locks asked for");
+    std::vector<NotApplicable> missing;
+    const Scenario s = scenario_from_source(file, a.scenario, locks.locks, locks.choice, &missing);
+    if (s.runs.empty())
+        throw ScenarioError(a.scenario + ": applies to none of the locks asked for" +
+                            (missing.empty() ? std::string() : " (" + missing.front().lock + ": " + missing.front().why + ")"));
     const nlohmann::json& source = s.source;
     sim::ExploreOptions o{a.scenario, source, a.only, a.schedules, a.seed,
                           a.out ? fs::path(*a.out) : fs::path("results") / ("explore-" + s.name), true, a.first_only};

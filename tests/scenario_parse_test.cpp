@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/harness/compose.h"
+#include "sim/harness/matrix_spec.h"
 #include "sim/harness/matrix.h"
 #include "sim/engine/case_file.h"
 #include "sim/engine/scenario.h"
@@ -386,6 +387,25 @@ TEST(ScenarioParse, ASweptValueIsRefusedAsTheFileWouldBe) {
         ADD_FAILURE() << "1e30 was swept into an integer";
     } catch (const std::exception& e) {
         EXPECT_NE(std::string(e.what()).find("out of range"), std::string::npos) << e.what();
+    }
+    fs::remove_all(dir);
+}
+
+// A swept value that makes a case apply to none of the locks is refused, naming the value
+// and the first lock's reason (the sweep would otherwise run a step of no cells).
+TEST(ScenarioParse, ASweptValueThatLeavesNoCellIsRefused) {
+    const fs::path dir = temp_dir("sweep-case");
+    const fs::path file = dir / "case.json";
+    std::ofstream(file) << R"({"name": "strike", "ttl_ms": 300, "workload": {"clients": 2, "duration_ms": 1000},
+        "faults": [{"fault": "crash", "at_ms": 100, "node": 0}]})";
+    const LockSelection locks = select_locks(fs::path(LOCKBENCH_SOURCE_DIR) / "locks", {"token-lua"});
+    try {
+        sweep_spec(file, parse_sweep_param("faults.0.node=0..3"), 2, {}, 1, &locks);
+        ADD_FAILURE() << "a step of no cells was swept in";
+    } catch (const std::exception& e) {
+        const std::string m = e.what();
+        EXPECT_NE(m.find("applies to none of the locks asked for (token-lua: strikes lock node 3"), std::string::npos) << m;
+        EXPECT_NE(m.find("--param faults.0.node=3"), std::string::npos) << m;
     }
     fs::remove_all(dir);
 }

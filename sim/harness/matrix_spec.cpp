@@ -155,14 +155,25 @@ int set_path(Json& j, const std::vector<std::string>& path, size_t at, double va
     return set_path(j[key], path, at + 1, value, next, assigned);
 }
 
-// The scenario with one swept value: refused as the file would be, the value named too.
+// The scenario with one swept value: refused as the file would be, the value named too; a
+// case that the value makes apply to none of the locks is refused too, with the first reason.
 Scenario parse_scenario_for_sweep(const Json& source, const fs::path& file, const std::string& path, const Json& value,
                                   const LockSelection* locks, MatrixSpec& spec) {
+    const std::string with = " (with --param " + path + "=" + value.dump() + ")";
+    const std::size_t missing_before = spec.not_applicable.size();
+    Scenario s;
     try {
-        return scenario_of_file(source, file, locks, spec);
+        s = scenario_of_file(source, file, locks, spec);
     } catch (const ScenarioError& e) {
-        throw ScenarioError(std::string(e.what()) + " (with --param " + path + "=" + value.dump() + ")");
+        throw ScenarioError(std::string(e.what()) + with);
     }
+    if (s.runs.empty()) {
+        const Json first = spec.not_applicable.size() > missing_before ? spec.not_applicable.at(missing_before) : Json();
+        throw ScenarioError(file.string() + ": applies to none of the locks asked for" +
+                            (first.is_object() ? " (" + first.value("lock", std::string()) + ": " + first.value("why", std::string()) + ")"
+                                               : std::string()) + with);
+    }
+    return s;
 }
 
 void check_repeat(int repeat) {

@@ -61,6 +61,7 @@ const char* point_name(Point p) {
         case Point::before_write: return "before_write";
         case Point::before_release: return "before_release";
         case Point::in_line: return "in_line";
+        case Point::entered: return "entered";
     }
     return "?";
 }

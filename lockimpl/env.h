@@ -88,6 +88,10 @@ enum class Point {
     // Not a point a fault is armed at: an external library's acquire, still in flight, waits in
     // its queue behind a holder (its adapter said {"event": "waiting"}); keep_holder_ms's end.
     in_line,
+    // Not a point a fault is armed at either: the client's enter landed in the protected store
+    // (it is inside its section). Reached only in a run whose fault keeps a holder after its
+    // end (keep_holder_ms without "until"), which holds the first there.
+    entered,
 };
 const char* point_name(Point p);
 

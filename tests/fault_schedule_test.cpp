@@ -977,10 +977,12 @@ TEST(FaultSchedule, ADiskStallHoldsTheNodesFlushesForItsDurationOrUntilHealed) {
     EXPECT_EQ(r.world.calls, (Strings{"stall disk of node 0", "unstall disk of node 0", "stall disk of node 0", "unstall disk of node 0"}));
 }
 
-// A disk stall kept after its end (keep_holder_ms, no "until"): the first client to reach its
-// write having entered since is kept inside its section until another client enters, or
-// every other client's acquire has answered (back at before_acquire, in line, or gone); at
-// most keep_holder_ms from the stall's end. Nobody entering while every acquire answered is the lock refusing them all.
+// A disk stall kept after its end (keep_holder_ms, no "until"): the first client to reach the
+// point `entered` (its enter landed in the store) since the stall's end is kept there, inside
+// its section, until another client enters, or every other client's acquire that was in
+// flight at the end has answered (back at before_acquire, in line, or gone); at most
+// keep_holder_ms from the stall's end. Nobody entering while every acquire answered is the lock
+// refusing them all.
 FaultSpec stall_keeping(long long keep_ms) {
     FaultSpec stall = at_point(FaultSpec::Kind::disk_stall, Point::before_acquire);
     stall.client = 0;
@@ -990,16 +992,17 @@ FaultSpec stall_keeping(long long keep_ms) {
     return stall;
 }
 
-// The stall from 0 to 300 ms; client 1 enters at 301 and, reaching its write before any look
-// at the log (a section shorter than the look's period), is held there, inside its section:
-// the first to reach its write having entered since the stall is the holder.
+// The stall from 0 to 300 ms, every client's acquire in flight through it; client 1 enters at
+// 301 and, reaching `entered` before any look at the log, is held there.
 ScheduleRun& stall_then_client_1_enters(ScheduleRun& r) {
     EXPECT_EQ(r.schedule.reach(0, Point::before_acquire, 0), FaultSchedule::Answer::go);
+    r.schedule.reach(1, Point::before_acquire, 100 * kMs);
+    r.schedule.reach(2, Point::before_acquire, 200 * kMs);
     r.advance(300);
     EXPECT_EQ(r.world.calls, (Strings{"stall disk of node 0", "unstall disk of node 0"}));
     r.world.store_log.push_back(R"({"kind":"enter","client":1})");
     r.world.holder = 1;
-    EXPECT_EQ(r.schedule.reach(1, Point::before_write, 301 * kMs), FaultSchedule::Answer::held);
+    EXPECT_EQ(r.schedule.reach(1, Point::entered, 301 * kMs), FaultSchedule::Answer::held);
     EXPECT_EQ(r.world.calls.back(), "hold 1");
     return r;
 }
@@ -1015,7 +1018,7 @@ TEST(FaultSchedule, KeptAfterItsEndTheFirstToEnterStaysUntilAnotherEntersOrEvery
     EXPECT_EQ(kept[0]["holder"], 1);
     EXPECT_EQ(kept[0]["client"], 0);
     EXPECT_EQ(kept[0]["ended"], "entered");
-    EXPECT_EQ(entered.schedule.reach(1, Point::before_write, 400 * kMs), FaultSchedule::Answer::disarm);  // once
+    EXPECT_EQ(entered.schedule.reach(1, Point::entered, 400 * kMs), FaultSchedule::Answer::disarm);  // once
     EXPECT_TRUE(entered.schedule.spent());
 
     // Client 0 refuses its late answer and client 2's fails: both back at before_acquire.
@@ -1028,6 +1031,7 @@ TEST(FaultSchedule, KeptAfterItsEndTheFirstToEnterStaysUntilAnotherEntersOrEvery
     failed.advance(308);
     EXPECT_EQ(failed.world.calls.back(), "let_go 1");
     EXPECT_EQ(failed.schedule.report()[0]["kept"][0]["ended"], "failed");
+    EXPECT_EQ(failed.schedule.report()[0]["kept"][0]["client"], 2);
 
     // A client gone counts as answered; the bound lets the holder go and says so.
     ScheduleRun bound({stall_keeping(500)});
@@ -1038,11 +1042,29 @@ TEST(FaultSchedule, KeptAfterItsEndTheFirstToEnterStaysUntilAnotherEntersOrEvery
     bound.advance(800);
     EXPECT_EQ(bound.world.calls.back(), "let_go 1");
     EXPECT_EQ(bound.schedule.report()[0]["kept"][0]["ended"], "bound");
+    EXPECT_FALSE(bound.schedule.report()[0]["kept"][0].contains("client"));
+}
+
+// Only an acquire in flight at the fault's end is waited for: a client inside its section then
+// (its last point was not before_acquire) has nothing to answer, and its next attempt is not
+// the story's.
+TEST(FaultSchedule, KeptAfterItsEndOnlyAcquiresInFlightAtTheEndAreWaitedFor) {
+    ScheduleRun r({stall_keeping(500)});
+    r.schedule.reach(0, Point::before_acquire, 0);
+    r.schedule.reach(1, Point::before_acquire, 100 * kMs);
+    r.schedule.reach(2, Point::entered, 150 * kMs);  // inside a section through the stall's end
+    r.advance(300);
+    r.world.store_log.push_back(R"({"kind":"enter","client":1})");
+    EXPECT_EQ(r.schedule.reach(1, Point::entered, 301 * kMs), FaultSchedule::Answer::held);
+    r.schedule.reach(0, Point::before_acquire, 302 * kMs);  // client 0's late answer refused
+    r.advance(304);
+    EXPECT_EQ(r.world.calls.back(), "let_go 1");
+    EXPECT_EQ(r.schedule.report()[0]["kept"][0]["ended"], "failed");
 }
 
 TEST(FaultSchedule, KeptAfterItsEndNobodyEnteringSaysWhetherEveryAcquireAnswered) {
     ScheduleRun refused({stall_keeping(500)});
-    refused.schedule.reach(0, Point::before_acquire, 0);
+    for (int c = 0; c < 3; ++c) refused.schedule.reach(c, Point::before_acquire, 0);
     refused.advance(300);
     for (int c = 0; c < 3; ++c) refused.schedule.reach(c, Point::before_acquire, 301 * kMs);
     refused.advance(303);
@@ -1053,7 +1075,7 @@ TEST(FaultSchedule, KeptAfterItsEndNobodyEnteringSaysWhetherEveryAcquireAnswered
     EXPECT_TRUE(refused.schedule.spent());
 
     ScheduleRun quiet({stall_keeping(500)});  // client 2 never answers, nobody enters
-    quiet.schedule.reach(0, Point::before_acquire, 0);
+    for (int c = 0; c < 3; ++c) quiet.schedule.reach(c, Point::before_acquire, 0);
     quiet.advance(300);
     quiet.schedule.reach(0, Point::before_acquire, 301 * kMs);
     quiet.schedule.reach(1, Point::before_acquire, 301 * kMs);
@@ -1068,7 +1090,12 @@ TEST(FaultSchedule, KeptAfterItsEndNobodyEnteringSaysWhetherEveryAcquireAnswered
     early.world.store_log.push_back(R"({"kind":"enter","client":2})");
     early.world.holder = 2;
     early.advance(302);
-    EXPECT_EQ(early.schedule.reach(2, Point::before_write, 303 * kMs), FaultSchedule::Answer::go);
+    EXPECT_EQ(early.schedule.reach(2, Point::entered, 303 * kMs), FaultSchedule::Answer::go);
+
+    ScheduleRun cut({stall_keeping(500)});  // the run ends during the stall: said, not silent
+    cut.schedule.reach(0, Point::before_acquire, 0);
+    cut.schedule.heal(200 * kMs);
+    EXPECT_EQ(cut.schedule.report()[0]["kept"][0]["ended"], "run ended");
 }
 
 TEST(FaultSchedule, APeerLinkFaultCutsTheServerFromEveryOtherServerUntilItHeals) {

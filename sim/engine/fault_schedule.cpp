@@ -62,6 +62,7 @@ void FaultSchedule::start(int clients, long long start_at_ns, long long now_ns, 
     start_at_ns_ = start_at_ns;
     killed_.assign(static_cast<std::size_t>(clients), false);
     gone_.assign(static_cast<std::size_t>(clients), false);
+    last_point_.assign(static_cast<std::size_t>(clients), std::nullopt);
     start_reached_.assign(static_cast<std::size_t>(clients), false);
     start_open_ = !start_after_ || clients < 2;
     if (!start_open_) book(start_at_ns + start_after_->max_ms * kNsPerMs, Timer::What::open_start, 0, 0);
@@ -85,6 +86,7 @@ void FaultSchedule::start(int clients, long long start_at_ns, long long now_ns, 
 // before the client hears anything. A kill or a gate, which do not let this client go on,
 // come last, and nothing fires after a kill.
 FaultSchedule::Answer FaultSchedule::reach(int client, Point point, long long now_ns) {
+    if (client >= 0 && client < clients_) last_point_.at(static_cast<std::size_t>(client)) = point;
     if (point == Point::before_acquire) std::erase(in_line_, client);  // a new attempt
     if (point == Point::in_line && std::ranges::find(in_line_, client) == in_line_.end()) in_line_.push_back(client);
     std::vector<bool> kept_before(specs_.size());
@@ -464,9 +466,9 @@ bool FaultSchedule::keep_holds(int client, Point point, long long now_ns, bool m
             s.answered.at(static_cast<std::size_t>(client)) = true;  // its acquire answered: no lock (or in line)
             s.last_answered = client;
         }
-        // Kept after the fault's end: the first client to reach its write having entered since
-        // is the holder, held there at once, inside its section (a look at the log could come
-        // after it left).
+        // Kept after the fault's end: the first client to report `entered` (its enter landed)
+        // since is the holder, held there at once, inside its section (a look at the log could
+        // come after it left).
         if (s.watching && !s.keeping && may_hold && point == kept_at(i) && entered_since(s.log_mark, -1, client)) {
             s.keeping = client;
             s.keep_from_ns = now_ns;
@@ -508,10 +510,13 @@ void FaultSchedule::end_keep(std::size_t i, long long now_ns, const char* how, s
     if (!s.keeping) return;
     kept_.resize(specs_.size());
     const long long late_ns = now_ns - s.keep_bound_from_ns - specs_[i].keep_holder_ms * kNsPerMs;
-    kept_[i].push_back({{"holder", *s.keeping}, {"client", client.value_or(specs_[i].client.value_or(0))}, {"from_ns", s.keep_from_ns},
-                        {"to_ns", now_ns}, {"ended", how}, {"keep_ms", specs_[i].keep_holder_ms},
-                        {"late_ns", std::max(0LL, late_ns)}});
-    if (keeps_after_end(i)) kept_[i].back()["for"] = "others";  // not the fault's client alone
+    kept_[i].push_back({{"holder", *s.keeping}, {"from_ns", s.keep_from_ns}, {"to_ns", now_ns}, {"ended", how},
+                        {"keep_ms", specs_[i].keep_holder_ms}, {"late_ns", std::max(0LL, late_ns)}});
+    // Kept for the fault's client; after a fault's end, for every other (the one that entered
+    // or answered last, when there is one).
+    if (!keeps_after_end(i)) kept_[i].back()["client"] = specs_[i].client.value_or(0);
+    else if (client) kept_[i].back()["client"] = *client;
+    if (keeps_after_end(i)) kept_[i].back()["for"] = "others";
     if (s.keep_held) book(now_ns, Timer::What::let_holder_go, i, *s.keeping);
     s.keeping.reset();
     s.keep_held = false;
@@ -521,25 +526,31 @@ void FaultSchedule::end_keep(std::size_t i, long long now_ns, const char* how, s
 
 // ---- keep_holder_ms without "until": the first to enter after the fault, kept ------------
 
-bool FaultSchedule::keeps_after_end(std::size_t i) const {
-    return specs_[i].keep_holder_ms && !specs_[i].until_another_enters;
-}
+bool FaultSchedule::keeps_after_end(std::size_t i) const { return specs_[i].keeps_after_end(); }
 
 // Where a kept holder waits: with "until", at its release (the lock held: the late answer
-// meets it); after a fault's end, at its write, inside its section in the store (the two
-// holders the late answers made are inside together).
+// meets it); after a fault's end, right after its enter landed, inside its section in the
+// store (the two holders the late answers made are inside together, whether or not the first
+// then writes).
 Point FaultSchedule::kept_at(std::size_t i) const {
-    return keeps_after_end(i) ? Point::before_write : Point::before_release;
+    return keeps_after_end(i) ? Point::entered : Point::before_release;
 }
 
 // The fault is over: every client's acquire in flight is answered from now on (a disk stall's
-// flushes done). The store's log is read every couple of milliseconds for the first enter.
+// flushes done). A client with none in flight (its last point reported was not before_acquire
+// or in_line: it is inside a section, or past one) has nothing to answer. The store's log is
+// read every couple of milliseconds for another's enter.
 void FaultSchedule::watch_after_end(std::size_t i, long long now_ns) {
     State& s = state_[i];
     if (s.keep_over || s.watching || healing_) return;
     s.watching = true;
     s.keep_bound_from_ns = now_ns;
-    s.answered = gone_;
+    s.answered.assign(static_cast<std::size_t>(clients_), true);
+    for (int c = 0; c < clients_; ++c) {
+        const auto last = last_point_.at(static_cast<std::size_t>(c));
+        const bool in_flight = last == Point::before_acquire || last == Point::in_line;
+        s.answered.at(static_cast<std::size_t>(c)) = gone_.at(static_cast<std::size_t>(c)) || !in_flight;
+    }
     mark_store_log(i);
     book(now_ns + kHoldPollNs, Timer::What::keep_check, i, 0);
 }
@@ -551,7 +562,7 @@ bool FaultSchedule::all_answered(std::size_t i, std::optional<int> but) const {
     return true;
 }
 
-// Nobody is kept yet: the first to reach its release having entered since the fault ended
+// Nobody is kept yet: the first to report `entered` since the fault ended
 // will be (keep_holds); every acquire answered with none entered ends the watch ("none
 // entered": the lock refused them all). Kept: another's enter ends it ("entered"), so does
 // every other client's acquire answered ("failed"), or the bound.
@@ -561,7 +572,9 @@ void FaultSchedule::check_watch(std::size_t i, long long now_ns) {
         return end_watch(i, now_ns, "none entered");
     if (s.keeping) {
         if (const auto other = entered_since(s.log_mark, *s.keeping)) return end_keep(i, now_ns, "entered", other);
-        if (all_answered(i, s.keeping)) return end_keep(i, now_ns, "failed", s.last_answered);
+        if (all_answered(i, s.keeping))
+            return end_keep(i, now_ns, "failed", s.last_answered >= 0 && s.last_answered != *s.keeping
+                                                       ? std::optional(s.last_answered) : std::nullopt);
     }
     const long long ends_ns = s.keep_bound_from_ns + specs_[i].keep_holder_ms * kNsPerMs;
     if (now_ns >= ends_ns) return s.keeping ? end_keep(i, now_ns, "bound") : end_watch(i, now_ns, "bound");
@@ -736,7 +749,14 @@ void FaultSchedule::client_gone(int gone, long long now_ns) {
 // A node that is down stays down: the run is over.
 void FaultSchedule::heal(long long now_ns) {
     healing_ = true;  // what ends now ends with the run: no wait begins to count
-    for (std::size_t i = 0; i < specs_.size(); ++i) end_keep(i, now_ns, "run ended");  // its let-go timer runs below
+    for (std::size_t i = 0; i < specs_.size(); ++i) {
+        // A fault kept after its end that the run ended first: its watch never began.
+        if (keeps_after_end(i) && !state_[i].fired_on.empty() && !state_[i].keep_over && !state_[i].watching) {
+            state_[i].watching = true;
+            state_[i].keep_bound_from_ns = now_ns;
+        }
+        end_keep(i, now_ns, "run ended");  // its let-go timer runs below
+    }
     for (Timer& t : timers_) {
         if (!t.pending) continue;
         t.pending = false;

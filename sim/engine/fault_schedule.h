@@ -134,8 +134,9 @@ private:
         bool keep_held = false;
         long long keep_bound_from_ns = 0;  // where keep_holder_ms counts from
         // keep_holder_ms on a fault without "until" (after_end): from its end, the first client
-        // to enter is kept until another enters or every other client's acquire has answered;
-        // `answered`: back at before_acquire or in line since, or gone.
+        // to enter is kept until another enters or every other client's acquire in flight at
+        // the end has answered; `answered`: none in flight then, back at before_acquire or in
+        // line since, or gone.
         bool watching = false;
         std::vector<bool> answered;
         int last_answered = -1;
@@ -209,6 +210,7 @@ private:
     std::vector<Timer> timers_;
     std::vector<bool> killed_;
     std::vector<bool> gone_;           // finished or killed (client_gone)
+    std::vector<std::optional<Point>> last_point_;  // per client: the last point it reported
     int clients_ = 0;
     long long start_at_ns_ = 0;
     std::optional<StartAfter> start_after_;

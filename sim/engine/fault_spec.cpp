@@ -14,7 +14,9 @@ std::optional<Point> parse_point(const std::string& name) {
 }
 
 std::optional<Point> parse_reported_point(const std::string& name) {
-    return name == point_name(Point::in_line) ? std::optional(Point::in_line) : parse_point(name);
+    for (Point p : {Point::in_line, Point::entered})
+        if (name == point_name(p)) return p;
+    return parse_point(name);
 }
 
 std::string node_text(int node) {

@@ -53,10 +53,10 @@ struct FaultSpec {
     // that client stays in its section (held at its before_release) until this fault's client
     // has entered too (the store's log says so) or its acquire has failed (it is back at
     // before_acquire): the forced form of "its late answer meets a lock someone holds".
-    // Without "until", on a fault that lasts (a disk stall): the first client to reach its
-    // before_release having entered since the fault's end is kept so until another client has
-    // entered too or every other client's
-    // acquire has answered (each back at before_acquire, in line, or gone): the forced form of
+    // Without "until", on a fault that lasts (a disk stall): the first client whose enter lands
+    // in the store after the fault's end is held there, inside its section (the point entered),
+    // until another client has entered too or every other client's acquire in flight at the
+    // fault's end has answered (back at before_acquire, in line, or gone): the forced form of
     // "two late answers, given together, meet". At most this long (counted from the fault's
     // end without "until"): the bound (or the holder gone, or nobody inside) makes the run not
     // as written (as_written.h). The case keeps it below the TTL less an acquire, so that the
@@ -92,6 +92,9 @@ struct FaultSpec {
     std::optional<long long> ends_by_ms;  // a drawn length is cut to end by then (the clients' duration)
     bool repeats() const { return every_ms.has_value(); }
 
+    // keep_holder_ms without "until": the first to enter after the fault's end is kept, at the
+    // point `entered` its worker then reaches.
+    bool keeps_after_end() const { return keep_holder_ms && !until_another_enters; }
     std::string label() const;       // "pause 600 ms at after_acquire #1"
 };
 

@@ -1,5 +1,6 @@
 #include "sim/engine/run_setup.h"
 
+#include <algorithm>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -21,6 +22,7 @@ WorkerSpec worker_spec(const RunSpec& run, int client, std::uint64_t seed, Insta
     WorkerSpec w{client, seed, run.workload, std::chrono::milliseconds(run.timeouts.store_ms), start,
                  run.check_lease_before_write, run.renew};
     w.resource_check = run.resource_check;
+    w.reports_entered = std::ranges::any_of(run.faults, &FaultSpec::keeps_after_end);
     return w;
 }
 

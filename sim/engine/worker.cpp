@@ -160,6 +160,7 @@ private:
             store_.abandon(id);  // the enter may have landed: leave no section open
             return;
         }
+        if (spec_.reports_entered) env_.reach(Point::entered);
         env_.sleep(from_ms(work_ms));
         if (abandons_lost_lease(lease_id, held, work_ms)) {
             store_.abandon(id);

@@ -32,6 +32,7 @@ struct WorkerSpec {
     bool check_lease_before_write = false;  // skip the write if the lease's validity has run out
     std::optional<RenewSpec> renew;         // extend the lease while held (sim/engine/renewal.h)
     ResourceCheck resource_check = ResourceCheck::fence;  // what the store refuses (store.h)
+    bool reports_entered = false;  // reach Point::entered after each enter (a fault keeps a holder there)
     // The simulator's early stop (sim/virtual/sim_run.h): once *stop is true the worker ends as
     // at its deadline (the section it is in runs to its end; no new acquire begins).
     const bool* stop = nullptr;

@@ -48,12 +48,12 @@ std::vector<Candidate> literature() {
 }
 
 // What a fault is, where it lands and whom it strikes: a coverage key.
-struct Tried {
+struct TriedFault {
     std::string fault, point, target;
-    auto operator<=>(const Tried&) const = default;
+    auto operator<=>(const TriedFault&) const = default;
 };
 
-Tried tried_key(const Json& f, int nodes) {
+TriedFault tried_key(const Json& f, int nodes) {
     // Its kind's words, as the search's classes say them (fault_kind.h), without the scale.
     const std::string kind = f.value("fault", std::string("?"));
     const FaultKind* k = find_fault_kind(kind);
@@ -91,7 +91,7 @@ private:
     std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
     double last_run_s_ = 0;
     long long runs_ = 0, tried_ = 0, not_applicable_ = 0, known_ = 0, failed_ = 0;
-    std::map<Tried, std::pair<long long, long long>> coverage_;  // tried, violated
+    std::map<TriedFault, std::pair<long long, long long>> coverage_;  // tried, violated
     Json discovered_ = Json::array();
     std::map<std::string, std::size_t> classes_;
     std::string model_;

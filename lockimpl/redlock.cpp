@@ -114,7 +114,7 @@ AlgorithmInfo redlock_algorithm() {
             {"drift_factor", T::number, 0.01, "clock drift allowance, a fraction of the TTL", {}, 0, 1},
             {"drift_ms", T::number, 2.0, "clock drift allowance added to the fraction", {}, 0},
             {"check_validity", T::boolean, true,
-             "refuse a majority that arrives after the validity ran out ([S3])"},
+             "refuse a majority that arrives after the validity ran out (step 3 of Redlock on redis.io)"},
         },
         [](const Params& p, const LockContext& c) -> std::unique_ptr<Lock> {
             return std::make_unique<Redlock>(p, c);

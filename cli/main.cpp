@@ -355,14 +355,29 @@ int cmd_check(const std::string& dir, bool write) {
     return expectations_exit_code(r.summary);
 }
 
-void list_algorithms() {
-    std::vector<const AlgorithmInfo*> all;
-    for (const AlgorithmInfo& a : algorithms()) all.push_back(&a);
-    all.push_back(&external_algorithm());
-    std::cout << "algorithms (a lock file's \"algorithm\"):\n";
-    for (const AlgorithmInfo* ap : all) {
+// Words wrapped into lines of at most 100 characters, each indented by `indent`.
+std::string wrapped(const std::vector<std::string>& words, const std::string& indent) {
+    std::string out, line = indent;
+    for (size_t i = 0; i < words.size(); ++i) {
+        const std::string word = words[i] + (i + 1 < words.size() ? "," : "");
+        if (line.size() > indent.size() && line.size() + 1 + word.size() > 100) {
+            out += line + "\n";
+            line = indent;
+        }
+        line += (line.size() > indent.size() ? " " : "") + word;
+    }
+    return out + line + "\n";
+}
+
+void list_algorithms(bool all) {
+    std::vector<const AlgorithmInfo*> every;
+    for (const AlgorithmInfo& a : algorithms()) every.push_back(&a);
+    every.push_back(&external_algorithm());
+    std::cout << "algorithms (a lock file's \"algorithm\"" << (all ? "" : "; --all: their parameters") << "):\n";
+    for (const AlgorithmInfo* ap : every) {
         const AlgorithmInfo& a = *ap;
         std::cout << "  " << a.name << " — " << a.summary << "\n";
+        if (!all) continue;
         std::cout << "      nodes: " << a.default_nodes << " by default\n";
         for (const ParamSpec& p : a.params) {
             std::cout << "      " << p.name << " = " << p.default_value.dump();
@@ -427,23 +442,48 @@ int list_facts() {
     return 0;
 }
 
-int cmd_list(const std::optional<std::string>& lock, bool json) {
+// Without --all, names only: the whole catalog on one screen (the descriptions are each lock
+// file's and case file's, and `list --lock NAME` gives one lock's cases).
+int cmd_list(const std::optional<std::string>& lock, bool json, bool all) {
     if (json) return list_facts();
     if (lock) return list_lock(*lock);
-    list_algorithms();
-    std::cout << "\nlocks (" << catalog().locks_dir().string() << "; `lockbench list --lock NAME` shows the cases each meets):\n";
-    for (const LockFile& l : catalog().locks())
+    list_algorithms(all);
+    const auto& locks = catalog().locks();
+    std::cout << "\nlocks (" << locks.size() << " in " << (all ? catalog().locks_dir().string() : "locks/")
+              << (all ? "" : "; --all: what each is") << "; --lock NAME: the cases one meets):\n";
+    if (all) {
+        for (const LockFile& l : locks)
             std::cout << "  " << l.name
                       << (l.joins == Joins::named ? " (joins only the cases that name it)"
                           : l.joins == Joins::none ? " (joins no case of the catalog: verdict only)" : "")
                       << " — " << l.description << "\n";
-    std::cout << "\ncases (" << catalog().scenarios_dir().string() << "):\n";
-    for (const CaseFile& c : catalog().cases()) {
-        std::cout << "  " << c.name << (c.failure_class ? " [" + *c.failure_class + "]" : "");
-        for (const CaseVariant& v : c.variants)
-            if (!v.name.empty()) std::cout << " +" << v.name;
-        std::cout << "\n";
+    } else {
+        const std::pair<Joins, const char*> groups[] = {
+            {Joins::all, "every case it applies to"},
+            {Joins::named, "only the cases that name it"},
+            {Joins::none, "no case of the catalog (`lockbench verdict` and scripts/run-verdict-only)"}};
+        for (const auto& [joins, what] : groups) {
+            std::vector<std::string> names;
+            for (const LockFile& l : locks)
+                if (l.joins == joins) names.push_back(l.name);
+            if (names.empty()) continue;
+            std::cout << "  joining " << what << " (" << names.size() << "):\n" << wrapped(names, "    ");
+        }
     }
+    const auto& cases = catalog().cases();
+    std::cout << "\ncases (" << cases.size() << " in " << (all ? catalog().scenarios_dir().string() : "scenarios/")
+              << "; [its failure class] +its variants):\n";
+    std::vector<std::string> names;
+    for (const CaseFile& c : cases) {
+        std::string name = c.name + (c.failure_class ? " [" + *c.failure_class + "]" : "");
+        for (const CaseVariant& v : c.variants)
+            if (!v.name.empty()) name += " +" + v.name;
+        if (all) std::cout << "  " << name << "\n";
+        else names.push_back(name);
+    }
+    if (!all) std::cout << wrapped(names, "  ");
+    std::cout << "\n\"seed 000\"..\"seed 004\": the five blog posts on Redis locks the catalog began from "
+                 "(docs/catalog.md)\n";
     return 0;
 }
 
@@ -620,7 +660,7 @@ int cmd_verdict(const VerdictArgs& a) {
 struct Topic {
     std::string_view name, file, subject;
 };
-constexpr std::array<Topic, 10> kTopics{{
+constexpr std::array<Topic, 11> kTopics{{
     {"README", "docs/README.md", "the manual's index: each page and what to read it for"},
     {"running", "docs/running.md", "the main job, matrices, sweeps, shards, benchmarks"},
     {"files", "docs/files.md", "case, lock and scenario file formats; algorithm parameters"},
@@ -630,6 +670,7 @@ constexpr std::array<Topic, 10> kTopics{{
     {"catalog", "docs/catalog.md", "the verdict table, the cases, what the libraries do, known bugs"},
     {"results", "docs/results.md", "results and reports: metrics, verdict words, file versions"},
     {"simulator", "docs/simulator.md", "the simulator, schedule search, shrinking, discovery"},
+    {"glossary", "docs/glossary.md", "the words: case, cell, variant, repetition, verdict, lease, fence"},
     {"architecture", "docs/architecture.md", "layers, the data path, where new things go"},
 }};
 
@@ -795,7 +836,7 @@ CLI::Validator seed_range() {
 
 Subcommand add_run(CLI::App& app) {
     auto a = std::make_shared<RunArgs>();
-    CLI::App* run = app.add_subcommand("run", "run every algorithm a scenario names and check the results");
+    CLI::App* run = app.add_subcommand("run", "run a case against every lock it applies to (or an explicit scenario's runs) once, and check the results");
     run->add_option("scenario", a->scenario, "scenario file (JSON)")->required();
     run->add_option("--out", a->out, "results folder (default: results/<scenario name>)")->check(non_empty_path());
     run->add_option("--seed", a->seed, "seed (default: the scenario's)")->check(seed_range());
@@ -970,13 +1011,15 @@ Subcommand add_list(CLI::App& app) {
     auto lock = std::make_shared<std::optional<std::string>>();
     CLI::App* list = app.add_subcommand("list", "list the algorithms and their parameters, the locks and the cases; "
                                                 "with --lock, which cases a lock meets and why not the others");
-    auto json = std::make_shared<bool>(false);
+    auto json = std::make_shared<bool>(false), all = std::make_shared<bool>(false);
     list->add_option("--lock", *lock, "a lock, by name (locks/NAME.json) or lock file path");
+    list->add_flag("--all", *all, "each algorithm's parameters, each lock's description, a case a line");
     list->add_flag("--json", *json, "print the facts the report words its pages with (verdict words worst first and "
                                     "their meanings, the verdict table's columns, the built-in algorithms and their "
                                     "summaries), as JSON")
         ->excludes("--lock");
-    return {list, [lock, json] { return cmd_list(*lock, *json); }};
+    list->get_option("--all")->excludes("--lock")->excludes("--json");
+    return {list, [lock, json, all] { return cmd_list(*lock, *json, *all); }};
 }
 
 Subcommand add_help(CLI::App& app) {

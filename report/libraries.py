@@ -35,7 +35,9 @@ REFERENCE.update({f"{name}+fence": f"{line}; a fencing counter the store checks"
 LEGEND = ("Each cell counts the repetitions of the lock's runs in that class's cases by the verdict the checker "
           "recorded (its colour: the worst of them). " + meanings() + "; "
           "—: no case of the class ran for the lock, and the numbered note says why. "
-          "Fencing: the library hands out a fencing token.")
+          "Fencing: offered, the library hands out a fencing token that nothing in this row checks; "
+          "checked, the protected store refuses a write whose token is older than one it has seen (the +fence rows); "
+          "no, no token.")
 
 
 def reference_name(cell):
@@ -61,6 +63,7 @@ class Row:
     def __init__(self, name, external):
         self.name, self.external = name, external
         self.version = self.algorithm = self.fencing = None
+        self.checked = False  # the store checks the token (the run's fence parameter)
         self.cells = {}     # failure class -> [Cell] with repetitions
         self.pending = {}   # failure class -> [Cell] without any
         self.why = {}       # failure class -> [(exact reason, generic reason)] for a "—"
@@ -77,6 +80,7 @@ class Row:
             else:
                 self.algorithm = (lock_description(lock_files.get(self.name)) or REFERENCE.get(self.name)
                                   or REFERENCE.get(run.get("algorithm")) or f"lockbench's {run.get('algorithm', '?')}")
+        self.checked = self.checked or fence
         if self.fencing is None:
             if isinstance(adapter.get("fencing"), bool):
                 self.fencing = adapter["fencing"]
@@ -222,7 +226,11 @@ def cell_class(counts):
 
 
 def fencing_text(row):
-    return {True: "yes", False: "no", None: "?"}[row.fencing]
+    """Whether the library offers a token, and whether the row's store checks it: a token
+    offered and not checked protects nothing."""
+    if row.checked:
+        return "checked"
+    return {True: "offered", False: "no", None: "?"}[row.fencing]
 
 
 def compact(lines):

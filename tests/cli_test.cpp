@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include "cli_util.h"
 
@@ -455,10 +456,28 @@ TEST_F(CliTest, ExpectationNotHeldExits1) {
     EXPECT_NE(c.out.find("NOT HELD"), std::string::npos) << c.describe();
 }
 
+// The row's verdict word stands apart from whether the expectations held: a lease shorter than
+// the section gives two holders, which this run expects (simulated: the same every time).
+TEST_F(CliTest, TheRowSaysTheVerdictWordBesideTheExpectations) {
+    const fs::path file = write_file(
+        "short-lease.json",
+        R"({"name": "cli-test", "seed": 7, "workload": {"clients": 2, "duration_ms": 300, "work_ms": {"uniform": [20, 30]},
+            "retry_ms": {"uniform": [1, 3]}}, "runs": [{"algorithm": "setnx", "name": "short-lease",
+            "params": {"ttl_ms": 5}, "expect": {"mutual_exclusion_violations": ">= 1"}}]})");
+    const fs::path out = dir() / "out";
+    const Result r = run({"run", file.string(), "--out", out.string(), "--backend", "sim"});
+    EXPECT_EQ(r.exit_code(), 0) << r.describe();
+    const auto lines = lines_of(r.out);
+    ASSERT_GE(lines.size(), 2u) << r.describe();
+    EXPECT_NE(lines[0].find("  verdict "), std::string::npos) << r.describe();
+    const std::regex row(R"(^short-lease .*  2 holders +  held$)");
+    EXPECT_TRUE(std::regex_search(lines[1], row)) << r.describe();
+}
+
 // ---- 5. list --------------------------------------------------------------------------------
 
 TEST_F(CliTest, ListShowsAlgorithmsAndParameters) {
-    const Result r = run({"list"});
+    const Result r = run({"list", "--all"});
     ASSERT_EQ(r.exit_code(), 0) << r.describe();
     const std::map<std::string, std::vector<std::string>> expected = {
         {"setnx", {"ttl_ms", "expiry", "value", "release"}},
@@ -493,6 +512,29 @@ TEST_F(CliTest, ListShowsAlgorithmsAndParameters) {
             EXPECT_NE(section[name].find("      " + p + " = "), std::string::npos)
                 << name << ": parameter " << p << " not listed\n" << r.describe();
     }
+}
+
+// Without --all, the whole catalog on one screen: every lock file's and every case file's name,
+// within 50 lines.
+TEST_F(CliTest, ListNamesEveryLockAndCaseOnOneScreen) {
+    const Result r = run({"list"});
+    ASSERT_EQ(r.exit_code(), 0) << r.describe();
+    const auto lines = lines_of(r.out);
+    EXPECT_LE(lines.size(), 50u) << r.describe();
+    std::set<std::string> words;
+    for (const auto& line : lines) {
+        std::istringstream in(line);
+        for (std::string w; in >> w;) words.insert(w.back() == ',' ? w.substr(0, w.size() - 1) : w);
+    }
+    int files = 0;
+    for (const char* folder : {"locks", "scenarios"})
+        for (const auto& e : fs::directory_iterator(fs::path(LOCKBENCH_SOURCE_DIR) / folder)) {
+            if (e.path().extension() != ".json") continue;
+            ++files;
+            EXPECT_TRUE(words.contains(e.path().stem().string())) << e.path().stem() << " not named\n" << r.describe();
+        }
+    EXPECT_GT(files, 50);
+    EXPECT_EQ(r.out.find("ttl_ms = "), std::string::npos) << "parameters are --all's\n" << r.describe();
 }
 
 // ---- 6. help: the manual's pages, and every --help naming its page --------------------------

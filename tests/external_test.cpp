@@ -259,6 +259,20 @@ TEST_F(ExternalTest, AnAdapterThatNeverSaysReadyIsToldTheWaitItHad) {
     EXPECT_FALSE(fs::exists(out / "summary.json"));
 }
 
+// An adapter that dies before its ready line: its own reason, the last line of its stderr
+// (Python's "can't open file ..."), is in the one line the user reads.
+TEST_F(ExternalTest, AnAdapterThatDiesSaysWhyInItsOwnWords) {
+    const fs::path out = dir() / "out";
+    const Result r = run({"run", scenario(R"({"algorithm": "external", "name": "dies", "command": ["/bin/sh", "-c",
+                                          "echo 'Traceback (most recent call last):' >&2; echo 'No module named foo' >&2; exit 3"]})")
+                                     .string(),
+                          "--out", out.string()});
+    EXPECT_EQ(r.exit_code(), 2) << r.describe();
+    ASSERT_EQ(lines_of(r.err).size(), 1u) << r.describe();
+    EXPECT_NE(r.err.find("exited with status 3"), std::string::npos) << r.describe();
+    EXPECT_NE(r.err.find("; its stderr ends: No module named foo"), std::string::npos) << r.describe();
+}
+
 // What an adapter says is its to choose: 3 MB of error, an escape sequence. A message quotes
 // 200 characters of it, as text.
 TEST_F(ExternalTest, AnAdaptersOwnWordsAreCutAndEscapedInAMessage) {

@@ -39,6 +39,8 @@ def synthetic_tree(root):
     b = Builder(root)
     b.cell("baseline", "lib-a", [S] * 3, "baseline", adapter=ADAPTER_A)
     b.cell("baseline", "lib-b", [S] * 3, "baseline")   # an adapter that does not say what it is
+    # A library that hands out a token nothing here checks: its gc-pause cell reads two holders.
+    b.cell("gc-pause", "lib-c", [H] * 2, "gc-pause", adapter=dict(ADAPTER_A, library="lib-c 2.0", fencing=True))
     # The mixed cell: two cases of one class, one rep with two holders among four.
     b.cell("gc-pause", "lib-a", [H, S], "gc-pause", adapter=ADAPTER_A)
     b.cell("gc-pause-seconds", "lib-a", [S, S], "gc-pause", adapter=ADAPTER_A)
@@ -94,7 +96,7 @@ class LibraryTableTest(unittest.TestCase):
         self.tmp.cleanup()
 
     def test_rows_are_the_libraries_then_lockbenchs_own_each_by_lock(self):
-        self.assertEqual([r.name for r in self.libraries], ["lib-a", "lib-b"])
+        self.assertEqual([r.name for r in self.libraries], ["lib-a", "lib-b", "lib-c"])
         self.assertEqual([r.name for r in self.reference], ["token-lua", "token-lua+fence"])
 
     def test_a_cell_counts_every_rep_of_its_class_by_the_recorded_verdict(self):
@@ -178,8 +180,10 @@ class LibraryTableTest(unittest.TestCase):
     def test_each_row_says_its_version_and_whether_it_fences(self):
         rows = md_rows(self.md)
         self.assertEqual((rows["lib-a"]["version"], rows["lib-a"]["fencing"]), ("lib-a 1.2.3", "no"))
-        self.assertEqual((rows["lib-b"]["version"], rows["lib-b"]["fencing"]), ("?", "yes"))  # its fence param
-        self.assertEqual(rows["token-lua+fence"]["fencing"], "yes")
+        self.assertEqual((rows["lib-b"]["version"], rows["lib-b"]["fencing"]), ("?", "checked"))  # its fence param
+        self.assertEqual(rows["token-lua+fence"]["fencing"], "checked")
+        # a token the library offers is not one the store checks: "offered", beside two holders
+        self.assertEqual((rows["lib-c"]["fencing"], rows["lib-c"]["GC pause"]), ("offered", "2 holders 2/2"))
         self.assertEqual((rows["token-lua"]["version"], rows["token-lua"]["fencing"]), ("built-in", "no"))
 
     def test_the_page_opens_with_the_table_between_the_readme_markers(self):

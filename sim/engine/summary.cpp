@@ -95,17 +95,23 @@ namespace {
 // The table's columns: the metric table's, then the acquire latency's.
 const Column kAcquireP50{"acq p50", 9, 2, "ms"}, kAcquireP99{"acq p99", 9, 2, "ms"};
 
-std::string table_line(const std::string& name, const std::vector<std::string>& cells, const std::string& verdict) {
+// The verdict word's column: as wide as the longest word, "stale write refused".
+constexpr size_t kVerdictWidth = 19;
+
+std::string table_line(const std::string& name, const std::vector<std::string>& cells, std::string verdict,
+                       const std::string& expected) {
     std::string line = name;
     if (line.size() < 32) line.append(32 - line.size(), ' ');
     for (const std::string& c : cells) line += " " + c;
-    line += "  " + verdict + "\n";
+    if (verdict.size() < kVerdictWidth) verdict.append(kVerdictWidth - verdict.size(), ' ');
+    line += "  " + verdict + "  " + expected + "\n";
     // As the table has always been written: a line of at most 511 characters.
     if (line.size() > 511) line.resize(511);
     return line;
 }
 
-std::string verdict_of(const RunSummary& r) {
+// Whether the run's expectations held (the verdict word has its own column).
+std::string expectations_of(const RunSummary& r) {
     if (!r.as_written()) return "NOT AS WRITTEN (no evidence): " + r.not_as_written.front().substr(0, 200);
     if (!r.clients_failed.empty())
         return "CLIENTS FAILED: " + std::to_string(r.clients_failed.size()) + " (" +
@@ -123,7 +129,7 @@ std::string header_line() {
         if (m.run_column) cells.push_back(table_header(*m.run_column));
     cells.push_back(table_header(kAcquireP50));
     cells.push_back(table_header(kAcquireP99));
-    return table_line("run", cells, "expected");
+    return table_line("run", cells, "verdict", "expected");
 }
 
 std::string run_line(const RunSummary& r) {
@@ -132,7 +138,8 @@ std::string run_line(const RunSummary& r) {
         if (m.run_column) cells.push_back(table_cell(*m.run_column, r.metric(m.name)));
     cells.push_back(table_cell(kAcquireP50, r.figures.acquire_ms.p50));
     cells.push_back(table_cell(kAcquireP99, r.figures.acquire_ms.p99));
-    return table_line(r.name, cells, verdict_of(r));
+    // A run not as written is no evidence: no word for it.
+    return table_line(r.name, cells, r.as_written() ? std::string(verdict_word(r.verdict)) : "-", expectations_of(r));
 }
 
 }  // namespace

@@ -8,10 +8,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <optional>
 #include <utility>
 #include <thread>
@@ -41,6 +44,23 @@ using namespace std::chrono_literals;
 // or a history line: it may be megabytes, or carry escape sequences and newlines. Cut to 200
 // characters and made printable (lockimpl/params.h), it stays one readable line.
 std::string adapter_text(const std::string& s) { return excerpt_text(s, 200); }
+
+// The last line the adapter wrote on its stderr (its own reason for failing: Python's "can't
+// open file", a stack trace's last line), read back from the file it went to; "" when none.
+std::string stderr_tail(const std::filesystem::path& path) {
+    if (path.empty()) return "";
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return "";
+    in.seekg(0, std::ios::end);
+    const std::streamoff size = in.tellg();
+    const std::streamoff from = std::max<std::streamoff>(0, size - 4096);
+    in.seekg(from);
+    std::string text(static_cast<size_t>(size - from), '\0');
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
+    const auto nl = text.find_last_of('\n');
+    return nl == std::string::npos ? text : text.substr(nl + 1);
+}
 
 // A node index from an answer's "nodes" or "removed_on": kept only within the history's node
 // mask (32 bits; a run has at most 16 nodes), so that a wild number is dropped, not shifted
@@ -231,6 +251,8 @@ void ExternalLock::fail(const std::string& what, bool with_last_line) {
     std::string msg = "adapter " + spec_.name + " (" + excerpt_text(cmd, 200) + "): " + what;
     if (with_last_line)
         msg += last_line_.empty() ? "; it printed nothing" : "; the last thing it printed: " + adapter_text(last_line_);
+    if (const std::string said = stderr_tail(spec_.stderr_path); !said.empty())
+        msg += "; its stderr ends: " + adapter_text(said);
     gone_why_ = msg;  // what every later call says
     // Whatever it was doing, it is done: no adapter outlives a broken conversation, and no
     // descriptor outlives it (a constructor that throws runs no destructor).

@@ -1009,8 +1009,8 @@ Subcommand add_adapter_check(CLI::App& app) {
 
 Subcommand add_list(CLI::App& app) {
     auto lock = std::make_shared<std::optional<std::string>>();
-    CLI::App* list = app.add_subcommand("list", "list the algorithms and their parameters, the locks and the cases; "
-                                                "with --lock, which cases a lock meets and why not the others");
+    CLI::App* list = app.add_subcommand("list", "list the algorithms, the locks and the cases (with --all, their parameters "
+                                                "and descriptions); with --lock, which cases a lock meets and why not the others");
     auto json = std::make_shared<bool>(false), all = std::make_shared<bool>(false);
     list->add_option("--lock", *lock, "a lock, by name (locks/NAME.json) or lock file path");
     list->add_flag("--all", *all, "each algorithm's parameters, each lock's description, a case a line");

@@ -95,15 +95,19 @@ namespace {
 // The table's columns: the metric table's, then the acquire latency's.
 const Column kAcquireP50{"acq p50", 9, 2, "ms"}, kAcquireP99{"acq p99", 9, 2, "ms"};
 
-// The verdict word's column: as wide as the longest word, "stale write refused".
-constexpr size_t kVerdictWidth = 19;
+// The verdict word's column: as wide as the longest word ("stale write refused").
+size_t verdict_width() {
+    size_t widest = 0;
+    for (Verdict v : verdicts()) widest = std::max(widest, verdict_word(v).size());
+    return widest;
+}
 
 std::string table_line(const std::string& name, const std::vector<std::string>& cells, std::string verdict,
                        const std::string& expected) {
     std::string line = name;
     if (line.size() < 32) line.append(32 - line.size(), ' ');
     for (const std::string& c : cells) line += " " + c;
-    if (verdict.size() < kVerdictWidth) verdict.append(kVerdictWidth - verdict.size(), ' ');
+    if (const size_t width = verdict_width(); verdict.size() < width) verdict.append(width - verdict.size(), ' ');
     line += "  " + verdict + "  " + expected + "\n";
     // As the table has always been written: a line of at most 511 characters.
     if (line.size() > 511) line.resize(511);

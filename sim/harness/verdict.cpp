@@ -43,7 +43,7 @@ const Json* find_cell(const Json& summary, const std::string& case_name, const s
 }
 
 // What a repetition's run said of itself: its summary entry.
-Json rep_run(const fs::path& tree, const Json& rep) {
+Json rep_run_json(const fs::path& tree, const Json& rep) {
     const Json summary = read_json_file(tree / rep.at("dir").get<std::string>() / "summary.json");
     return summary.at("runs").at(0);
 }
@@ -65,7 +65,7 @@ Json showing(const Json& witnesses, const std::string& verdict) {
 void add_witness(Json& entry, const fs::path& tree, const Json& cell) {
     for (const Json& rep : cell.at("reps")) {
         if (rep.value("verdict", "") != entry.at("verdict")) continue;
-        const Json run = rep_run(tree, rep);
+        const Json run = rep_run_json(tree, rep);
         const fs::path dir = tree / rep.at("dir").get<std::string>();
         Json w = {{"rep", rep.at("rep")}, {"seed", rep.at("seed")}, {"dir", rep.at("dir")},
                   {"run_dir", (fs::path(rep.at("dir").get<std::string>()) / run.at("run_dir").get<std::string>()).string()}};
@@ -113,7 +113,7 @@ Json case_entry(const fs::path& tree, const Json& cell, const CaseFile& c, const
 Json library_of(const fs::path& tree, const Json& summary) {
     for (const Json& cell : summary.at("cells"))
         for (const Json& rep : cell.value("reps", Json::array())) {
-            const Json run = rep_run(tree, rep);
+            const Json run = rep_run_json(tree, rep);
             return run.contains("adapter") ? run.at("adapter") : Json{{"library", "built-in"}};
         }
     return Json::object();

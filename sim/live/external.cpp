@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -46,20 +47,21 @@ using namespace std::chrono_literals;
 std::string adapter_text(const std::string& s) { return excerpt_text(s, 200); }
 
 // The last line the adapter wrote on its stderr (its own reason for failing: Python's "can't
-// open file", a stack trace's last line), read back from the file it went to; "" when none.
-std::string stderr_tail(const std::filesystem::path& path) {
-    if (path.empty()) return "";
+// open file", a stack trace's last line), read back from the file it went to, from `from` on
+// (its size when this adapter started: the file may hold another's lines before); "" when
+// none. A long line keeps its end, where the reason is.
+std::string stderr_tail(const std::filesystem::path& path, std::uintmax_t from) {
+    std::error_code ec;
+    const std::uintmax_t size = path.empty() ? 0 : std::filesystem::file_size(path, ec);
+    if (ec || size <= from) return "";
     std::ifstream in(path, std::ios::binary);
-    if (!in) return "";
-    in.seekg(0, std::ios::end);
-    const std::streamoff size = in.tellg();
-    const std::streamoff from = std::max<std::streamoff>(0, size - 4096);
-    in.seekg(from);
-    std::string text(static_cast<size_t>(size - from), '\0');
-    in.read(text.data(), static_cast<std::streamsize>(text.size()));
-    while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
-    const auto nl = text.find_last_of('\n');
-    return nl == std::string::npos ? text : text.substr(nl + 1);
+    const std::uintmax_t start = std::max<std::uintmax_t>(from, size > 4096 ? size - 4096 : 0);
+    std::string text(static_cast<size_t>(size - start), '\0');
+    if (!in.seekg(static_cast<std::streamoff>(start)) || !in.read(text.data(), static_cast<std::streamsize>(text.size())))
+        return "";
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+    if (const auto nl = text.find_last_of('\n'); nl != std::string::npos) text.erase(0, nl + 1);
+    return text.size() > 200 ? "..." + text.substr(text.size() - 197) : text;
 }
 
 // A node index from an answer's "nodes" or "removed_on": kept only within the history's node
@@ -148,6 +150,10 @@ ExternalLock::ExternalLock(AdapterSpec spec, std::string key, long long ttl_ms)
     envp.push_back(nullptr);
     const std::string cwd = spec_.cwd.string();
     const std::string err_path = spec_.stderr_path.string();
+    if (std::error_code ec; !err_path.empty()) {
+        stderr_from_ = std::filesystem::file_size(spec_.stderr_path, ec);
+        if (ec) stderr_from_ = 0;
+    }
     // If exec fails, the child says so in the protocol's own words: {"ready": false, ...}. The
     // why goes where the last '@' is (a command or folder may hold one of its own).
     const std::string exec_failed =
@@ -251,7 +257,7 @@ void ExternalLock::fail(const std::string& what, bool with_last_line) {
     std::string msg = "adapter " + spec_.name + " (" + excerpt_text(cmd, 200) + "): " + what;
     if (with_last_line)
         msg += last_line_.empty() ? "; it printed nothing" : "; the last thing it printed: " + adapter_text(last_line_);
-    if (const std::string said = stderr_tail(spec_.stderr_path); !said.empty())
+    if (const std::string said = stderr_tail(spec_.stderr_path, stderr_from_); !said.empty())
         msg += "; its stderr ends: " + adapter_text(said);
     gone_why_ = msg;  // what every later call says
     // Whatever it was doing, it is done: no adapter outlives a broken conversation, and no

@@ -21,6 +21,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -109,6 +110,7 @@ private:
     std::string library_;
     nlohmann::json described_ = nlohmann::json::object();
     std::string gone_why_;                 // fail()'s line, once the adapter is gone
+    std::uintmax_t stderr_from_ = 0;       // its stderr file's size when it started: what it wrote is after
     std::mutex mutex_;                     // the pipe: one request at a time, from either thread
     std::mutex events_mutex_;              // events_ alone: taking them never waits on a call
     std::vector<LockEvent> events_;        // unsolicited event lines not yet taken

@@ -15,13 +15,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <utility>
 #include <thread>
 
 #include "lockimpl/params.h"
 #include "sim/engine/clock.h"
+#include "sim/live/server_home.h"
 
 extern char** environ;
 
@@ -47,18 +47,11 @@ using namespace std::chrono_literals;
 std::string adapter_text(const std::string& s) { return excerpt_text(s, 200); }
 
 // The last line the adapter wrote on its stderr (its own reason for failing: Python's "can't
-// open file", a stack trace's last line), read back from the file it went to, from `from` on
-// (its size when this adapter started: the file may hold another's lines before); "" when
-// none. A long line keeps its end, where the reason is.
+// open file", a stack trace's last line): the file it went to, read from `from` on (its size
+// when this adapter started: the file may hold another's lines before); "" when none. A long
+// line keeps its end, where the reason is.
 std::string stderr_tail(const std::filesystem::path& path, std::uintmax_t from) {
-    std::error_code ec;
-    const std::uintmax_t size = path.empty() ? 0 : std::filesystem::file_size(path, ec);
-    if (ec || size <= from) return "";
-    std::ifstream in(path, std::ios::binary);
-    const std::uintmax_t start = std::max<std::uintmax_t>(from, size > 4096 ? size - 4096 : 0);
-    std::string text(static_cast<size_t>(size - start), '\0');
-    if (!in.seekg(static_cast<std::streamoff>(start)) || !in.read(text.data(), static_cast<std::streamsize>(text.size())))
-        return "";
+    std::string text = path.empty() ? "" : read_from(path, from);
     while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
     if (const auto nl = text.find_last_of('\n'); nl != std::string::npos) text.erase(0, nl + 1);
     return text.size() > 200 ? "..." + text.substr(text.size() - 197) : text;

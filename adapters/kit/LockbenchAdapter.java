@@ -245,6 +245,23 @@ public final class LockbenchAdapter {
         }
     }
 
+    /**
+     * The version of a jar Maven built, as its pom.properties records it
+     * (META-INF/maven/GROUP/ARTIFACT/pom.properties), "?" when the class path has none: the
+     * library's own record, for the ready line, where its manifest names no version.
+     */
+    public static String mavenVersion(String group, String artifact) {
+        String resource = "META-INF/maven/" + group + "/" + artifact + "/pom.properties";
+        try (java.io.InputStream in = LockbenchAdapter.class.getClassLoader().getResourceAsStream(resource)) {
+            if (in == null) return "?";
+            java.util.Properties p = new java.util.Properties();
+            p.load(in);
+            return p.getProperty("version", "?");
+        } catch (IOException e) {
+            return "?";
+        }
+    }
+
     /** The ready line: library "NAME VERSION" (read from the package), algorithm in one line. */
     public static void ready(String library, String algorithm, boolean fencing) {
         ready(library, algorithm, fencing, Map.of());
@@ -377,7 +394,7 @@ public final class LockbenchAdapter {
             case START_OBJECT: {
                 Map<String, Object> map = new LinkedHashMap<>();
                 while (p.nextToken() == JsonToken.FIELD_NAME) {
-                    String name = p.getCurrentName();
+                    String name = p.currentName();
                     p.nextToken();
                     map.put(name, read(p));
                 }

@@ -1,0 +1,3 @@
+module lockbench
+
+go 1.19

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""lockbench adapter for redis-py's redis.lock.Lock (Debian: python3-redis).
+"""lockbench adapter for redis-py's redis.lock.Lock (Debian: python3-redis; locks/redis-py-8.json
+runs it with PyPI's redis-py 8, adapters/pypi/venv/bin/python).
 
 Speaks lockbench's adapter protocol (docs/adapters.md) through the Python kit,
 adapters/kit/lockbench_adapter.py: it reads the environment, says ready, answers each request
@@ -14,12 +15,15 @@ from lockbench_adapter import env, missing, ready, serve
 
 try:
     import redis
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
 except ImportError:  # the first line says why, and what installs it
     missing("redis-py", "apt-get install python3-redis")
 
 host, port = env.nodes[0]
 timeout_s = env.command_timeout_ms / 1000  # per command, as lockbench's own
-client = redis.Redis(host=host, port=port, socket_timeout=timeout_s, socket_connect_timeout=timeout_s)
+once = Retry(NoBackoff(), 0)  # one attempt per command (redis-py 6 and later retry 3 times unless told)
+client = redis.Redis(host=host, port=port, socket_timeout=timeout_s, socket_connect_timeout=timeout_s, retry=once)
 if env.sentinels:  # a master behind Sentinel: ask it, reach it by our own path
     from redis.sentinel import Sentinel
 
@@ -27,8 +31,11 @@ if env.sentinels:  # a master behind Sentinel: ask it, reach it by our own path
         def discover_master(self, name):
             return env.own_path(*super().discover_master(name))
 
-    client = OwnPathSentinel(env.sentinels, socket_timeout=timeout_s).master_for(
-        env.master_name, socket_timeout=timeout_s, socket_connect_timeout=timeout_s)
+    client = OwnPathSentinel(env.sentinels, socket_timeout=timeout_s, retry=once).master_for(
+        env.master_name, socket_timeout=timeout_s, socket_connect_timeout=timeout_s, retry=once)
+# Connected before the ready line, as an application's pool is: redis-py 5 and later open a
+# connection with CLIENT SETINFO, whose round trip would otherwise come before the first acquire's SET.
+client.ping()
 lock = None
 
 

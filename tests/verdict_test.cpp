@@ -179,4 +179,26 @@ TEST_F(VerdictTest, EveryShippedAdapterSpeaksTheProtocol) {
     EXPECT_GE(seen.size(), 25u);
 }
 
+// A Maven adapter is built from the jars its jars.sha256 records or not at all: with one jar's
+// recorded hash changed, adapters/kit/maven-build.sh fails naming that jar and leaves neither
+// lib/ nor classes/ behind. (Maven resolves from ~/.m2, which scripts/setup filled.)
+TEST_F(VerdictTest, AMavenAdapterWhoseJarIsNotTheRecordedOneIsNotBuilt) {
+    const fs::path shipped = kSource / "adapters" / "jedis", copy = dir() / "jedis";
+    fs::create_directories(copy);
+    for (const char* f : {"pom.xml", "JedisAdapter.java"}) fs::copy_file(shipped / f, copy / f);
+    std::string hashes = read_text(shipped / "jars.sha256");
+    const auto jar = hashes.find("  jedis-");
+    ASSERT_NE(jar, std::string::npos) << hashes;
+    const auto line = hashes.rfind('\n', jar) == std::string::npos ? 0 : hashes.rfind('\n', jar) + 1;
+    const std::string jar_name = hashes.substr(jar + 2, hashes.find('\n', jar) - jar - 2);
+    hashes.replace(line, 64, std::string(64, '0'));
+    write_text(copy / "jars.sha256", hashes);
+    const Result r = run({(kSource / "adapters" / "kit" / "maven-build.sh").string(), copy.string()}, {.program = "/bin/bash"});
+    EXPECT_EQ(r.exit_code(), 1) << r.describe();
+    EXPECT_NE(r.err.find("not the ones jars.sha256 records"), std::string::npos) << r.describe();
+    EXPECT_NE(r.err.find(jar_name), std::string::npos) << jar_name << "\n" << r.describe();
+    EXPECT_FALSE(fs::exists(copy / "lib")) << r.describe();
+    EXPECT_FALSE(fs::exists(copy / "classes")) << r.describe();
+}
+
 }  // namespace

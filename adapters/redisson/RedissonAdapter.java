@@ -1,0 +1,117 @@
+/*
+ * lockbench adapter for Redisson's locks (org.redisson:redisson, pom.xml), as seed 003 uses
+ * them: redissonClient.getLock(name), then tryLock with no lease time, so that Redisson's
+ * watchdog keeps the lease (lockWatchdogTimeout, here the run's ttl_ms, renewed every third of
+ * it) until unlock. On one node, or the master the Sentinels name (its NAT mapper turns the
+ * addresses they name into this client's own paths); under Sentinel every grant and renewal
+ * also WAITs for the replicas (checkLockSyncedSlaves, on by default), and a grant no replica
+ * acknowledged is deleted and fails. One attempt per command (retryAttempts 0): lockbench
+ * retries. Parameters (the lock file's "params"):
+ *   fenced  true: getFencedLock, tryLockAndGetToken: its token is the fence
+ * Its connect timeout is the run's op timeout (ten command timeouts), not the command timeout:
+ * a cold JVM's first connection (Netty's classes loading) takes longer than 200 ms; and the PING
+ * Redisson sends on every new connection has the command timeout, which a cold JVM on a loaded
+ * machine can miss, so the client is made again (warmer each time) until it connects. Before its
+ * ready line it takes and releases a lock of its own key, so that a repetition's first acquire
+ * does not pay for loading Redisson's lock classes and scripts (as the Curator adapter's warm).
+ * The token lockbench probes is the lock hash's field, Redisson's getLockName(threadId):
+ * "<client id>:<thread id>"; every request is served on main, the thread that holds the lock.
+ * Speaks lockbench's protocol (docs/adapters.md) through the Java kit; built by build.sh.
+ */
+import static lockbench.LockbenchAdapter.*;
+
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+import org.redisson.Redisson;
+import org.redisson.api.RFencedLock;
+import org.redisson.api.RLock;
+import org.redisson.api.RedissonClient;
+import org.redisson.config.Config;
+import org.redisson.misc.RedisURI;
+
+public final class RedissonAdapter {
+    public static void main(String[] args) throws Exception {
+        Env env = env();
+        boolean fenced = Boolean.TRUE.equals(env.params.get("fenced"));
+        long ttlMs = env.ttlMs;
+
+        Config config = new Config();
+        // Sized for one lock on a 2-core machine (the defaults start 16 + 32 threads and 24 idle
+        // connections); the lock's commands and scripts are the same.
+        config.setThreads(2).setNettyThreads(2);
+        config.setLockWatchdogTimeout(ttlMs);
+        if (env.sentinels.isEmpty()) {
+            Address node = env.nodes.get(0);
+            config.useSingleServer()
+                .setAddress("redis://" + node.host + ":" + node.port)
+                .setConnectionMinimumIdleSize(1).setConnectionPoolSize(2)
+                .setSubscriptionConnectionMinimumIdleSize(1).setSubscriptionConnectionPoolSize(1)
+                .setTimeout(env.commandTimeoutMs).setConnectTimeout(env.opTimeoutMs)
+                .setRetryAttempts(0);
+        } else {  // the master Sentinel names, reached by this client's own path (NAT map)
+            var sentinel = config.useSentinelServers().setMasterName(env.masterName).setNatMapper(uri -> {
+                    Address own = env.addressMap.get(uri.getHost() + ":" + uri.getPort());
+                    return own == null ? uri : new RedisURI(uri.getScheme(), own.host, own.port);
+                })
+                .setCheckSentinelsList(false).setSentinelsDiscovery(false)
+                .setMasterConnectionMinimumIdleSize(1).setMasterConnectionPoolSize(2)
+                .setSlaveConnectionMinimumIdleSize(1).setSlaveConnectionPoolSize(2)
+                .setSubscriptionConnectionMinimumIdleSize(1).setSubscriptionConnectionPoolSize(1)
+                .setTimeout(env.commandTimeoutMs).setConnectTimeout(env.opTimeoutMs)
+                .setRetryAttempts(0);
+            for (Address a : env.sentinels) sentinel.addSentinelAddress("redis://" + a);
+        }
+        RedissonClient redisson = connect(config);
+        String how = (fenced ? "RFencedLock: a hash field <client id>:<thread id> and an incremented fencing token"
+                             : "RLock: a hash field <client id>:<thread id>, Lua")
+                     + ", the watchdog renewing it every third of lockWatchdogTimeout";
+        Map<String, RLock> locks = new java.util.HashMap<>();
+        java.util.function.Function<String, RLock> lockOf = key -> locks.computeIfAbsent(key,
+            k -> fenced ? redisson.getFencedLock(k) : redisson.getLock(k));
+        warm(lockOf.apply(env.key + ":lockbench-warm:" + ProcessHandle.current().pid()));
+        String token = redisson.getId() + ":" + Thread.currentThread().getId();
+        ready("redisson " + mavenVersion("org.redisson", "redisson"), how, fenced);
+        serve(Map.of(
+            "acquire", req -> {
+                RLock lock = lockOf.apply((String) req.get("key"));
+                long waitMs = number(req, "wait_ms");
+                if (fenced) {
+                    Long fence = ((RFencedLock) lock).tryLockAndGetToken(waitMs, TimeUnit.MILLISECONDS);
+                    if (fence == null) return obj("ok", false, "error", "held");
+                    return obj("ok", true, "token", token, "fence", fence, "nodes", List.of(0));
+                }
+                if (!lock.tryLock(waitMs, TimeUnit.MILLISECONDS)) return obj("ok", false, "error", "held");
+                return obj("ok", true, "token", token, "nodes", List.of(0));
+            },
+            "release", req -> {
+                lockOf.apply((String) req.get("key")).unlock();  // IllegalMonitorStateException: not this thread's
+                return obj("ok", true, "removed_on", List.of(0));
+            }),
+            null);  // no shutdown(): its Netty quiet period would hold every repetition's end 2 s; the kit halts the JVM
+    }
+
+    static RedissonClient connect(Config config) {
+        for (int attempt = 1;; ++attempt) {
+            try {
+                return Redisson.create(config);
+            } catch (RuntimeException e) {
+                if (attempt == 5) throw e;
+                System.err.println("lockbench adapter: connecting, attempt " + attempt + ": " + describe(e));
+            }
+        }
+    }
+
+    // A few tries; a failure is only logged (the requests will meet it).
+    static void warm(RLock lock) {
+        for (int i = 0; i < 5; ++i) {
+            try {
+                if (lock.tryLock(0, TimeUnit.MILLISECONDS)) lock.unlock();
+                return;
+            } catch (Exception e) {
+                System.err.println("lockbench adapter: warming up: " + describe(e));
+            }
+        }
+    }
+}

@@ -181,7 +181,8 @@ TEST_F(VerdictTest, EveryShippedAdapterSpeaksTheProtocol) {
 
 // A Maven adapter is built from the jars its jars.sha256 records or not at all: with one jar's
 // recorded hash changed, adapters/kit/maven-build.sh fails naming that jar and leaves neither
-// lib/ nor classes/ behind. (Maven resolves from ~/.m2, which scripts/setup filled.)
+// lib/ nor classes/ behind; built, a jar altered in lib/ fails the next build. (Maven resolves
+// from ~/.m2, which scripts/setup filled.)
 TEST_F(VerdictTest, AMavenAdapterWhoseJarIsNotTheRecordedOneIsNotBuilt) {
     const fs::path shipped = kSource / "adapters" / "jedis", copy = dir() / "jedis";
     fs::create_directories(copy);
@@ -193,12 +194,25 @@ TEST_F(VerdictTest, AMavenAdapterWhoseJarIsNotTheRecordedOneIsNotBuilt) {
     const std::string jar_name = hashes.substr(jar + 2, hashes.find('\n', jar) - jar - 2);
     hashes.replace(line, 64, std::string(64, '0'));
     write_text(copy / "jars.sha256", hashes);
-    const Result r = run({(kSource / "adapters" / "kit" / "maven-build.sh").string(), copy.string()}, {.program = "/bin/bash"});
+    const std::vector<std::string> build{(kSource / "adapters" / "kit" / "maven-build.sh").string(), copy.string()};
+    Result r = run(build, {.program = "/bin/bash"});
     EXPECT_EQ(r.exit_code(), 1) << r.describe();
     EXPECT_NE(r.err.find("not the ones jars.sha256 records"), std::string::npos) << r.describe();
     EXPECT_NE(r.err.find(jar_name), std::string::npos) << jar_name << "\n" << r.describe();
     EXPECT_FALSE(fs::exists(copy / "lib")) << r.describe();
     EXPECT_FALSE(fs::exists(copy / "classes")) << r.describe();
+
+    // With the recorded hashes it builds; then one jar altered in place is refused by the quick
+    // path too, which resolves nothing.
+    fs::copy_file(shipped / "jars.sha256", copy / "jars.sha256", fs::copy_options::overwrite_existing);
+    r = run(build, {.program = "/bin/bash"});
+    ASSERT_EQ(r.exit_code(), 0) << r.describe();
+    ASSERT_TRUE(fs::exists(copy / "lib" / jar_name)) << r.describe();
+    ASSERT_TRUE(fs::exists(copy / "classes" / "adapter.jar")) << r.describe();
+    std::ofstream(copy / "lib" / jar_name, std::ios::app) << "altered";
+    r = run(build, {.program = "/bin/bash"});
+    EXPECT_EQ(r.exit_code(), 1) << r.describe();
+    EXPECT_NE(r.err.find(jar_name), std::string::npos) << jar_name << "\n" << r.describe();
 }
 
 }  // namespace

@@ -18,14 +18,16 @@
 # "-cp", "../adapters/<name>/classes/adapter.jar:../adapters/<name>/lib/*", "<Class>"]: the same
 # flags and class path as the training run, or the JVM refuses the archive.
 #
-# Maven fetches here, at set-up, once (into ~/.m2, Maven's own cache); nothing is fetched while a
-# case runs. A jar whose hash is not the recorded one fails the build, naming it: a changed
-# artifact, or a pom.xml changed without its hashes. After changing pom.xml, write the new hashes
+# Maven fetches here, at set-up, once (into ~/.m2, Maven's own cache, its checksums strict); nothing
+# is fetched while a case runs. Every run checks lib/'s jars against jars.sha256, the quick one
+# too: a jar whose hash is not the recorded one (a changed artifact, a pom.xml changed without
+# its hashes, a jar altered in place) fails the build, naming it. After changing pom.xml, write the new hashes
 # with `maven-build.sh DIR --record` and read their diff before committing it.
 # Deprecation warnings are off: a seed's code is judged as written, deprecated calls and all.
 # Quiet, and done at once, when its outputs are newer than pom.xml, jars.sha256, the sources,
 # the kit and this script.
 set -euo pipefail
+export LC_ALL=C  # the jars' order in the hash list
 [ $# -ge 1 ] || { echo "usage: maven-build.sh ADAPTER_DIR [--record]" >&2; exit 2; }
 dir=$(cd "$1" && pwd)
 record=${2:-}
@@ -34,8 +36,8 @@ name=$(basename "$dir")
 jar_out=$dir/classes/adapter.jar
 stamp=$dir/lib/.hashes-checked
 
-for tool in mvn javac jar sha256sum; do
-  command -v "$tool" >/dev/null 2>&1 || { echo "$name: $tool not found: apt-get install maven default-jdk-headless" >&2; exit 1; }
+for tool in mvn java javac jar sha256sum redis-server redis-cli timeout; do
+  command -v "$tool" >/dev/null 2>&1 || { echo "$name: $tool not found: apt-get install maven default-jdk-headless redis-server" >&2; exit 1; }
 done
 [ -f "$dir/pom.xml" ] || { echo "$name: $dir/pom.xml not found" >&2; exit 1; }
 [ -n "$record" ] || [ -f "$dir/jars.sha256" ] \
@@ -49,25 +51,38 @@ newer_than() {  # newer_than OUTPUT INPUT...: whether some input is newer than t
   return 1
 }
 
-# The jars: resolved by Maven into a new folder, checked, then put in place whole.
+hashes_of() {  # hashes_of FOLDER: its jars' hashes, in jars.sha256's format
+  (cd "$1" && sha256sum -- *.jar)
+}
+mismatch() {  # mismatch FOUND: says which jars differ from jars.sha256, and fails
+  echo "$name: the jars are not the ones jars.sha256 records (a changed artifact, or pom.xml changed without --record):" >&2
+  diff -u "$dir/jars.sha256" "$1" | grep -E '^[-+][0-9a-f]' >&2
+  exit 1
+}
+
+# The jars: resolved by Maven into a new folder beside lib/, checked, then put in place whole.
 if [ -n "$record" ] || newer_than "$stamp" "$dir/pom.xml" "$dir/jars.sha256" "$kit/maven-build.sh"; then
-  tmp=$(mktemp -d)
+  tmp=$(mktemp -d "$dir/.lib.XXXXXX")
   trap 'rm -rf "$tmp"' EXIT
-  (cd "$dir" && mvn -q -B -ntp dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$tmp/lib") >"$tmp/mvn.log" 2>&1 \
+  (cd "$dir" && mvn -q -B -ntp -C dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$tmp/lib") >"$tmp/mvn.log" 2>&1 \
     || { echo "$name: Maven could not resolve pom.xml's dependencies:" >&2; tail -n 20 "$tmp/mvn.log" >&2; exit 1; }
-  (cd "$tmp/lib" && sha256sum -- *.jar) >"$tmp/jars.sha256"
+  hashes_of "$tmp/lib" >"$tmp/jars.sha256"
   if [ -n "$record" ]; then
     mv "$tmp/jars.sha256" "$dir/jars.sha256"
     echo "$name: recorded $(wc -l <"$dir/jars.sha256") jars' hashes in $dir/jars.sha256" >&2
-  elif ! diff -u "$dir/jars.sha256" "$tmp/jars.sha256" >"$tmp/diff"; then
-    echo "$name: the jars Maven resolved are not the ones jars.sha256 records (a changed artifact, or pom.xml changed without --record):" >&2
-    grep -E '^[-+][0-9a-f]' "$tmp/diff" >&2
-    exit 1
+  elif ! cmp -s "$dir/jars.sha256" "$tmp/jars.sha256"; then
+    mismatch "$tmp/jars.sha256"
   fi
-  touch "$tmp/lib/.hashes-checked"
   rm -rf "$dir/lib"
   mv "$tmp/lib" "$dir/lib"
+  touch "$stamp"
   rm -rf "$tmp"
+else  # the quick path checks the jars in place
+  found=$(mktemp)
+  trap 'rm -f "$found"' EXIT
+  hashes_of "$dir/lib" >"$found"
+  cmp -s "$dir/jars.sha256" "$found" || mismatch "$found"
+  rm -f "$found"
 fi
 
 adapter_sources=("$dir"/*.java)
@@ -75,16 +90,19 @@ adapter_sources=("$dir"/*.java)
   || { echo "$name: $dir has ${#adapter_sources[@]} .java files; the adapter is one class in one file" >&2; exit 1; }
 main_class=$(basename "${adapter_sources[0]}" .java)
 sources=("${adapter_sources[0]}" "$kit/LockbenchAdapter.java")
-java_bin=$(readlink -f "$(command -v java)")
 cds_out=$dir/classes/adapter.jsa
+# The archive is tied to the JVM that wrote it (a JDK update keeps its files' dates): the version
+# it was made with, or that its training failed with, is kept beside it.
+jvm=$(java -version 2>&1 | tr '\n' ' ')
+jvm_stamp=$dir/classes/adapter.jsa.jvm
 if newer_than "$jar_out" "${sources[@]}" "$stamp" "$kit/maven-build.sh" \
-   || newer_than "$cds_out" "$jar_out" "$java_bin"; then
+   || [ "$(cat "$jvm_stamp" 2>/dev/null)" != "$jvm" ]; then
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"; [ -z "${redis_pid:-}" ] || kill "$redis_pid" 2>/dev/null || true' EXIT
   mkdir -p "$tmp/classes" "$dir/classes"
   javac -Xlint:all,-path,-processing,-deprecation -Werror -encoding UTF-8 --release 17 -d "$tmp/classes" -cp "$dir/lib/*" "${sources[@]}"
   jar --create --file "$tmp/adapter.jar" -C "$tmp/classes" .
-  rm -f "$cds_out"
+  rm -f "$cds_out" "$jvm_stamp"
   mv "$tmp/adapter.jar" "$jar_out"
   # The lock files' JVM flags (locks/<name>*.json), the class path as they write it, from locks/.
   jvm_flags=(-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:-UsePerfData -Xlog:disable -Xlog:all=warning:stderr)
@@ -98,7 +116,7 @@ if newer_than "$jar_out" "${sources[@]}" "$stamp" "$kit/maven-build.sh" \
       printf '{"op": "acquire", "key": "training", "ttl_ms": 1000, "wait_ms": 0}\n{"op": "release", "key": "training"}\n' \
         | (cd "$dir/../../locks" && env LOCKBENCH_NODES="127.0.0.1:$port" LOCKBENCH_KEY=training LOCKBENCH_CLIENT=0 \
              LOCKBENCH_TTL_MS=1000 LOCKBENCH_PARAMS='{}' LOCKBENCH_COMMAND_TIMEOUT_MS=2000 LOCKBENCH_OP_TIMEOUT_MS=20000 \
-             LOCKBENCH_CONNECT_TIMEOUT_MS=2000 java "${jvm_flags[@]}" -XX:ArchiveClassesAtExit="$tmp/adapter.jsa" \
+             LOCKBENCH_CONNECT_TIMEOUT_MS=2000 timeout 120 java "${jvm_flags[@]}" -XX:ArchiveClassesAtExit="$tmp/adapter.jsa" \
              -cp "../adapters/$name/classes/adapter.jar:../adapters/$name/lib/*" "$main_class") >"$tmp/training.log" 2>&1 \
         && [ -s "$tmp/adapter.jsa" ] && trained=1
     fi
@@ -109,8 +127,9 @@ if newer_than "$jar_out" "${sources[@]}" "$stamp" "$kit/maven-build.sh" \
   done
   if ((trained)); then
     mv "$tmp/adapter.jsa" "$cds_out"
-  else
+  else  # not tried again until the sources or the JVM change
     echo "$name: no CDS archive (the adapter works without it, starting slower); the training run said:" >&2
     tail -n 20 "$tmp/training.log" "$tmp/redis.log" >&2
   fi
+  echo "$jvm" >"$jvm_stamp"
 fi

@@ -4,10 +4,11 @@ from the same venv, on every node lockbench gives (five for a Redlock).
 Its Redlock: SET redlock:<key> <uuid4> NX PX on every master at once (a thread each); granted
 on a majority within auto_release_time - drift - elapsed, else it releases where it set and
 fails; release a Lua compare-and-delete on every master (ok on a majority); extend a Lua
-compare-and-PEXPIRE to the whole auto_release_time again, at most num_extensions (3) times a
-lock. locked() says how long it still holds the lock, by asking the masters again (an extra
-round trip, so the validity answered is its majority's TTL read after the grant, counted from
-the acquire's start). One attempt per acquire: acquire(blocking=False). Its key is its own
+compare-and-PEXPIRE to a whole auto_release_time again (set to the request's TTL first), at
+most num_extensions (3) times a lock. locked() says how long it still
+holds the lock, by asking the masters again (an extra round trip, so the validity answered is
+its majority's TTL read after the grant, counted from the acquire's start; none when that read
+fails). One attempt per acquire: acquire(blocking=False). Its key is its own
 prefix before lockbench's, so a probe of lockbench's key (probe_key_ttl) finds none. Runs with
 adapters/pypi/venv/bin/python.
 """
@@ -24,7 +25,7 @@ try:
     from redis.backoff import NoBackoff
     from redis.retry import Retry
     from pottery import Redlock
-    from pottery.exceptions import PotteryError
+    from pottery.exceptions import PrimitiveError
 except ImportError:
     missing("pottery", "scripts/setup (adapters/pypi/build.sh makes the venv it runs in)")
 
@@ -44,9 +45,11 @@ def acquire(req):
     if not candidate.acquire(blocking=False):
         return {"ok": False, "error": "held"}
     lock = candidate
-    left_s = lock.locked()
-    return {"ok": True, "token": lock._uuid,  # pottery keeps its value private; it is what it SET
-            "validity_ms": (time.monotonic() - start + left_s) * 1000 if left_s else 0}
+    answer = {"ok": True, "token": lock._uuid}  # pottery keeps its value private; it is what it SET
+    left_s = lock.locked()  # 0 when its majority's read-back failed: then no validity is said
+    if left_s:
+        answer["validity_ms"] = (time.monotonic() - start + left_s) * 1000
+    return answer
 
 
 def release(req):
@@ -56,10 +59,11 @@ def release(req):
 
 def extend(req):
     if not req.get("replace"):
-        return {"ok": False, "error": "pottery's extend sets the whole auto_release_time again: it cannot add to the time left"}
+        return {"ok": False, "error": "pottery's extend sets a whole auto_release_time again: it cannot add to the time left"}
+    lock.auto_release_time = req["ttl_ms"] / 1000  # the TTL extend() sets, from now
     try:
         lock.extend()
-    except PotteryError as e:
+    except PrimitiveError as e:  # TooManyExtensions, ExtendUnlockedLock
         return {"ok": False, "error": f"{type(e).__name__}: {e}"}
     return {"ok": True}
 

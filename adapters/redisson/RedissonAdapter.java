@@ -86,7 +86,12 @@ public final class RedissonAdapter {
                 return obj("ok", true, "token", token, "nodes", List.of(0));
             },
             "release", req -> {
-                lockOf.apply((String) req.get("key")).unlock();  // IllegalMonitorStateException: not this thread's
+                // RLock is reentrant: an acquire answered late (refused here, granted there) and
+                // then granted again holds it twice, so every hold of this thread is undone, each
+                // unlock checking the owner as the first does.
+                RLock lock = lockOf.apply((String) req.get("key"));
+                lock.unlock();  // IllegalMonitorStateException: not this thread's
+                for (int i = 0; i < 100 && lock.isHeldByCurrentThread(); ++i) lock.unlock();
                 return obj("ok", true, "removed_on", List.of(0));
             }),
             null);  // no shutdown(): its Netty quiet period would hold every repetition's end 2 s; the kit halts the JVM

@@ -7,6 +7,7 @@
  */
 import static lockbench.LockbenchAdapter.*;
 
+import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 
@@ -66,10 +67,10 @@ public final class JedisAdapter {
                 String candidate = UUID.randomUUID().toString();
                 if (!lock((String) req.get("key"), candidate, (int) (number(req, "ttl_ms") / 1000))) return obj("ok", false, "error", "held");
                 token = candidate;
-                return obj("ok", true, "token", token, "nodes", java.util.List.of(0));
+                return obj("ok", true, "token", token, "nodes", List.of(0));
             },
             "release", req -> release((String) req.get("key"), token)
-                                  ? obj("ok", true, "removed_on", java.util.List.of(0))
+                                  ? obj("ok", true, "removed_on", List.of(0))
                                   : obj("ok", false, "error", "not ours (the compare-and-delete removed nothing)")),
             null);
     }

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # Builds a Java adapter whose library comes from Maven Central: maven-build.sh DIR [--record],
-# where DIR
-# (adapters/<name>/) holds
+# where DIR (adapters/<name>/) holds
 #   pom.xml       the library and its version, exact (no ranges), and jackson-core for the kit
 #   jars.sha256   the SHA-256 of every jar Maven resolves for it (sha256sum's format, by name)
 #   <Class>.java  the adapter, one class in the default package using the kit (one file)
@@ -21,8 +20,8 @@
 # Maven fetches here, at set-up, once (into ~/.m2, Maven's own cache, its checksums strict); nothing
 # is fetched while a case runs. Every run checks lib/'s jars against jars.sha256, the quick one
 # too: a jar whose hash is not the recorded one (a changed artifact, a pom.xml changed without
-# its hashes, a jar altered in place) fails the build, naming it. After changing pom.xml, write the new hashes
-# with `maven-build.sh DIR --record` and read their diff before committing it.
+# its hashes, a jar altered in place) fails the build, naming it. After changing pom.xml, write
+# the new hashes with `maven-build.sh DIR --record` and read their diff before committing it.
 # Deprecation warnings are off: a seed's code is judged as written, deprecated calls and all.
 # Quiet, and done at once, when its outputs are newer than pom.xml, jars.sha256, the sources,
 # the kit and this script.
@@ -78,11 +77,7 @@ if [ -n "$record" ] || newer_than "$stamp" "$dir/pom.xml" "$dir/jars.sha256" "$k
   touch "$stamp"
   rm -rf "$tmp"
 else  # the quick path checks the jars in place
-  found=$(mktemp)
-  trap 'rm -f "$found"' EXIT
-  hashes_of "$dir/lib" >"$found"
-  cmp -s "$dir/jars.sha256" "$found" || mismatch "$found"
-  rm -f "$found"
+  hashes_of "$dir/lib" | cmp -s "$dir/jars.sha256" - || mismatch <(hashes_of "$dir/lib")
 fi
 
 adapter_sources=("$dir"/*.java)

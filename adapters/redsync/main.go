@@ -24,7 +24,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"runtime/debug"
 	"time"
 
 	"github.com/go-redsync/redsync/v4"
@@ -82,7 +81,7 @@ func main() {
 	if err := warm.TryLock(); err == nil {
 		_, _ = warm.Unlock()
 	}
-	lockbench.Ready("redsync "+moduleVersion("github.com/go-redsync/redsync/v4"),
+	lockbench.Ready("redsync "+lockbench.ModuleVersion("github.com/go-redsync/redsync/v4"),
 		"Redlock: SET NX PX a random value on every node, a majority within the validity, Lua compare-and-delete release, Lua extend", false, nil)
 
 	var mutex *redsync.Mutex
@@ -115,35 +114,20 @@ func main() {
 			return lockbench.Answer{"ok": ok}, nil
 		},
 		"extend": func(req lockbench.Request) (lockbench.Answer, error) {
-			if mutex == nil || !req.Replace {
+			if mutex == nil {
+				return lockbench.Answer{"ok": false, "error": "nothing held"}, nil
+			}
+			if !req.Replace {
 				return lockbench.Answer{"ok": false, "error": "redsync's Extend sets a whole expiry again: it cannot add to the time left"}, nil
 			}
 			start := time.Now()
 			mutex = rs.NewMutex(req.Key, redsync.WithExpiry(req.TTL()), redsync.WithTries(1), redsync.WithValue(mutex.Value()))
-			ok, err := mutex.Extend()
-			if err != nil || !ok {
-				return lockbench.Answer{"ok": false, "error": errorText(err)}, nil
+			if ok, err := mutex.Extend(); err != nil {
+				return nil, err
+			} else if !ok {
+				return lockbench.Answer{"ok": false, "error": "not extended"}, nil
 			}
 			return lockbench.Answer{"ok": true, "validity_ms": float64(mutex.Until().Sub(start)) / float64(time.Millisecond)}, nil
 		},
 	}, nil)
-}
-
-func errorText(err error) string {
-	if err == nil {
-		return "not extended"
-	}
-	return err.Error()
-}
-
-// moduleVersion is a dependency's version as the binary records it (go.mod's, built in).
-func moduleVersion(path string) string {
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, dep := range info.Deps {
-			if dep.Path == path {
-				return dep.Version
-			}
-		}
-	}
-	return "?"
 }

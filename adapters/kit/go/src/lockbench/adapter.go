@@ -219,6 +219,20 @@ func Missing(what, how string) {
 	NotReady(what + " is missing: " + how)
 }
 
+// ModuleVersion is the version of a module the binary was built with, as go.mod chose it and
+// the binary records it ("?" when it has no such dependency, as in a GOPATH build): for the
+// ready line, of a library that names no version of its own.
+func ModuleVersion(path string) string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, dep := range info.Deps {
+			if dep.Path == path {
+				return dep.Version
+			}
+		}
+	}
+	return "?"
+}
+
 // Ready is the ready line: library "NAME VERSION" (read from the package), algorithm in one
 // line, whether it hands out fencing tokens, and any extra fields (nil: none).
 func Ready(library, algorithm string, fencing bool, extra map[string]any) {

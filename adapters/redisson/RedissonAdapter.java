@@ -6,8 +6,13 @@
  * addresses they name into this client's own paths); under Sentinel every grant and renewal
  * also WAITs for the replicas (checkLockSyncedSlaves, on by default), and a grant no replica
  * acknowledged is deleted and fails. One attempt per command (retryAttempts 0): lockbench
- * retries. Parameters (the lock file's "params"):
+ * retries. Parameters (the lock file's "params"), at most one of them:
  *   fenced  true: getFencedLock, tryLockAndGetToken: its token is the fence
+ *   lease   true: tryLock(wait, leaseTime = the run's TTL): no watchdog, the key expires
+ *   fair    true: getFairLock: waiters queued in a list and a zset beside the hash
+ *   redlock true: a RedissonRedLock over one client per node (the run's "nodes"), each lock
+ *           with its watchdog: granted when a majority of its locks are; which nodes is not
+ *           told, so the answer names none
  * Its connect timeout is the run's op timeout (ten command timeouts), not the command timeout:
  * a cold JVM's first connection (Netty's classes loading) takes longer than 200 ms; and the PING
  * Redisson sends on every new connection has the command timeout, which a cold JVM on a loaded
@@ -25,6 +30,7 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 import org.redisson.Redisson;
+import org.redisson.RedissonRedLock;
 import org.redisson.api.RFencedLock;
 import org.redisson.api.RLock;
 import org.redisson.api.RedissonClient;
@@ -35,15 +41,65 @@ public final class RedissonAdapter {
     public static void main(String[] args) throws Exception {
         Env env = env();
         boolean fenced = Boolean.TRUE.equals(env.params.get("fenced"));
+        boolean lease = Boolean.TRUE.equals(env.params.get("lease"));
+        boolean fair = Boolean.TRUE.equals(env.params.get("fair"));
+        boolean redlock = Boolean.TRUE.equals(env.params.get("redlock"));
         long ttlMs = env.ttlMs;
 
+        List<RedissonClient> clients = new java.util.ArrayList<>();
+        if (redlock) for (Address node : env.nodes) clients.add(connect(config(env, ttlMs, node)));
+        else clients.add(connect(config(env, ttlMs, env.sentinels.isEmpty() ? env.nodes.get(0) : null)));
+        RedissonClient redisson = clients.get(0);
+        String how = fenced ? "RFencedLock: a hash field <client id>:<thread id> and an incremented fencing token"
+                   : fair ? "RFairLock: a hash field <client id>:<thread id>, a queue of waiters, Lua"
+                   : redlock ? "RedissonRedLock: an RLock on each of " + clients.size() + " nodes, a majority of them"
+                   : "RLock: a hash field <client id>:<thread id>, Lua";
+        how += lease ? ", a lease time and no watchdog" : ", the watchdog renewing it every third of lockWatchdogTimeout";
+        Map<String, RLock> locks = new java.util.HashMap<>();
+        java.util.function.Function<String, RLock> lockOf = key -> locks.computeIfAbsent(key,
+            k -> fenced ? redisson.getFencedLock(k) : fair ? redisson.getFairLock(k)
+               : redlock ? new RedissonRedLock(clients.stream().map(c -> c.getLock(k)).toArray(RLock[]::new))
+               : redisson.getLock(k));
+        // The nodes a grant stands on, as far as it is told: one, or (RedLock) not said.
+        List<Integer> on = redlock ? null : List.of(0);
+        warm(lockOf.apply(env.key + ":lockbench-warm:" + ProcessHandle.current().pid()));
+        String token = redisson.getId() + ":" + Thread.currentThread().getId();
+        ready("redisson " + mavenVersion("org.redisson", "redisson"), how, fenced);
+        serve(Map.of(
+            "acquire", req -> {
+                RLock lock = lockOf.apply((String) req.get("key"));
+                long waitMs = number(req, "wait_ms");
+                if (fenced) {
+                    Long fence = ((RFencedLock) lock).tryLockAndGetToken(waitMs, TimeUnit.MILLISECONDS);
+                    if (fence == null) return obj("ok", false, "error", "held");
+                    return obj("ok", true, "token", token, "fence", fence, "nodes", List.of(0));
+                }
+                boolean got = lease ? lock.tryLock(waitMs, ttlMs, TimeUnit.MILLISECONDS)
+                                    : lock.tryLock(waitMs, TimeUnit.MILLISECONDS);
+                if (!got) return obj("ok", false, "error", "held");
+                return on == null ? obj("ok", true) : obj("ok", true, "token", token, "nodes", on);
+            },
+            "release", req -> {
+                // RLock is reentrant: an acquire answered late (refused here, granted there) and
+                // then granted again holds it twice, so every hold of this thread is undone, each
+                // unlock checking the owner as the first does.
+                RLock lock = lockOf.apply((String) req.get("key"));
+                lock.unlock();  // IllegalMonitorStateException: not this thread's
+                if (on == null) return obj("ok", true);  // RedLock: unlocks every node, says nothing of which
+                for (int i = 0; i < 100 && lock.isHeldByCurrentThread(); ++i) lock.unlock();
+                return obj("ok", true, "removed_on", on);
+            }),
+            null);  // no shutdown(): its Netty quiet period would hold every repetition's end 2 s; the kit halts the JVM
+    }
+
+    // One client's configuration: of one node, or (node null) of the master Sentinel names.
+    static Config config(Env env, long ttlMs, Address node) {
         Config config = new Config();
         // Sized for one lock on a 2-core machine (the defaults start 16 + 32 threads and 24 idle
         // connections); the lock's commands and scripts are the same.
         config.setThreads(2).setNettyThreads(2);
         config.setLockWatchdogTimeout(ttlMs);
-        if (env.sentinels.isEmpty()) {
-            Address node = env.nodes.get(0);
+        if (node != null) {
             config.useSingleServer()
                 .setAddress("redis://" + node.host + ":" + node.port)
                 .setConnectionMinimumIdleSize(1).setConnectionPoolSize(2)
@@ -63,38 +119,7 @@ public final class RedissonAdapter {
                 .setRetryAttempts(0);
             for (Address a : env.sentinels) sentinel.addSentinelAddress("redis://" + a);
         }
-        RedissonClient redisson = connect(config);
-        String how = (fenced ? "RFencedLock: a hash field <client id>:<thread id> and an incremented fencing token"
-                             : "RLock: a hash field <client id>:<thread id>, Lua")
-                     + ", the watchdog renewing it every third of lockWatchdogTimeout";
-        Map<String, RLock> locks = new java.util.HashMap<>();
-        java.util.function.Function<String, RLock> lockOf = key -> locks.computeIfAbsent(key,
-            k -> fenced ? redisson.getFencedLock(k) : redisson.getLock(k));
-        warm(lockOf.apply(env.key + ":lockbench-warm:" + ProcessHandle.current().pid()));
-        String token = redisson.getId() + ":" + Thread.currentThread().getId();
-        ready("redisson " + mavenVersion("org.redisson", "redisson"), how, fenced);
-        serve(Map.of(
-            "acquire", req -> {
-                RLock lock = lockOf.apply((String) req.get("key"));
-                long waitMs = number(req, "wait_ms");
-                if (fenced) {
-                    Long fence = ((RFencedLock) lock).tryLockAndGetToken(waitMs, TimeUnit.MILLISECONDS);
-                    if (fence == null) return obj("ok", false, "error", "held");
-                    return obj("ok", true, "token", token, "fence", fence, "nodes", List.of(0));
-                }
-                if (!lock.tryLock(waitMs, TimeUnit.MILLISECONDS)) return obj("ok", false, "error", "held");
-                return obj("ok", true, "token", token, "nodes", List.of(0));
-            },
-            "release", req -> {
-                // RLock is reentrant: an acquire answered late (refused here, granted there) and
-                // then granted again holds it twice, so every hold of this thread is undone, each
-                // unlock checking the owner as the first does.
-                RLock lock = lockOf.apply((String) req.get("key"));
-                lock.unlock();  // IllegalMonitorStateException: not this thread's
-                for (int i = 0; i < 100 && lock.isHeldByCurrentThread(); ++i) lock.unlock();
-                return obj("ok", true, "removed_on", List.of(0));
-            }),
-            null);  // no shutdown(): its Netty quiet period would hold every repetition's end 2 s; the kit halts the JVM
+        return config;
     }
 
     static RedissonClient connect(Config config) {

@@ -253,13 +253,25 @@ public final class LockbenchAdapter {
     public static String mavenVersion(String group, String artifact) {
         String resource = "META-INF/maven/" + group + "/" + artifact + "/pom.properties";
         try (java.io.InputStream in = LockbenchAdapter.class.getClassLoader().getResourceAsStream(resource)) {
-            if (in == null) return "?";
+            if (in == null) return versionInJarName(artifact);
             java.util.Properties p = new java.util.Properties();
             p.load(in);
             return p.getProperty("version", "?");
         } catch (IOException e) {
             return "?";
         }
+    }
+
+    // A jar without Maven's pom.properties (Spring's): the version in its file name on the class
+    // path, ARTIFACT-VERSION.jar, as Maven names what it resolves (maven-build.sh's lib/).
+    private static String versionInJarName(String artifact) {
+        java.util.regex.Pattern name = java.util.regex.Pattern.compile(
+            java.util.regex.Pattern.quote(artifact) + "-([0-9][^/]*)\\.jar");
+        for (String entry : System.getProperty("java.class.path", "").split(java.io.File.pathSeparator)) {
+            java.util.regex.Matcher m = name.matcher(new java.io.File(entry).getName());
+            if (m.matches()) return m.group(1);
+        }
+        return "?";
     }
 
     /** The ready line: library "NAME VERSION" (read from the package), algorithm in one line. */

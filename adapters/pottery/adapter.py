@@ -8,8 +8,8 @@ compare-and-PEXPIRE to a whole auto_release_time again (set to the request's TTL
 most num_extensions (3) times a lock. locked() says how long it still
 holds the lock, by asking the masters again (an extra round trip, so the validity answered is
 its majority's TTL read after the grant, counted from the acquire's start; none when that read
-fails). One attempt per acquire: acquire(blocking=False). Its key is its own
-prefix before lockbench's, so a probe of lockbench's key (probe_key_ttl) finds none. Runs with
+fails). One attempt per acquire: acquire(blocking=False). Its key is its own prefix before
+lockbench's (redlock:<key>), which the answer names ("key") for lockbench's probe. Runs with
 adapters/pypi/venv/bin/python.
 """
 import importlib.metadata
@@ -45,7 +45,8 @@ def acquire(req):
     if not candidate.acquire(blocking=False):
         return {"ok": False, "error": "held"}
     lock = candidate
-    answer = {"ok": True, "token": lock._uuid}  # pottery keeps its value private; it is what it SET
+    # pottery keeps its value private; it is what it SET, under its own key
+    answer = {"ok": True, "token": lock._uuid, "key": lock.key}
     left_s = lock.locked()  # 0 when its majority's read-back failed: then no validity is said
     if left_s:
         answer["validity_ms"] = (time.monotonic() - start + left_s) * 1000

@@ -380,7 +380,10 @@ AcquireResult ExternalLock::try_acquire(Env& env) {
         for (const auto& n : r.at("nodes"))
             if (const auto i = node_index(n)) lease.nodes.push_back(NodeId{*i});
     AcquireResult out = AcquireResult::ok(std::move(lease));
-    if (spec_.probe_key_ttl) out.key_ttl_ms = probe_key_ttl(env, key_, *out.lease, spec_.command_timeout);
+    // The key the library stored, where it is not lockbench's own (pottery's "redlock:<key>").
+    const bool own_key = r.contains("key") && r.at("key").is_string();
+    if (spec_.probe_key_ttl)
+        out.key_ttl_ms = probe_key_ttl(env, own_key ? r.at("key").get<std::string>() : key_, *out.lease, spec_.command_timeout);
     return out;
 }
 

@@ -66,6 +66,28 @@ class OneAttemptLock(Lock):
             orphans.add((self.path, self.prefix))
 
 
+# One attempt, the recipe's own retry (of a lost connection) bounded, as it is unbounded
+# otherwise. kazoo 2.8.0 bounds it by acquire's timeout. 2.11.0 refuses a timeout with
+# blocking=False: it hands the timeout to a threading lock of its own, whose acquire raises
+# ValueError ("can't specify a timeout for a non-blocking call") though its documentation still
+# allows both; there the retry is bounded by its number of tries (about the same time).
+timeout_refused = False
+
+
+def one_attempt(candidate):
+    global timeout_refused
+    if not timeout_refused:
+        try:
+            return candidate.acquire(blocking=False, timeout=budget_s)
+        except ValueError:
+            timeout_refused = True
+            print("lockbench adapter: kazoo %s refuses acquire(blocking=False, timeout=...); "
+                  "bounding its retry by tries" % kazoo.version.__version__, file=sys.stderr)
+    candidate._retry = KazooRetry(max_tries=int(budget_s / 0.2) + 1, delay=0.05, max_delay=0.2,
+                                  sleep_func=client.handler.sleep_func)
+    return candidate.acquire(blocking=False)
+
+
 def acquire(req):
     global lock
     if not connected.wait(budget_s):
@@ -86,8 +108,7 @@ def acquire(req):
         pass  # no lock taken on this key yet
     candidate = OneAttemptLock(client, path, identifier=f"client {env.client}")
     try:
-        # One attempt; the timeout bounds the recipe's own retry, which is unbounded otherwise.
-        if not candidate.acquire(blocking=False, timeout=budget_s):
+        if not one_attempt(candidate):
             if client.state != KazooState.CONNECTED:
                 return {"ok": False, "error": "not connected to ZooKeeper (%s)" % client.state}
             return {"ok": False, "error": "held"}

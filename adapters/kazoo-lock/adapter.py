@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""lockbench adapter for kazoo's Lock recipe on ZooKeeper (Debian: python3-kazoo).
+"""lockbench adapter for kazoo's Lock recipe on ZooKeeper (Debian: python3-kazoo, 2.8.0; or, run
+with adapters/pypi/venv/bin/python as locks/zookeeper-kazoo-2.11.json does, PyPI's 2.11.0).
 
 Speaks lockbench's adapter protocol (docs/adapters.md), as adapters/redis_py_lock.py
 does. The recipe: each contender creates an ephemeral sequential znode under the lock's

@@ -6,7 +6,7 @@
  * addresses they name into this client's own paths); under Sentinel every grant and renewal
  * also WAITs for the replicas (checkLockSyncedSlaves, on by default), and a grant no replica
  * acknowledged is deleted and fails. One attempt per command (retryAttempts 0): lockbench
- * retries. Parameters (the lock file's "params"), at most one of them:
+ * retries. Parameters (the lock file's "params"), at most one of them (more is not ready):
  *   fenced  true: getFencedLock, tryLockAndGetToken: its token is the fence
  *   lease   true: tryLock(wait, leaseTime = the run's TTL): no watchdog, the key expires
  *   fair    true: getFairLock: waiters queued in a list and a zset beside the hash
@@ -45,6 +45,8 @@ public final class RedissonAdapter {
         boolean fair = Boolean.TRUE.equals(env.params.get("fair"));
         boolean redlock = Boolean.TRUE.equals(env.params.get("redlock"));
         long ttlMs = env.ttlMs;
+        if ((fenced ? 1 : 0) + (lease ? 1 : 0) + (fair ? 1 : 0) + (redlock ? 1 : 0) > 1)
+            notReady("params: at most one of fenced, lease, fair and redlock");
 
         List<RedissonClient> clients = new java.util.ArrayList<>();
         if (redlock) for (Address node : env.nodes) clients.add(connect(config(env, ttlMs, node)));

@@ -5,8 +5,10 @@
  * RedisTemplate<Object, Object> with JDK serialization of keys and values), locks with
  * opsForValue().setIfAbsent(key, uuid, seconds, SECONDS) (SET NX EX) and releases with its Lua
  * compare-and-delete through redisTemplate.execute(DefaultRedisScript). So the key in the store is
- * the JDK-serialized key and value (the answer's token is the uuid before serialization; this
- * lock gives no validity, so lockbench never probes the key with it). No extend: the seed has none.
+ * the JDK-serialized key and value. The answer's token is the uuid before serialization, and it
+ * names no "key": the stored key is bytes, not text, so a run's key probe (probe_key_ttl) reads
+ * lockbench's plain key, finds none (-2), and, this lock giving no validity, that is all it
+ * costs. No extend: the seed has none.
  * Speaks lockbench's protocol (docs/adapters.md) through the Java kit; built by build.sh.
  */
 import static lockbench.LockbenchAdapter.*;

@@ -5,7 +5,9 @@
  * expireAfter = the run's TTL), obtain(key), tryLock(wait), unlock(). The registry's default lock
  * type (a spin lock): a Lua script that SETs <registryKey>:<key> to the registry's client id with
  * PX expireAfter if it is free, or re-PEXPIREs it if it is already this client's; unlock deletes
- * it if it is still this client's, and throws when it had expired. Each grant is also a local
+ * it if it is still this client's (Redis 8.4's DELEX ... IFEQ first; on an older Redis, which
+ * answers "unknown command", a Lua compare-and-delete from then on), and throws when it had
+ * expired. Each grant is also a local
  * ReentrantLock of the registry's, which every request (all on main) takes in turn. No renewal:
  * the registry renews only when asked to (renewLock), and nothing here asks.
  * Speaks lockbench's protocol (docs/adapters.md) through the Java kit; built by build.sh.

@@ -86,8 +86,8 @@ public final class RedissonAdapter {
                 // then granted again holds it twice, so every hold of this thread is undone, each
                 // unlock checking the owner as the first does.
                 RLock lock = lockOf.apply((String) req.get("key"));
-                lock.unlock();  // IllegalMonitorStateException: not this thread's
-                if (on == null) return obj("ok", true);  // RedLock: unlocks every node, says nothing of which
+                lock.unlock();  // IllegalMonitorStateException: not this thread's (RedLock: no error, every node tried)
+                if (on == null) return obj("ok", true);  // RedLock: it says nothing of which node it removed
                 for (int i = 0; i < 100 && lock.isHeldByCurrentThread(); ++i) lock.unlock();
                 return obj("ok", true, "removed_on", on);
             }),

@@ -285,6 +285,28 @@ TEST(LockFile, BadInputIsOneLineNamingTheFileAndField) {
     j["ttl_unit"] = nullptr;
     refused(j, "ttl_unit", "null");
     refused(a_lock(), "", "a lock's name is its file's name", "-bad.json");
+    j = a_lock();
+    j["server"] = "../adapters/etcd-go/etcd-3.7";
+    refused(j, "server", "only the servers of \"etcd\" run a program a lock names");
+    j.erase("sentinel");
+    j["service"] = "etcd";
+    j["server"] = "";
+    refused(j, "server", "expected the path of the servers' program");
+}
+
+// "server" names the program an etcd lock's servers run, relative to the lock file's folder:
+// the cell's run carries it, absolute, to the service (sim/live/etcd.cpp starts it).
+TEST(LockFile, AnEtcdLockMayNameItsServersProgram) {
+    Json j = a_lock();
+    j.erase("sentinel");
+    j["service"] = "etcd";
+    j["server"] = "../servers/etcd-9";
+    const LockFile lock = parse_lock_file(j, fs::path("/tmp/team/locks/mine.json"));
+    EXPECT_EQ(lock.server, fs::path("/tmp/team/servers/etcd-9"));
+    const CaseFile baseline = load_case_file(kSource / "scenarios" / "baseline.json");
+    EXPECT_EQ(run_for(baseline, lock).at("server"), "/tmp/team/servers/etcd-9");
+    j.erase("server");
+    EXPECT_FALSE(run_for(baseline, parse_lock_file(j, fs::path("/tmp/team/locks/mine.json"))).contains("server"));
 }
 
 TEST(CaseFile, BadInputIsOneLineNamingTheFileAndField) {

@@ -137,6 +137,14 @@ void parse_service_and_nodes(Fields& f, LockFile& lock) {
         if (!service.pooler)
             f.fail(f.at("pgbouncer"), "PgBouncer pools a database's connections: it needs \"service\": " + services_with(&ServiceInfo::pooler));
     }
+    if (f.get("server")) {
+        const std::string program = f.string("server", "");
+        if (!service.server_program)
+            f.fail(f.at("server"), "only the servers of " + services_with(&ServiceInfo::server_program) + " run a program a lock names");
+        if (program.empty() || has_unprintable(program))
+            f.fail(f.at("server"), "expected the path of the servers' program (relative to this file's folder), got " + quoted_excerpt(program));
+        lock.server = (lock.dir / program).lexically_normal();
+    }
     const std::string topology = one_of(f, "topology", "plain", {"plain", "sentinel"});
     lock.needs_replica = topology == "sentinel";
     lock.sentinel = boolean(f, "sentinel", lock.needs_replica);

@@ -70,6 +70,9 @@ struct LockFile {
     bool sentinel = false;               // it can find a master through Sentinel (failover)
     bool needs_replica = false;          // "topology": "sentinel": it always runs on a master with a replica
     std::string pgbouncer;               // PgBouncer's pool mode in front of the server, if any (service.h: server_settings)
+    // "server": the program its service's servers run, when not the one the service finds
+    // itself (another version of it: etcd 3.7's, built by scripts/setup); absolute.
+    std::filesystem::path server;
     bool check_lease_before_write = false;
     // The application's renewal of the lock (a worker's "renew" policy, scenario.h): the
     // period and T scale with the case's time like its other durations.

@@ -181,10 +181,18 @@ std::vector<std::string> parse_explore_fixed(const nlohmann::json& e, const std:
 
 namespace {
 
-// "server_settings" and "pgbouncer": how a server starts, for a service that takes settings.
+// "server_settings", "pgbouncer" and "server": how a server starts, for a service that takes them.
 void parse_server_settings(Fields& f, RunSpec& r) {
     const nlohmann::json* settings = f.get("server_settings");
     const nlohmann::json* pgbouncer = f.get("pgbouncer");
+    if (f.get("server")) {
+        if (!service_info(r.service).server_program)
+            f.fail(f.at("server"), "applies to a " + services_with(&ServiceInfo::server_program) + " service only");
+        const std::string program = f.string("server", "");
+        if (program.empty() || program.front() != '/' || has_unprintable(program))
+            f.fail(f.at("server"), "expected the absolute path of the servers' program, got " + quoted_excerpt(program));
+        r.server = program;
+    }
     if (settings && !service_info(r.service).server_settings)
         f.fail(f.at("server_settings"), "applies to a " + services_with(&ServiceInfo::server_settings) + " service only");
     if (pgbouncer && !service_info(r.service).pooler)

@@ -62,6 +62,9 @@ struct RunSpec {
     // PgBouncer's pool mode in front of it ("transaction", "session"; empty: none).
     std::map<std::string, std::string> server_settings;
     std::string pgbouncer;
+    // The program the service's servers run, when not the one it finds itself (a service that
+    // takes one only, service.h: server_program); absolute.
+    std::filesystem::path server;
     std::vector<Expectation> expect;
     Persistence persistence = Persistence::none;   // of the lock nodes
     bool check_lease_before_write = false;          // the worker checks its lease's validity first

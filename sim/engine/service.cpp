@@ -20,7 +20,7 @@ const std::vector<ServiceInfo>& table() {
         {.service = Service::etcd, .name = "etcd", .title = "etcd", .server = "etcd server", .plural = "etcd servers",
          .sizes = {1, 3, 5}, .consensus = true, .has_leader = true, .clock_shim_reaches = false,
          .clock_why = "Go reads the kernel's clock directly",
-         .disk_why = "Go makes the fdatasync syscall itself, out of the shim's reach"},
+         .disk_why = "Go makes the fdatasync syscall itself, out of the shim's reach", .server_program = true},
         {.service = Service::postgresql, .name = "postgresql", .title = "PostgreSQL", .server = "postgresql server", .plural = "PostgreSQL servers",
          .sizes = {1}, .why_sizes = "advisory locks live in its memory",
          .disk_why = "lockbench starts it with fsync=off", .server_settings = true, .pooler = true,

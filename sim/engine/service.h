@@ -39,6 +39,7 @@ struct ServiceInfo {
     bool node_options = false;       // "topology" (Sentinel) and "persistence": a Redis node's
     bool server_settings = false;    // "server_settings": settings its server starts with
     bool pooler = false;             // "pgbouncer": PgBouncer pools its connections
+    bool server_program = false;     // "server": a lock may name the program its servers run (another version)
     // Settings lockbench gives its server itself, which a case may not change: where it
     // listens, its folders, how clients log in.
     std::vector<std::string> reserved_settings;

@@ -260,6 +260,7 @@ Json cell_run(const CaseFile& c, const CaseVariant& v, const LockFile& lock, Exp
     if (v.persistence) run["persistence"] = *v.persistence;
     if (v.server_settings && service_info(lock.service).server_settings) run["server_settings"] = *v.server_settings;
     if (!lock.pgbouncer.empty()) run["pgbouncer"] = lock.pgbouncer;
+    if (!lock.server.empty()) run["server"] = lock.server.string();
     if (lock.check_lease_before_write) run["check_lease_before_write"] = true;
     if (const std::optional<Json>& policy = v.renew ? v.renew : lock.renew) {
         Json renew = *policy;

@@ -287,7 +287,9 @@ std::unique_ptr<LockService> start_etcd(const ServiceConfig& config) {
     if (!config.env.empty() && static_cast<int>(config.env.size()) != config.size)
         throw std::runtime_error("etcd: env has " + std::to_string(config.env.size()) + " entries for " +
                                  std::to_string(config.size) + " members");
-    const std::string binary = etcd_binary();
+    const std::string binary = config.program.empty() ? etcd_binary() : config.program.string();
+    if (!is_executable_file(binary))
+        throw std::runtime_error("etcd: " + binary + ": no such executable (scripts/setup builds the lock files' servers)");
     for (int attempt = 1;; ++attempt) {
         auto cluster = std::make_unique<EtcdCluster>(config, binary);
         try {

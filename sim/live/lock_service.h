@@ -64,6 +64,9 @@ struct ServiceConfig {
     // and the pool mode of the pooler in front of it (ServiceInfo::pooler; empty: none).
     std::map<std::string, std::string> settings;
     std::string pgbouncer;
+    // The program its servers run, for a service that takes one (ServiceInfo::server_program);
+    // empty: the one it finds itself.
+    std::filesystem::path program;
 };
 
 // A running service: its servers, by index, and who leads.

@@ -1,15 +1,24 @@
 #!/bin/bash
-# Builds adapters/etcd-go/etcd-go-adapter (etcd's Go Mutex, clientv3/concurrency 3.4) from
-# Debian's packages only: golang-go, and golang-etcd-server-dev, whose Go sources (and its
-# dependencies': grpc, protobuf, zap, ...) are under /usr/share/gocode. No module proxy:
-# GOPATH mode, the Go kit (adapters/kit/go) first, Debian's sources after it. Quiet, and
-# done at once, when the binary is newer than its sources and this script; scripts/setup runs
-# it.
+# Builds etcd's Go Mutex at two versions, side by side, from one main.go (etcd34.go and
+# etcd37.go name the library's calls at each), and etcd's server at the newer one; scripts/setup
+# runs it:
+#   etcd-go-adapter       clientv3/concurrency 3.4.23 from Debian's packages only: golang-etcd-server-dev,
+#                         whose Go sources (and its dependencies': grpc, protobuf, zap, ...) are under
+#                         /usr/share/gocode. GOPATH mode, the Go kit (adapters/kit/go) first, Debian's
+#                         sources after it; go.mod is not read.
+#   etcd-go-3.7-adapter   client/v3/concurrency at go.mod's version (3.7.3), and
+#   etcd-3.7              etcd's server at the same version (server/main.go: etcdmain.Main), both from
+#                         the Go module proxy at go.sum's hashes (adapters/kit/go-module-build.sh).
+# Each is quiet, and done at once, when its binary is newer than its sources and this script.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 kit=$(cd "$here/../kit/go" && pwd)
 out="$here/etcd-go-adapter"
 gocode=/usr/share/gocode
+
+modules="$here/../kit/go-module-build.sh"
+bash "$modules" "$here" etcd-go-3.7-adapter . etcd37
+bash "$modules" "$here" etcd-3.7 ./server
 
 if [ -x "$out" ] && [ ! "$here/build.sh" -nt "$out" ] && [ -z "$(find "$here" "$kit/src" -name '*.go' -newer "$out" | head -1)" ]; then
   exit 0

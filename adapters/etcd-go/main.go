@@ -82,11 +82,6 @@ import (
 
 	"lockbench"
 
-	"go.etcd.io/etcd/clientv3"
-	"go.etcd.io/etcd/clientv3/concurrency"
-	"go.etcd.io/etcd/etcdserver/api/v3rpc/rpctypes"
-	pb "go.etcd.io/etcd/etcdserver/etcdserverpb"
-	"go.etcd.io/etcd/version"
 	"golang.org/x/sys/unix"
 )
 
@@ -99,7 +94,7 @@ var (
 		LockWaitMs  *float64 `json:"lock_wait_ms"`
 		Debug       bool     `json:"debug"`
 	}
-	cli *clientv3.Client
+	cli *Client
 
 	current *session // the session the next acquire uses
 	held    *holding // while the lock is held
@@ -107,14 +102,14 @@ var (
 
 // A session and what it takes to end it.
 type session struct {
-	*concurrency.Session
+	*Session
 	ttlS    int
 	cancel  context.CancelFunc // its context: NewSession's grant, and its keepalives
 	retired bool
 }
 
 type holding struct {
-	m       *concurrency.Mutex
+	m       *Mutex
 	s       *session
 	stopped chan struct{} // closed at release: the Done watch ends
 }
@@ -151,16 +146,16 @@ func bounded(what string, deadline time.Time, call func() error) error {
 	}
 }
 
-// openSession is concurrency.NewSession(cli, WithTTL(ttlS)) with a context that is cancelled
+// openSession is newSession(cli, WithTTL(ttlS)) with a context that is cancelled
 // if the lease is not granted by the deadline (NewSession's grant would otherwise wait as long
 // as the client's own context, for ever).
 func openSession(ttlS int, deadline time.Time) (*session, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	within := time.Until(deadline).Round(time.Millisecond)
-	var s *concurrency.Session
+	var s *Session
 	err := bounded("NewSession", deadline, func() error {
 		var err error
-		s, err = concurrency.NewSession(cli, concurrency.WithTTL(ttlS), concurrency.WithContext(ctx))
+		s, err = newSession(cli, withTTL(ttlS), withContext(ctx))
 		return err
 	})
 	if err == errTimedOut {
@@ -191,7 +186,7 @@ func retire(s *session) {
 		current = nil
 	}
 	lockbench.Go("session close", func() {
-		if err := s.Close(); err != nil && err != rpctypes.ErrLeaseNotFound {
+		if err := s.Close(); err != nil && err != errLeaseNotFound {
 			logf("closing session %x: %v", s.Lease(), err)
 		}
 		s.cancel()
@@ -232,7 +227,7 @@ func acquire(req lockbench.Request) (lockbench.Answer, error) {
 		}
 	}
 	s := current
-	m := concurrency.NewMutex(s.Session, req.Key)
+	m := newMutex(s.Session, req.Key)
 	wait := lockWait
 	if left := time.Until(deadline); left < wait {
 		wait = left
@@ -271,9 +266,8 @@ func acquire(req lockbench.Request) (lockbench.Answer, error) {
 
 // The lock key's create revision: what Lock compared its key's against (IsOwner's
 // comparison), read without a round trip.
-func createRevision(m *concurrency.Mutex) (int64, bool) {
-	cmp := m.IsOwner()
-	rev, ok := cmp.TargetUnion.(*pb.Compare_CreateRevision)
+func createRevision(m *Mutex) (int64, bool) {
+	rev, ok := ownerCompare(m).TargetUnion.(*compareCreateRevision)
 	if !ok || rev.CreateRevision <= 0 {
 		return 0, false
 	}
@@ -284,12 +278,12 @@ func createRevision(m *concurrency.Mutex) (int64, bool) {
 // wait ran out (Unlock sets its key to "\x00"); a key still named means that clean-up did not
 // run (the put's answer never came) or failed, so it is deleted here, within the budget, and
 // the session retired if that fails too.
-func failedLock(m *concurrency.Mutex, s *session, err error, wait time.Duration, deadline time.Time) (lockbench.Answer, error) {
+func failedLock(m *Mutex, s *session, err error, wait time.Duration, deadline time.Time) (lockbench.Answer, error) {
 	cleaned := m.Key() == "\x00"
 	if !cleaned && !unlock(m, s, deadline) {
 		retire(s)
 	}
-	if err == rpctypes.ErrLeaseNotFound { // the session's lease has ended: a new one next time
+	if err == errLeaseNotFound { // the session's lease has ended: a new one next time
 		retire(s)
 		return nil, fmt.Errorf("Lock: %w (the session's lease %x has ended; a new session next time)", err, s.Lease())
 	}
@@ -300,7 +294,7 @@ func failedLock(m *concurrency.Mutex, s *session, err error, wait time.Duration,
 }
 
 // unlock is m.Unlock within the budget; false if it failed or did not return.
-func unlock(m *concurrency.Mutex, s *session, deadline time.Time) bool {
+func unlock(m *Mutex, s *session, deadline time.Time) bool {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	err := bounded(fmt.Sprintf("Unlock %q (session %x)", m.Key(), s.Lease()), deadline, func() error { return m.Unlock(ctx) })
@@ -373,7 +367,7 @@ func main() {
 	}
 	// No autoSync and no Sync: the members' advertised URLs would bypass this client's own
 	// paths (the link proxies).
-	cli, err = clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: env.ConnectTimeout() + env.CommandTimeout()})
+	cli, err = newClient(Config{Endpoints: endpoints, DialTimeout: env.ConnectTimeout() + env.CommandTimeout()})
 	if err != nil {
 		lockbench.NotReady("clientv3.New: " + lockbench.Describe(err))
 	}
@@ -389,7 +383,7 @@ func main() {
 	if params.SessionDone {
 		watch = "Session.Done() watched while held (lost event)"
 	}
-	lockbench.Ready("go.etcd.io/etcd/clientv3/concurrency "+version.Version,
+	lockbench.Ready(library,
 		"etcd's Go Mutex: a key prefix/lease-id under a Session's lease (kept alive by the library), held by the oldest create revision; "+watch,
 		true, nil)
 	lockbench.Serve(lockbench.Handlers{"acquire": acquire, "release": release}, onClose) // no extend: the session keeps its lease alive

@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
-# Builds a Go adapter whose library comes from the Go module proxy: go-module-build.sh DIR, where
-# DIR (adapters/<name>/) holds main.go, go.mod and go.sum, and gets DIR/<name>-adapter, one static
-# binary (git-ignored). The modules are those go.mod names, each checked against go.sum
-# (-mod=readonly: neither file is changed here), the Go kit (adapters/kit/go/src/lockbench) put
-# in by go.mod's replace. Fetched here, at set-up, into Go's module cache; nothing is fetched
-# while a case runs. Quiet, and done at once, when the binary is newer than its sources, go.mod,
-# go.sum, the adapter's build.sh, the kit and this script; scripts/setup runs it.
+# Builds a Go program whose library comes from the Go module proxy:
+#   go-module-build.sh DIR [OUTPUT PACKAGE [TAGS]]
+# where DIR (adapters/<name>/) holds go.mod and go.sum, and gets DIR/OUTPUT (default
+# <name>-adapter), one static binary (git-ignored) of PACKAGE (default ".", a folder under DIR)
+# built with the build tags TAGS (default none). The modules are those go.mod names, each
+# checked against go.sum (-mod=readonly: neither file is changed here), the Go kit
+# (adapters/kit/go/src/lockbench) put in by go.mod's replace. Fetched here, at set-up, into Go's
+# module cache; nothing is fetched while a case runs. Quiet, and done at once, when the binary is
+# newer than DIR's Go sources, go.mod, go.sum, the adapter's build.sh, the kit and this script;
+# scripts/setup runs it (through the adapter's build.sh).
 set -euo pipefail
-[ $# -eq 1 ] || { echo "usage: go-module-build.sh ADAPTER_DIR" >&2; exit 2; }
+[ $# -eq 1 ] || [ $# -eq 3 ] || [ $# -eq 4 ] || { echo "usage: go-module-build.sh DIR [OUTPUT PACKAGE [TAGS]]" >&2; exit 2; }
 here=$(cd "$1" && pwd)
 name=$(basename "$here")
 kit=$(cd "$(dirname "$0")/go/src/lockbench" && pwd)
-out="$here/$name-adapter"
+out="$here/${2:-$name-adapter}" package=${3:-.} tags=${4:-}
 
-if [ -x "$out" ] && [ -z "$(find "$here"/*.go "$here/go.mod" "$here/go.sum" "$here/build.sh" "$kit" "$0" -newer "$out" | head -1)" ]; then
+if [ -x "$out" ] && [ -z "$(find "$here" -name '*.go' -newer "$out" | head -1)" ] \
+   && [ -z "$(find "$here/go.mod" "$here/go.sum" "$here/build.sh" "$kit" "$0" -newer "$out" | head -1)" ]; then
   exit 0
 fi
 # go.mod's modules ask for Go 1.26 (its "go" line): the machine's Go (/usr/local/go), not
@@ -33,5 +37,5 @@ if [ -z "${HOME:-}" ]; then
   export GOCACHE=${GOCACHE:-/tmp/lockbench-go-build} GOMODCACHE=${GOMODCACHE:-/tmp/lockbench-go-mod}
 fi
 cd "$here"
-"$go" build -trimpath -o "$out.tmp" .
+"$go" build -trimpath -tags "$tags" -o "$out.tmp" "$package"
 mv -f "$out.tmp" "$out"

@@ -1,6 +1,7 @@
 // Command etcd-go-adapter is lockbench's adapter for etcd's own Go lock: clientv3/concurrency's
-// Mutex over a Session, the lease the session keeps alive (Debian: golang-etcd-server-dev
-// 3.4.23, built by build.sh beside this file from Debian's Go sources alone).
+// Mutex over a Session, the lease the session keeps alive, built by build.sh beside this file at
+// two versions from this one source: 3.4.23 from Debian's Go sources alone (golang-etcd-server-dev,
+// etcd34.go) and 3.7.3 from the Go module proxy (etcd37.go, go.mod), the same calls at each.
 //
 // Speaks lockbench's adapter protocol (docs/adapters.md) through the Go kit,
 // adapters/kit/go/src/lockbench: it reads the environment, says ready, answers each request
@@ -15,7 +16,8 @@
 //	             fence: the lock key's create revision (m.IsOwner()'s, no extra round trip)
 //	release ── m.Unlock(ctx)
 //
-// One attempt per acquire: 3.4's Mutex has no TryLock (3.5 added it), so Lock gets a context
+// One attempt per acquire: 3.4's Mutex has no TryLock (3.5 added it; 3.7 is called as 3.4 is, so
+// that the two rows differ by the library alone), so Lock gets a context
 // that ends after lock_wait_ms (default LOCKBENCH_COMMAND_TIMEOUT_MS, as the etcd-lock
 // adapter's Lock RPC waits): Lock puts its waiter key (prefix/lease-id) under the session's
 // lease and, if an older key holds the lock, watches for its deletion until the context ends;

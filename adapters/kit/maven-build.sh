@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds a Java adapter whose library comes from Maven Central: maven-build.sh DIR [--record],
+# Builds a Java adapter whose library comes from Maven Central: maven-build.sh DIR [--record] [--jars-only],
 # where DIR (adapters/<name>/) holds
 #   pom.xml       the library and its version, exact (no ranges), and jackson-core for the kit
 #   jars.sha256   the SHA-256 of every jar Maven resolves for it (sha256sum's format, by name)
@@ -24,12 +24,17 @@
 # the new hashes with `maven-build.sh DIR --record` and read their diff before committing it.
 # Deprecation warnings are off: a seed's code is judged as written, deprecated calls and all.
 # Quiet, and done at once, when its outputs are newer than pom.xml, jars.sha256, the sources,
-# the kit and this script.
+# the kit and this script. With --jars-only it makes and checks lib/ alone (an adapter that builds
+# itself from those jars: adapters/curator/build.sh).
 set -euo pipefail
 export LC_ALL=C  # the jars' order in the hash list
-[ $# -ge 1 ] || { echo "usage: maven-build.sh ADAPTER_DIR [--record]" >&2; exit 2; }
+usage() { echo "usage: maven-build.sh ADAPTER_DIR [--record] [--jars-only]" >&2; exit 2; }
+[ $# -ge 1 ] || usage
 dir=$(cd "$1" && pwd)
-record=${2:-}
+record= jars_only=
+for option in "${@:2}"; do
+  case $option in --record) record=1 ;; --jars-only) jars_only=1 ;; *) usage ;; esac
+done
 kit=$(cd "$(dirname "$0")" && pwd)
 name=$(basename "$dir")
 jar_out=$dir/classes/adapter.jar
@@ -79,6 +84,7 @@ if [ -n "$record" ] || newer_than "$stamp" "$dir/pom.xml" "$dir/jars.sha256" "$k
 else  # the quick path checks the jars in place
   hashes_of "$dir/lib" | cmp -s "$dir/jars.sha256" - || mismatch <(hashes_of "$dir/lib")
 fi
+[ -z "$jars_only" ] || exit 0
 
 adapter_sources=("$dir"/*.java)
 [ ${#adapter_sources[@]} -eq 1 ] && [ -f "${adapter_sources[0]}" ] \

@@ -573,6 +573,7 @@ struct VerdictArgs : LockArgs {
     std::optional<std::string> out;
     std::vector<std::string> cases;   // --case: only these (a quick look; the row is then partial)
     std::optional<double> discover;   // --discover SECONDS: a live search after the cases (live_search.h)
+    std::optional<std::string> versus;  // --versus LOCK: its verdict too, and where the two differ
 };
 
 // One line per class: its verdict and repetitions, or why it does not apply.
@@ -590,6 +591,23 @@ void print_verdict(const nlohmann::json& v) {
         }
         std::cout << line << "\n";
     }
+}
+
+// Where two verdicts differ (verdict.h: versus): each class that runs, here beside there.
+void print_versus(const std::string& lock, const nlohmann::json& vs) {
+    std::cout << lock << " versus " << vs.at("lock").get<std::string>() << " (" << vs.at("library").get<std::string>()
+              << "), class by class (" << lock << " | " << vs.at("lock").get<std::string>() << "):\n";
+    std::string differ;
+    for (const auto& c : vs.at("classes")) {
+        std::cout << (c.at("differs").get<bool>() ? "* " : "  ") << c.at("class").get<std::string>() << ": "
+                  << c.at("here").get<std::string>() << " | " << c.at("there").get<std::string>() << "\n";
+        if (c.at("differs").get<bool>()) differ += (differ.empty() ? "" : ", ") + c.at("class").get<std::string>();
+    }
+    for (const auto& c : vs.at("cases"))
+        std::cout << "  case " << variant_label(c.at("case").get<std::string>(), c.at("variant").get<std::string>()) << ": "
+                  << c.at("here").get<std::string>() << " | " << c.at("there").get<std::string>() << "\n";
+    if (differ.empty()) std::cout << "  the same verdict in every class\n";
+    else std::cout << "  the classes marked * differ: " << differ << "\n";
 }
 
 // The live search's classes, each with when it was found and how often its witness violated.
@@ -610,6 +628,12 @@ int cmd_verdict(const VerdictArgs& a) {
     const std::vector<LockFile> locks = catalog().locks();
     std::vector<CaseFile> cases = catalog().cases();
     check_recorded_keys({lock}, cases);
+    std::optional<LockFile> other;
+    if (a.versus) {
+        other = chosen_locks({*a.versus}).locks.at(0);
+        if (other->name == lock.name) throw std::runtime_error("--versus " + *a.versus + ": that is the lock itself");
+        check_recorded_keys({*other}, cases);
+    }
     for (const std::string& name : a.cases)
         if (std::ranges::none_of(cases, [&](const CaseFile& c) { return c.name == name; }))
             throw std::runtime_error("--case " + name + ": no case of that name in " + catalog().scenarios_dir().string());
@@ -630,6 +654,19 @@ int cmd_verdict(const VerdictArgs& a) {
         v["discover"] = found.at("discover");
         write_atomically(opts.out / kVerdictFile, v.dump(2) + "\n");
         print_discovered(v);
+    }
+    if (other) {
+        // The other version's verdict in a folder of this one's (resumed like it), then where they differ.
+        const VerdictOptions theirs_opts{opts.out / ("versus-" + other->name), opts.repeat, opts.self_exe, opts.project_dir,
+                                         opts.progress, opts.jobs};
+        std::cerr << "lockbench: verdict of " << other->label() << ", to set beside it: checking its adapter ...\n";
+        if (const int status = report_adapter_check(*other, adapter_check(*other)); status != 0) return status;
+        const nlohmann::json theirs = run_verdict(*other, cases, reference_locks(locks), theirs_opts);
+        for (const auto& d : theirs.at("differences")) v["differences"].push_back(other->name + ": " + d.get<std::string>());
+        for (const auto& d : theirs.at("could_not_force")) v["could_not_force"].push_back(other->name + ": " + d.get<std::string>());
+        v["versus"] = versus(v, theirs, (theirs_opts.out / kVerdictFile).string());
+        write_atomically(opts.out / kVerdictFile, v.dump(2) + "\n");
+        print_versus(lock.name, v.at("versus"));
     }
     for (const auto& d : v.at("differences")) std::cout << "differs: " << d.get<std::string>() << "\n";
     for (const auto& d : v.at("could_not_force")) std::cout << d.get<std::string>() << "\n";
@@ -994,6 +1031,9 @@ Subcommand add_verdict(CLI::App& app) {
     sub->add_option("--discover", a->discover, "then search live for this many seconds: fault schedules of one or two faults, "
                     "most likely first; each new failure class shrunk, replayed, kept as a witness (verdict.json: discovered)")
         ->check(finite_range(1, 86400));
+    sub->add_option("--versus", a->versus, "then the verdict of this lock too (another version of the library: its name "
+                    "or lock file), into OUT/versus-<name>, and where the two differ, class by class (verdict.json: versus)")
+        ->check(non_empty_path());
     sub->add_option("--jobs", a->jobs, "repetitions run at once, each with its own servers (default 4; a case marked "
                     "\"alone\" runs beside no other case's, two at most)")->check(CLI::Range(1, 16));
     return {sub, [a] { return cmd_verdict(*a); }};

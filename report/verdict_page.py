@@ -343,6 +343,27 @@ def header(v, tree, page):
                       "\n".join(f"- **{d}**" for d in diffs) + "\n")
 
 
+def write_versus(v, page):
+    """`verdict --versus OTHER`: this lock's classes beside OTHER's, and the cases whose verdicts differ."""
+    vs = v.get("versus")
+    if not isinstance(vs, dict):
+        return
+    other = str(vs.get("lock", "?"))
+    page.heading(2, f"Versus {other} ({vs.get('library', '?')})", "versus")
+    classes = [c for c in vs.get("classes") or [] if isinstance(c, dict)]
+    rows = [[CLASS_WORD.get(c.get("class"), str(c.get("class"))), str(c.get("here")), str(c.get("there")),
+             "differs" if c.get("differs") else ""] for c in classes]
+    css = [[None, None, None, "warn" if c.get("differs") else None] for c in classes]
+    page.table(["class", v["lock"], other, ""], rows, classes=css, widths=["22%", "34%", "34%", "10%"])
+    cases = [c for c in vs.get("cases") or [] if isinstance(c, dict)]
+    if cases:
+        page.para("The cases whose verdicts differ (or that run on one side only):", cls="note")
+        page.table(["case", v["lock"], other], [[case_name(c), str(c.get("here")), str(c.get("there"))] for c in cases],
+                   widths=["30%", "35%", "35%"])
+    page.para(("The same verdict in every class. " if vs.get("same") else "")
+              + f"{other}'s own verdict: {vs.get('verdict', '?')}.", cls="note")
+
+
 def plan(v, tree, outdir):
     """Every witness timeline to draw, drawn with progress: {case name: (img, caption)}."""
     todo = [c for c in v["cases"] if c["verdict"] in UNSAFE_WORDS]
@@ -359,6 +380,7 @@ def build_verdict(v, tree, outdir, page):
     header(v, tree, page)
     page.heading(2, "Verdict by failure class", "table")
     table(v, page)
+    write_versus(v, page)
     mine = class_entries(v)
     by_class = {}
     for c in v["cases"]:

@@ -80,7 +80,12 @@ def verdict_tree(d):
                             {"case": "renewal", "class": None, "variant": "", "why": "about token-lua+renew only"},
                             {"case": "renewal", "class": None, "variant": "too-short", "why": "about token-lua+renew only"}],
          "reference": [{"lock": "token-lua", "description": "SET NX PX", "classes": ref}],
-         "differences": ["gc-pause: the lock file records 2 holders; got 2 holders 1/2, safe 1/2"]}
+         "differences": ["gc-pause: the lock file records 2 holders; got 2 holders 1/2, safe 1/2"],
+         "versus": {"lock": "lib-b", "library": "lib-b 2.0", "verdict": "/x/versus-lib-b/verdict.json", "same": False,
+                    "classes": [{"class": "baseline", "here": "safe 2/2", "there": "safe 2/2", "differs": False},
+                                {"class": "gc-pause", "here": "2 holders 1/2, safe 1/2", "there": "safe 2/2", "differs": True}],
+                    "cases": [{"case": "gc-pause", "variant": "", "class": "gc-pause", "here": "2 holders 1/2, safe 1/2",
+                               "there": "safe 2/2"}]}}
     write_json(os.path.join(d, "verdict.json"), v)
     return v
 
@@ -114,7 +119,7 @@ class VerdictPageTest(unittest.TestCase):
 
     def test_the_page_reads_top_to_bottom(self):
         order = ["# lockbench verdict: lib-a", "## Differences from its lock file's record", "## Verdict by failure class",
-                 "## Failure classes", "### no fault: safe 2/2", "### GC pause: 2 holders 1/2, safe 1/2",
+                 "## Versus lib-b (lib-b 2.0)", "## Failure classes", "### no fault: safe 2/2", "### GC pause: 2 holders 1/2, safe 1/2",
                  "### failover: unavailable 2/2", "## Other cases", "#### jepsen-pauses", "## Cases that do not apply"]
         at = [self.md.find(x) for x in order]
         self.assertNotIn(-1, at, dict(zip(order, at)))
@@ -169,6 +174,15 @@ class VerdictPageTest(unittest.TestCase):
         fo = self.md[self.md.find("#### failover-lost-lock"):self.md.find("## Other cases")]
         self.assertIn("Expectations that did not hold: rep 1: sections_completed >= 1 (got 0).", fo)
         self.assertIn('<span class="badge o-unavailable">unavailable 2/2</span>', self.html)
+
+    def test_versus_another_version_sets_each_class_beside_it_and_marks_where_they_differ(self):
+        vs = self.md[self.md.find("## Versus lib-b"):self.md.find("## Failure classes")]
+        self.assertIn("| class | lib-a | lib-b |  |", vs)
+        self.assertIn("| no fault | safe 2/2 | safe 2/2 |   |", vs)
+        self.assertIn("| GC pause | 2 holders 1/2, safe 1/2 | safe 2/2 | differs |", vs)
+        self.assertIn("| gc-pause | 2 holders 1/2, safe 1/2 | safe 2/2 |", vs)
+        self.assertNotIn("The same verdict in every class", vs)
+        self.assertIn("lib-b's own verdict: /x/versus-lib-b/verdict.json.", vs)
 
     def test_the_cases_that_do_not_apply_each_with_its_reason(self):
         na = self.md[self.md.find("## Cases that do not apply"):]

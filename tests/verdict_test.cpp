@@ -88,6 +88,28 @@ TEST_F(VerdictTest, AVerdictThatDiffersFromTheRecordExitsOneNamingTheCase) {
     EXPECT_EQ(r.out.find("differs: baseline"), std::string::npos) << r.out;
 }
 
+// Two versions of one library side by side (here two locks, for speed): the other's verdict
+// in OUT/versus-<name>, then each class that runs here beside there, the differing ones marked,
+// and verdict.json's "versus" saying the same.
+TEST_F(VerdictTest, VersusAnotherLockSetsEachClassBesideItAndMarksWhereTheyDiffer) {
+    const fs::path lock = team_lock(), out = dir() / "verdict";
+    const Result r = run({"verdict", lock.string(), "--case", "gc-pause", "--case", "baseline", "--repeat", "1",
+                          "--versus", "token-lua+fence", "--out", out.string()});
+    EXPECT_EQ(r.exit_code(), 0) << r.describe();
+    EXPECT_NE(r.out.find("team-lock versus token-lua+fence (built-in), class by class (team-lock | token-lua+fence):"),
+              std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("\n  baseline: safe 1/1 | safe 1/1\n"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("\n* gc-pause: 2 holders 1/1 | stale write refused 1/1\n"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("the classes marked * differ: gc-pause"), std::string::npos) << r.out;
+    EXPECT_TRUE(fs::exists(out / "versus-token-lua+fence" / "verdict.json"));
+    const nlohmann::json vs = read_json(out / "verdict.json").at("versus");
+    EXPECT_EQ(vs.at("lock"), "token-lua+fence");
+    EXPECT_FALSE(vs.at("same").get<bool>());
+    ASSERT_EQ(vs.at("cases").size(), 1u) << vs.dump();
+    EXPECT_EQ(vs.at("cases").at(0).at("case"), "gc-pause");
+    EXPECT_EQ(vs.at("cases").at(0).at("there"), "stale write refused 1/1");
+}
+
 // The live search, with no case written for it: on a one-node lease lock without fencing it
 // finds the GC-pause class and the held-replies class, each with a witness that replays, and
 // says what it tried. Asserted: the classes found, not when.
@@ -132,6 +154,8 @@ TEST_F(VerdictTest, BadInputIsOneLine) {
     expect_one_line_error(run({"verdict", "token-lua", "--case", "no-such-case"}), "no case of that name");
     const fs::path bad = write_file("bad.json", R"({"algorithm": "token-lua", "params": {"ttl_ms": 300}})");
     expect_one_line_error(run({"verdict", bad.string()}), "the case sets the TTL");
+    expect_one_line_error(run({"verdict", "token-lua", "--versus", "no-such-lock"}), "no lock of that name");
+    expect_one_line_error(run({"verdict", "token-lua", "--versus", "token-lua"}), "--versus token-lua: that is the lock itself");
 }
 
 // An adapter that grants every acquire, and one that dies on a request it does not know: each

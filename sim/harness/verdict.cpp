@@ -239,6 +239,55 @@ Json verdict_of_tree(const fs::path& tree, const LockFile& lock, const std::vect
             {"discovered", Json::array()}, {"discover", Json()}};
 }
 
+namespace {
+
+// "2 holders 3/3, safe 0/3": a class's or a case's counts, worst word first.
+std::string counts_text(const Json& entry) {
+    if (!entry.contains("counts")) return entry.value("verdict", std::string(kNotApplicable));
+    std::vector<std::pair<std::string, int>> counts;
+    for (const auto& [word, n] : entry.at("counts").items()) counts.emplace_back(word, n.get<int>());
+    std::ranges::sort(counts, {}, [](const auto& c) { return rank(c.first); });
+    std::string out;
+    for (const auto& [word, n] : counts)
+        out += (out.empty() ? "" : ", ") + word + " " + std::to_string(n) + "/" + entry.at("repetitions").dump();
+    return out;
+}
+
+const Json* case_of(const Json& verdict, const Json& entry) {
+    for (const Json& c : verdict.at("cases"))
+        if (c.at("case") == entry.at("case") && c.at("variant") == entry.at("variant")) return &c;
+    return nullptr;
+}
+
+}  // namespace
+
+Json versus(const Json& mine, const Json& theirs, const std::string& theirs_path) {
+    Json classes = Json::array(), cases = Json::array();
+    bool same = true;
+    for (const Json& here : mine.at("classes")) {
+        const auto there = std::ranges::find_if(theirs.at("classes"), [&](const Json& c) { return c.at("class") == here.at("class"); });
+        const Json none = {{"verdict", kNotApplicable}};
+        const Json& other = there != theirs.at("classes").end() ? *there : none;
+        if (here.at("verdict") == kNotApplicable && other.at("verdict") == kNotApplicable) continue;
+        const bool differs = here.at("verdict") != other.at("verdict");
+        same = same && !differs;
+        classes.push_back({{"class", here.at("class")}, {"here", counts_text(here)}, {"there", counts_text(other)}, {"differs", differs}});
+    }
+    const Json none = {{"verdict", kNotApplicable}};
+    for (const Json& here : mine.at("cases")) {
+        const Json* other = case_of(theirs, here);
+        if (other && other->at("verdict") == here.at("verdict")) continue;
+        cases.push_back({{"case", here.at("case")}, {"variant", here.at("variant")}, {"class", here.at("class")},
+                         {"here", counts_text(here)}, {"there", counts_text(other ? *other : none)}});
+    }
+    for (const Json& there : theirs.at("cases"))
+        if (!case_of(mine, there))
+            cases.push_back({{"case", there.at("case")}, {"variant", there.at("variant")}, {"class", there.at("class")},
+                             {"here", kNotApplicable}, {"there", counts_text(there)}});
+    return {{"lock", theirs.at("lock")}, {"library", theirs.value("library", Json::object()).value("library", "built-in")},
+            {"verdict", theirs_path}, {"classes", classes}, {"cases", cases}, {"same", same}};
+}
+
 Json run_verdict(const LockFile& lock, const std::vector<CaseFile>& cases, const std::vector<LockFile>& reference,
                  const VerdictOptions& opts) {
     std::vector<Scenario> scenarios;

@@ -22,6 +22,8 @@
 //                did not happen as written
 //   discovered:  what `--discover` found (live_search.h), [] without it; discover: what it
 //                tried (coverage), null without it
+//   versus:      with `verdict --versus OTHER` only: where this lock's verdict and OTHER's
+//                differ (`versus` below)
 #pragma once
 
 #include <filesystem>
@@ -54,6 +56,16 @@ nlohmann::json run_verdict(const LockFile& lock, const std::vector<CaseFile>& ca
 // verdict.json from a tree `run_verdict` made (the figures read back from its summary).
 nlohmann::json verdict_of_tree(const std::filesystem::path& tree, const LockFile& lock, const std::vector<CaseFile>& cases,
                                const std::vector<LockFile>& reference);
+
+// Where two locks' verdicts differ (the same library at two versions: `verdict --versus`),
+// class by class and case by case, from their verdict.json (`mine`, `theirs`):
+//   {lock, library, verdict: theirs_path,
+//    classes: [{class, here, there, differs}]  every class either runs, in the table's order;
+//              here/there: "2 holders 3/3" (its words' counts) or "not applicable"; differs:
+//              their verdict words differ (counts alone, as "2 holders 1/3" against 3/3, do not)
+//    cases:   [{case, variant, class, here, there}]  the cases whose verdict words differ
+//    same:    no class differs}
+nlohmann::json versus(const nlohmann::json& mine, const nlohmann::json& theirs, const std::string& theirs_path);
 
 // The reference rows verdict.json shows: the locks of `locks` whose file says "reference": true
 // (token-lua, Redlock, ZooKeeper and etcd, fenced and not), in the folder's order.

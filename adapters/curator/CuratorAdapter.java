@@ -1,6 +1,6 @@
 /*
- * lockbench adapter for Apache Curator's InterProcessMutex on ZooKeeper (Debian:
- * libcurator-recipes-java).
+ * lockbench adapter for Apache Curator's InterProcessMutex on ZooKeeper, built by build.sh at two
+ * versions: Debian's libcurator-recipes-java (5.4.0) and pom.xml's (5.9.0).
  *
  * Speaks lockbench's adapter protocol (docs/adapters.md) through the Java kit,
  * adapters/kit/LockbenchAdapter.java, as adapters/kazoo-lock/adapter.py does through the Python
@@ -108,7 +108,7 @@ public final class CuratorAdapter {
     static final class Recipe {
         private Recipe() {}
 
-        /** InterProcessMutex, with the path of the znode it holds (protected in 5.4.0). */
+        /** InterProcessMutex, with the path of the znode it holds (protected in 5.4.0 and 5.9.0). */
         static final class Mutex extends InterProcessMutex {
             Mutex(CuratorFramework client, String path) {
                 super(client, path);

@@ -36,18 +36,30 @@ for tool in javac jar java; do
 done
 java_bin=$(readlink -f "$(command -v java)")
 
-# build NAME LIBS: classes/NAME-adapter.jar and classes/NAME.jsa from LIBS, the library's class path
-# as the lock files write it (relative to locks/, where everything here runs, so that the archive
-# records the class path a run gives), unless both are newer than the sources, this script, every
-# jar (an update) and the JDK (an archive is tied to the JVM that wrote it).
+# build NAME LIBS [INPUT...]: classes/NAME-adapter.jar and classes/NAME.jsa from LIBS, the library's
+# class path as the lock files write it (relative to locks/, where everything here runs, so that
+# the archive records the class path a run gives), unless both are newer than the sources, this
+# script, every jar of LIBS (an update), the INPUTs and the JDK (an archive is tied to the JVM that
+# wrote it).
+tmp=
+trap 'rm -rf "$tmp"' EXIT
 build() {
   local name=$1 libs=$2
+  shift 2
   local jar_out=$out/$name-adapter.jar cds_out=$out/$name.jsa
   local classpath=../adapters/curator/classes/$name-adapter.jar:$libs
-  local input output up_to_date=1 jars
-  jars=$(cd "$locks" && IFS=:; for entry in $libs; do if [[ $entry == *'/*' ]]; then ls "${entry%/\*}"/*.jar; else echo "$entry"; fi; done)
-  local inputs=("${sources[@]}" "$here/build.sh" "$java_bin" "$(dirname "$java_bin")/../lib/server/libjvm.so")
-  while read -r input; do inputs+=("$(cd "$locks" && realpath "$input")"); done <<<"$jars"
+  local input output up_to_date=1
+  local inputs=("${sources[@]}" "$here/build.sh" "$java_bin" "$(dirname "$java_bin")/../lib/server/libjvm.so" "$@")
+  # LIBS's jars; a folder/* entry, as java reads it, is every jar in the folder
+  local entry entries
+  IFS=: read -ra entries <<<"$libs"
+  for entry in "${entries[@]}"; do
+    if [[ $entry == *'/*' ]]; then
+      for input in "$locks/${entry%/\*}"/*.jar; do inputs+=("$input"); done
+    else
+      inputs+=("$(cd "$locks" && realpath "$entry")")
+    fi
+  done
   for output in "$jar_out" "$cds_out"; do
     [ -f "$output" ] || { up_to_date=0; break; }
     for input in "${inputs[@]}"; do
@@ -56,7 +68,6 @@ build() {
   done
   ((up_to_date)) && return 0
 
-  local tmp
   tmp=$(mktemp -d)
   mkdir -p "$tmp/classes" "$out"
   # -Xlint:-path: zookeeper.jar's manifest names jars Debian does not ship (jline.jar); -classfile:
@@ -88,4 +99,5 @@ trainer=../adapters/curator/classes/curator-adapter.jar:$debian
 build curator "$debian"
 
 bash "$here/../kit/maven-build.sh" "$here" --jars-only "$@"
-build curator-5.9 "../adapters/curator/lib/*"
+# lib/'s stamp: a jar set changed to one with older dates (Maven keeps its cache's) rebuilds too
+build curator-5.9 "../adapters/curator/lib/*" "$here/lib/.hashes-checked"

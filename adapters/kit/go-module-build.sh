@@ -7,7 +7,7 @@
 # checked against go.sum (-mod=readonly: neither file is changed here), the Go kit
 # (adapters/kit/go/src/lockbench) put in by go.mod's replace. Fetched here, at set-up, into Go's
 # module cache; nothing is fetched while a case runs. Quiet, and done at once, when the binary is
-# newer than DIR's Go sources, go.mod, go.sum, the adapter's build.sh, the kit and this script;
+# newer than PACKAGE's Go sources, go.mod, go.sum, the adapter's build.sh, the kit and this script;
 # scripts/setup runs it (through the adapter's build.sh).
 set -euo pipefail
 [ $# -eq 1 ] || [ $# -eq 3 ] || [ $# -eq 4 ] || { echo "usage: go-module-build.sh DIR [OUTPUT PACKAGE [TAGS]]" >&2; exit 2; }
@@ -16,7 +16,7 @@ name=$(basename "$here")
 kit=$(cd "$(dirname "$0")/go/src/lockbench" && pwd)
 out="$here/${2:-$name-adapter}" package=${3:-.} tags=${4:-}
 
-if [ -x "$out" ] && [ -z "$(find "$here" -name '*.go' -newer "$out" | head -1)" ] \
+if [ -x "$out" ] && [ -z "$(find "$here/$package" -maxdepth 1 -name '*.go' -newer "$out" | head -1)" ] \
    && [ -z "$(find "$here/go.mod" "$here/go.sum" "$here/build.sh" "$kit" "$0" -newer "$out" | head -1)" ]; then
   exit 0
 fi

@@ -40,7 +40,9 @@ name=$(basename "$dir")
 jar_out=$dir/classes/adapter.jar
 stamp=$dir/lib/.hashes-checked
 
-for tool in mvn java javac jar sha256sum redis-server redis-cli timeout; do
+tools=(mvn sha256sum)
+[ -n "$jars_only" ] || tools+=(java javac jar redis-server redis-cli timeout)  # the build and its training run
+for tool in "${tools[@]}"; do
   command -v "$tool" >/dev/null 2>&1 || { echo "$name: $tool not found: apt-get install maven default-jdk-headless redis-server" >&2; exit 1; }
 done
 [ -f "$dir/pom.xml" ] || { echo "$name: $dir/pom.xml not found" >&2; exit 1; }

@@ -644,6 +644,10 @@ int cmd_verdict(const VerdictArgs& a) {
                               source_dir(), true, a.jobs};
     std::cerr << "lockbench: verdict of " << lock.label() << ": checking its adapter against the protocol ...\n";
     if (const int status = report_adapter_check(lock, adapter_check(lock)); status != 0) return status;
+    if (other) {  // before the first verdict's minutes, not after
+        std::cerr << "lockbench: and of " << other->label() << ", to set beside it ...\n";
+        if (const int status = report_adapter_check(*other, adapter_check(*other)); status != 0) return status;
+    }
     const auto held = lock_folders(opts.out, {});
     nlohmann::json v = run_verdict(lock, cases, reference_locks(locks), opts);
     print_verdict(v);
@@ -659,8 +663,7 @@ int cmd_verdict(const VerdictArgs& a) {
         // The other version's verdict in a folder of this one's (resumed like it), then where they differ.
         const VerdictOptions theirs_opts{opts.out / ("versus-" + other->name), opts.repeat, opts.self_exe, opts.project_dir,
                                          opts.progress, opts.jobs};
-        std::cerr << "lockbench: verdict of " << other->label() << ", to set beside it: checking its adapter ...\n";
-        if (const int status = report_adapter_check(*other, adapter_check(*other)); status != 0) return status;
+        std::cerr << "lockbench: verdict of " << other->label() << ", to set beside it ...\n";
         const nlohmann::json theirs = run_verdict(*other, cases, reference_locks(locks), theirs_opts);
         for (const auto& d : theirs.at("differences")) v["differences"].push_back(other->name + ": " + d.get<std::string>());
         for (const auto& d : theirs.at("could_not_force")) v["could_not_force"].push_back(other->name + ": " + d.get<std::string>());

@@ -15,6 +15,7 @@
 #include "sim/engine/fault_kind.h"
 #include "sim/harness/compose.h"
 #include "sim/harness/matrix_spec.h"
+#include "sim/harness/verdict.h"
 
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
@@ -462,4 +463,50 @@ TEST(Services, EachServiceIsOneEntryThatSaysWhatItCanMeet) {
             << info.name;
         EXPECT_EQ(k.why_not(stall, {.service = s}).has_value(), !info.disk_shim_reaches || info.node_options) << info.name;
     }
+}
+
+// `verdict --versus`'s comparison (verdict.h: versus) on two verdicts written here: a class
+// differs by its words, not its counts; a case one side did not run says why (it does not
+// apply, or no repetition could be forced), and "same" is false only when a class differs.
+TEST(Versus, EachClassBesideTheOtherAndEachCaseOnOneSideSaysWhy) {
+    const auto entry = [](const std::string& klass, const Json& counts, int reps) {
+        Json worst = counts.begin().key();
+        return Json{{"class", klass}, {"verdict", worst}, {"counts", counts}, {"repetitions", reps}};
+    };
+    Json mine = {{"lock", "new"}, {"library", {{"library", "lib 2"}}},
+                 {"classes", {entry("baseline", {{"safe", 3}}, 3), entry("gc-pause", {{"2 holders", 1}, {"safe", 2}}, 3),
+                              {{"class", "failover"}, {"verdict", "not applicable"}, {"why", Json::array()}}}},
+                 {"cases", {{{"case", "baseline"}, {"variant", ""}, {"class", "baseline"}, {"verdict", "safe"},
+                             {"counts", {{"safe", 3}}}, {"repetitions", 3}},
+                            {{"case", "gc-pause"}, {"variant", ""}, {"class", "gc-pause"}, {"verdict", "2 holders"},
+                             {"counts", {{"2 holders", 1}, {"safe", 2}}}, {"repetitions", 3}},
+                            {{"case", "only-new"}, {"variant", ""}, {"class", nullptr}, {"verdict", "safe"},
+                             {"counts", {{"safe", 3}}}, {"repetitions", 3}}}},
+                 {"not_applicable", {{{"case", "only-old"}, {"variant", ""}, {"class", nullptr}, {"why", "about old only"}}}}};
+    Json theirs = {{"lock", "old"}, {"library", {{"library", "lib 1"}}},
+                   {"classes", {entry("baseline", {{"safe", 3}}, 3), entry("gc-pause", {{"2 holders", 3}}, 3),
+                                {{"class", "failover"}, {"verdict", "not applicable"}, {"why", Json::array()}}}},
+                   {"cases", {{{"case", "baseline"}, {"variant", ""}, {"class", "baseline"}, {"verdict", "safe"},
+                               {"counts", {{"safe", 3}}}, {"repetitions", 3}},
+                              {{"case", "gc-pause"}, {"variant", ""}, {"class", "gc-pause"}, {"verdict", "2 holders"},
+                               {"counts", {{"2 holders", 3}}}, {"repetitions", 3}},
+                              {{"case", "only-old"}, {"variant", ""}, {"class", nullptr}, {"verdict", "safe"},
+                               {"counts", {{"safe", 3}}}, {"repetitions", 3}}}},
+                   {"not_applicable", Json::array()}};
+    Json vs = versus(mine, theirs, "/x/verdict.json");
+    EXPECT_EQ(vs.at("lock"), "old");
+    EXPECT_EQ(vs.at("library"), "lib 1");
+    ASSERT_EQ(vs.at("classes").size(), 2u) << vs.dump();  // failover runs on neither side
+    EXPECT_EQ(vs.at("classes").at(1), (Json{{"class", "gc-pause"}, {"here", "2 holders 1/3, safe 2/3"},
+                                            {"there", "2 holders 3/3"}, {"differs", false}}));
+    EXPECT_TRUE(vs.at("same").get<bool>());
+    ASSERT_EQ(vs.at("cases").size(), 2u) << vs.dump();
+    EXPECT_EQ(vs.at("cases").at(0).at("case"), "only-new");
+    EXPECT_EQ(vs.at("cases").at(0).at("there"), "could not force");  // old lists it nowhere
+    EXPECT_EQ(vs.at("cases").at(1).at("case"), "only-old");
+    EXPECT_EQ(vs.at("cases").at(1).at("here"), "not applicable");
+    theirs["classes"][1] = entry("gc-pause", {{"safe", 3}}, 3);
+    vs = versus(mine, theirs, "/x/verdict.json");
+    EXPECT_FALSE(vs.at("same").get<bool>());
+    EXPECT_TRUE(vs.at("classes").at(1).at("differs").get<bool>());
 }

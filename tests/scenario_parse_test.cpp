@@ -487,6 +487,15 @@ TEST(ScenarioParse, WhatAServiceCannotDoIsRefusedWithTheReason) {
     expect_refused(loud, "runs[0].server_settings.listen_addresses", {"lockbench sets it itself"});
     loud["runs"][0]["server_settings"] = {{"idle_session_timeout", "1s"}};
     EXPECT_EQ(refusal(loud), "");
+    // "server", the program an etcd run's servers run: etcd only, an absolute path.
+    Json program = service_run("etcd", 1);
+    program["runs"][0]["server"] = "/opt/etcd-3.7/etcd";
+    EXPECT_EQ(refusal(program), "");
+    program["runs"][0]["server"] = "etcd-3.7";
+    expect_refused(program, "runs[0].server", {"expected the absolute path"});
+    program = service_run("postgresql", 1);
+    program["runs"][0]["server"] = "/opt/etcd-3.7/etcd";
+    expect_refused(program, "runs[0].server", {"applies to a \"etcd\" service only"});
     const Json leader = Json::parse(R"([{"fault": "crash", "at_ms": 10, "node": "leader"}])");
     Json redis = base();
     redis["runs"][0]["faults"] = leader;

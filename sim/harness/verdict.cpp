@@ -241,7 +241,7 @@ Json verdict_of_tree(const fs::path& tree, const LockFile& lock, const std::vect
 
 namespace {
 
-// "2 holders 3/3, safe 0/3": a class's or a case's counts, worst word first.
+// "2 holders 1/3, safe 2/3": a class's or a case's counts, worst word first.
 std::string counts_text(const Json& entry) {
     if (!entry.contains("counts")) return entry.value("verdict", std::string(kNotApplicable));
     std::vector<std::pair<std::string, int>> counts;
@@ -259,6 +259,14 @@ const Json* case_of(const Json& verdict, const Json& entry) {
     return nullptr;
 }
 
+// What a verdict says of a case it has no entry for: it does not apply, or no repetition of it
+// could be made to happen as written.
+Json absent(const Json& verdict, const Json& entry) {
+    for (const Json& n : verdict.at("not_applicable"))
+        if (n.at("case") == entry.at("case") && n.at("variant") == entry.at("variant")) return {{"verdict", kNotApplicable}};
+    return {{"verdict", "could not force"}};
+}
+
 }  // namespace
 
 Json versus(const Json& mine, const Json& theirs, const std::string& theirs_path) {
@@ -273,17 +281,16 @@ Json versus(const Json& mine, const Json& theirs, const std::string& theirs_path
         same = same && !differs;
         classes.push_back({{"class", here.at("class")}, {"here", counts_text(here)}, {"there", counts_text(other)}, {"differs", differs}});
     }
-    const Json none = {{"verdict", kNotApplicable}};
     for (const Json& here : mine.at("cases")) {
         const Json* other = case_of(theirs, here);
         if (other && other->at("verdict") == here.at("verdict")) continue;
         cases.push_back({{"case", here.at("case")}, {"variant", here.at("variant")}, {"class", here.at("class")},
-                         {"here", counts_text(here)}, {"there", counts_text(other ? *other : none)}});
+                         {"here", counts_text(here)}, {"there", counts_text(other ? *other : absent(theirs, here))}});
     }
     for (const Json& there : theirs.at("cases"))
         if (!case_of(mine, there))
             cases.push_back({{"case", there.at("case")}, {"variant", there.at("variant")}, {"class", there.at("class")},
-                             {"here", kNotApplicable}, {"there", counts_text(there)}});
+                             {"here", counts_text(absent(mine, there))}, {"there", counts_text(there)}});
     return {{"lock", theirs.at("lock")}, {"library", theirs.value("library", Json::object()).value("library", "built-in")},
             {"verdict", theirs_path}, {"classes", classes}, {"cases", cases}, {"same", same}};
 }

@@ -63,7 +63,8 @@ nlohmann::json verdict_of_tree(const std::filesystem::path& tree, const LockFile
 //    classes: [{class, here, there, differs}]  every class either runs, in the table's order;
 //              here/there: "2 holders 3/3" (its words' counts) or "not applicable"; differs:
 //              their verdict words differ (counts alone, as "2 holders 1/3" against 3/3, do not)
-//    cases:   [{case, variant, class, here, there}]  the cases whose verdict words differ
+//    cases:   [{case, variant, class, here, there}]  the cases whose verdict words differ, and
+//             those one side ran and the other did not ("not applicable", "could not force")
 //    same:    no class differs}
 nlohmann::json versus(const nlohmann::json& mine, const nlohmann::json& theirs, const std::string& theirs_path);
 

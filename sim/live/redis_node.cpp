@@ -20,6 +20,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <random>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -311,6 +312,31 @@ bool port_in_use(int port) {
     const sockaddr_in addr = loopback(port);
     return bind(sock.fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 &&
            errno == EADDRINUSE;
+}
+
+// The lowest port the kernel hands out by itself (for bind to port 0, and as the source port
+// of an outgoing connection); 32768 unless the machine says otherwise.
+static int ephemeral_port_floor() {
+    std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
+    int low = 0;
+    return range >> low ? low : 32768;
+}
+
+std::vector<int> ports_below_ephemeral(int count) {
+    const int floor = ephemeral_port_floor(), lowest = 10000;
+    std::set<int> taken;
+    std::mt19937 random(std::random_device{}());
+    auto fresh = [&] {
+        for (int attempt = 0; floor - lowest > 1000 && attempt < 1000; ++attempt) {
+            const int p = std::uniform_int_distribution<int>(lowest, floor - 1)(random);
+            if (!port_in_use(p) && taken.insert(p).second) return p;
+        }
+        for (;;)  // a machine whose ephemeral range leaves no room below it
+            if (const int p = find_free_port(); taken.insert(p).second) return p;
+    };
+    std::vector<int> ports;
+    for (int i = 0; i < count; ++i) ports.push_back(fresh());
+    return ports;
 }
 
 }  // namespace lockbench

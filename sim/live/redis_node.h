@@ -91,5 +91,10 @@ bool our_server_answers(int port, pid_t pid);
 int find_free_port();
 // True if something already listens on 127.0.0.1:port.
 bool port_in_use(int port);
+// `count` distinct ports, free now and below the ephemeral range, for servers that bind some of
+// their ports late (a ZooKeeper leader's quorum port) or again on a restart: an outgoing
+// connection on the machine (the servers' own, the proxies') may meanwhile be given any port of
+// that range, and one taken that way would keep the server from binding it.
+std::vector<int> ports_below_ephemeral(int count);
 
 }  // namespace lockbench

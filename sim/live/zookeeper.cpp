@@ -12,7 +12,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
-#include <random>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -55,32 +54,12 @@ struct ServerPorts {
 
 // ---- Configuration ----------------------------------------------------------------------------
 
-// The lowest port the kernel hands out by itself (for bind to port 0, and as the source port
-// of an outgoing connection); 32768 unless the machine says otherwise.
-int ephemeral_port_floor() {
-    std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
-    int low = 0;
-    return range >> low ? low : 32768;
-}
-
 // Ports for every server, all distinct, and below the ephemeral range: a server binds its
-// quorum port only once it leads, and a restarted server binds all three again, and in the
-// meantime any outgoing connection on the machine (the servers' own, the proxies') may have
-// been given a port from that range. One taken that way would keep a leader from leading.
+// quorum port only once it leads, and a restarted server binds all three again.
 std::vector<ServerPorts> pick_ports(int servers) {
-    const int floor = ephemeral_port_floor(), lowest = 10000;
-    std::set<int> taken;
-    std::mt19937 random(std::random_device{}());
-    auto fresh = [&] {
-        for (int attempt = 0; floor - lowest > 1000 && attempt < 1000; ++attempt) {
-            const int p = std::uniform_int_distribution<int>(lowest, floor - 1)(random);
-            if (!port_in_use(p) && taken.insert(p).second) return p;
-        }
-        for (;;)  // a machine whose ephemeral range leaves no room below it
-            if (const int p = find_free_port(); taken.insert(p).second) return p;
-    };
-    std::vector<ServerPorts> ports(static_cast<size_t>(servers));
-    for (auto& p : ports) p = {fresh(), fresh(), fresh()};
+    const std::vector<int> free = ports_below_ephemeral(3 * servers);
+    std::vector<ServerPorts> ports;
+    for (size_t i = 0; i < free.size(); i += 3) ports.push_back({free[i], free[i + 1], free[i + 2]});
     return ports;
 }
 

@@ -288,7 +288,14 @@ TEST(LockFile, BadInputIsOneLineNamingTheFileAndField) {
     refused(a_lock(), "", "a lock's name is its file's name", "-bad.json");
     j = a_lock();
     j["server"] = "../adapters/etcd-go/etcd-3.7";
-    refused(j, "server", "only the servers of \"etcd\" run a program a lock names");
+    refused(j, "server", "only the servers of \"etcd\" or \"hazelcast\" run a program a lock names");
+    j.erase("sentinel");
+    j.erase("server");
+    j["service"] = "hazelcast";
+    j["nodes"] = 3;
+    refused(j, "service", "a hazelcast lock names the program its servers run (\"server\"");
+    j["nodes"] = 1;
+    refused(j, "nodes", "at least three CP members");
     j.erase("sentinel");
     j["service"] = "etcd";
     j["server"] = "";
@@ -437,13 +444,16 @@ TEST(Services, EachServiceIsOneEntryThatSaysWhatItCanMeet) {
         EXPECT_EQ(info.service, s);
         EXPECT_TRUE(names.insert(info.name).second) << info.name;
         EXPECT_EQ(parse_service(info.name), s);
-        EXPECT_EQ(servers_refused(info, 1), std::nullopt) << info.name << " cannot run one server";
+        const int least = info.sizes.empty() ? 1 : info.sizes.front();
+        EXPECT_EQ(servers_refused(info, least), std::nullopt) << info.name << " cannot run its least size";
+        EXPECT_EQ(servers_refused(info, 1).has_value(), least > 1 && *info.why_sizes) << info.name << ": one server, or why not";
         EXPECT_EQ(info.has_leader, info.consensus) << info.name << ": a leader is what servers that agree elect";
     }
     EXPECT_EQ(servers_refused(service_info(Service::redis), 7), std::nullopt);
     EXPECT_NE(servers_refused(service_info(Service::zookeeper), 2).value_or("").find("1, 3 or 5"), std::string::npos);
     EXPECT_NE(servers_refused(service_info(Service::postgresql), 3).value_or("").find("is one server"), std::string::npos);
-    EXPECT_EQ(services_with(&ServiceInfo::has_leader), "\"zookeeper\" or \"etcd\"");
+    EXPECT_NE(servers_refused(service_info(Service::hazelcast), 1).value_or("").find("unsafe mode"), std::string::npos);
+    EXPECT_EQ(services_with(&ServiceInfo::has_leader), "\"zookeeper\", \"etcd\" or \"hazelcast\"");
     // What a case meets follows the entry: a server's clock, its peer links.
     const FaultSpec server_clock{.kind = FaultSpec::Kind::clock, .node = 0};
     FaultSpec peers{.kind = FaultSpec::Kind::link, .node = 0};

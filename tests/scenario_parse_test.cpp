@@ -495,7 +495,7 @@ TEST(ScenarioParse, WhatAServiceCannotDoIsRefusedWithTheReason) {
     expect_refused(program, "runs[0].server", {"expected the absolute path"});
     program = service_run("postgresql", 1);
     program["runs"][0]["server"] = "/opt/etcd-3.7/etcd";
-    expect_refused(program, "runs[0].server", {"applies to a \"etcd\" service only"});
+    expect_refused(program, "runs[0].server", {"applies to a \"etcd\" or \"hazelcast\" service only"});
     const Json leader = Json::parse(R"([{"fault": "crash", "at_ms": 10, "node": "leader"}])");
     Json redis = base();
     redis["runs"][0]["faults"] = leader;

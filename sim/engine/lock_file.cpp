@@ -145,6 +145,8 @@ void parse_service_and_nodes(Fields& f, LockFile& lock) {
             f.fail(f.at("server"), "expected the path of the servers' program (relative to this file's folder), got " + quoted_excerpt(program));
         lock.server = (lock.dir / program).lexically_normal();
     }
+    if (service.needs_program && lock.server.empty())
+        f.fail(f.at("service"), std::string("a ") + service.name + " lock names the program its servers run (\"server\", relative to this file's folder): lockbench has none of its own");
     const std::string topology = one_of(f, "topology", "plain", {"plain", "sentinel"});
     lock.needs_replica = topology == "sentinel";
     lock.sentinel = boolean(f, "sentinel", lock.needs_replica);

@@ -30,6 +30,13 @@ const std::vector<ServiceInfo>& table() {
          .sizes = {1}, .why_sizes = "named locks live in its memory", .disk_shim_reaches = true, .server_settings = true,
          .reserved_settings = {"bind_address", "port", "socket", "datadir", "tmpdir", "basedir", "init_file", "pid_file", "user",
                                "skip_grant_tables", "skip_networking", "plugin_dir"}},
+        // Hazelcast's CP subsystem (FencedLock): members that run a lock file's "server" (Maven
+        // Central's Hazelcast, adapters/hazelcast/member), its CP sessions lasting the run's TTL.
+        // Members find each other by the addresses they announce, so their links are not proxied.
+        {.service = Service::hazelcast, .name = "hazelcast", .title = "Hazelcast", .server = "hazelcast member", .plural = "Hazelcast members",
+         .sizes = {3, 5}, .why_sizes = "its CP subsystem needs at least three CP members; fewer is its unsafe mode", .consensus = true,
+         .has_leader = true, .disk_why = "its CP members keep their state in memory (CP persistence is Enterprise-only)",
+         .server_program = true, .needs_program = true},
     };
     return all;
 }

@@ -10,7 +10,7 @@
 
 namespace lockbench {
 
-enum class Service { redis, zookeeper, etcd, postgresql, mariadb };
+enum class Service { redis, zookeeper, etcd, postgresql, mariadb, hazelcast };
 
 // Every service, in its entries' order (service.cpp): what a lock file's "service" and the
 // command line's --service may name.
@@ -40,6 +40,7 @@ struct ServiceInfo {
     bool server_settings = false;    // "server_settings": settings its server starts with
     bool pooler = false;             // "pgbouncer": PgBouncer pools its connections
     bool server_program = false;     // "server": a lock may name the program its servers run (another version)
+    bool needs_program = false;      // ... and must: lockbench has none of its own (a lock file's "server" is required)
     // Settings lockbench gives its server itself, which a case may not change: where it
     // listens, its folders, how clients log in.
     std::vector<std::string> reserved_settings;

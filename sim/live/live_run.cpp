@@ -116,7 +116,7 @@ std::vector<std::string> clock_env(const std::vector<ClockControl>& clocks, int 
 // the clock shim where a fault skews them, their peer links through `peers` when given.
 void start_service(Nodes& n, const RunSpec& run, const fs::path& dir, const std::vector<ClockControl>& clocks,
                    ProxyHub* peers) {
-    ServiceConfig config{run.nodes, dir, {}, peers, run.server_settings, run.pgbouncer, run.server};
+    ServiceConfig config{run.nodes, dir, {}, peers, run.server_settings, run.pgbouncer, run.server, run.params.integer("ttl_ms")};
     for (int i = 0; i < run.nodes; ++i) config.env.push_back(clock_env(clocks, i));
     n.service = lockbench::start_service(run.service, config);
     n.servers = n.service->servers();

@@ -10,6 +10,7 @@ std::unique_ptr<LockService> start_zookeeper(const ServiceConfig& config);
 std::unique_ptr<LockService> start_etcd(const ServiceConfig& config);
 std::unique_ptr<LockService> start_postgresql(const ServiceConfig& config);
 std::unique_ptr<LockService> start_mariadb(const ServiceConfig& config);
+std::unique_ptr<LockService> start_hazelcast(const ServiceConfig& config);
 
 std::unique_ptr<LockService> start_service(Service service, const ServiceConfig& config) {
     switch (service) {
@@ -17,6 +18,7 @@ std::unique_ptr<LockService> start_service(Service service, const ServiceConfig&
         case Service::etcd: return start_etcd(config);
         case Service::postgresql: return start_postgresql(config);
         case Service::mariadb: return start_mariadb(config);
+        case Service::hazelcast: return start_hazelcast(config);
         case Service::redis: break;
     }
     throw std::logic_error("start_service: a run starts its Redis nodes itself");

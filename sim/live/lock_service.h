@@ -67,6 +67,9 @@ struct ServiceConfig {
     // The program its servers run, for a service that takes one (ServiceInfo::server_program);
     // empty: the one it finds itself.
     std::filesystem::path program;
+    // The run's lease (its ttl_ms), for a service whose servers keep it themselves (Hazelcast:
+    // its CP sessions last as long as the members are configured to let them).
+    long long lease_ms = 0;
 };
 
 // A running service: its servers, by index, and who leads.

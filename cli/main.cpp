@@ -491,7 +491,7 @@ int cmd_list(const std::optional<std::string>& lock, bool json, bool all) {
 // as options (its adapter's command among them), written out as a lock file.
 struct LockArgs {
     std::optional<std::string> lock;
-    std::string name, command, service = "redis", ttl_unit = "ms";
+    std::string name, command, service = "redis", ttl_unit = "ms", server;
     int nodes = 1;
     bool sentinel = false, fencing = false, renews = false, checks_elapsed = false;
     std::vector<std::string> extend, params;
@@ -519,6 +519,7 @@ LockFile lock_from_args(const LockArgs& a) {
                         {"sentinel", a.sentinel},
                         {"offers", {{"fencing", a.fencing}, {"renews", a.renews}, {"checks_elapsed", a.checks_elapsed},
                                     {"extend", a.extend}}}};
+    if (!a.server.empty()) j["server"] = a.server;
     // As if it were a file in the folder the command runs from: its adapter's relative paths resolve there.
     return parse_lock_file(j, fs::current_path() / (a.name + ".json"));
 }
@@ -1014,6 +1015,7 @@ void add_lock_options(CLI::App* sub, LockArgs& a) {
     sub->add_option("--service", a.service, "the lock service: " + listed + " (default redis)")
         ->check(CLI::IsMember(names));
     sub->add_option("--nodes", a.nodes, "lock nodes (default 1)");
+    sub->add_option("--server", a.server, "the program its servers run (etcd: another version; hazelcast: required, its members)");
     sub->add_option("--ttl-unit", a.ttl_unit, "ms (default) or s: a library that takes whole seconds")->check(CLI::IsMember({"ms", "s"}));
     sub->add_flag("--sentinel", a.sentinel, "it can find a master through Sentinel");
     sub->add_flag("--fencing", a.fencing, "it hands out a fencing token");

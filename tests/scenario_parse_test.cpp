@@ -496,6 +496,11 @@ TEST(ScenarioParse, WhatAServiceCannotDoIsRefusedWithTheReason) {
     program = service_run("postgresql", 1);
     program["runs"][0]["server"] = "/opt/etcd-3.7/etcd";
     expect_refused(program, "runs[0].server", {"applies to a \"etcd\" or \"hazelcast\" service only"});
+    // Hazelcast has no program of lockbench's own: a run must name its members'.
+    program = service_run("hazelcast", 3);
+    expect_refused(program, "runs[0].service", {"a hazelcast run names the program its servers run"});
+    program["runs"][0]["server"] = "/opt/hazelcast/member";
+    EXPECT_EQ(refusal(program), "");
     const Json leader = Json::parse(R"([{"fault": "crash", "at_ms": 10, "node": "leader"}])");
     Json redis = base();
     redis["runs"][0]["faults"] = leader;

@@ -4,7 +4,8 @@
 Its lock, as its README shows it: `await Aioredlock(nodes).lock(key)` with no lock_timeout, so
 its watchdog keeps it: the lock's lease is internal_lock_timeout (here the run's TTL), and a task
 re-SETs it every 0.6 of that (a Lua script: SET PX when the key is absent or holds this lock's
-uuid) until unlock; a renewal that fails is only logged, and the task goes on. An acquire SETs
+uuid) until unlock; a renewal that fails unlocks the lock on its way out (valid turns false, and
+the unlock cancels the watchdog's own task before its delete is sent: the key lapses at its TTL). An acquire SETs
 on every node at once (a Lua SET-if-absent-or-mine with PX), waits for every node's answer, and
 is granted on a majority within lease - elapsed - drift; else it unsets where it set. Release:
 a Lua compare-and-delete on every node. `Lock.valid` is set when granted and cleared only by
@@ -27,7 +28,7 @@ sys.path.insert(0, os.environ.get("LOCKBENCH_KIT") or os.path.join(os.path.dirna
 from lockbench_adapter import env, missing, ready, serve
 
 try:
-    from aioredlock import Aioredlock, LockError
+    from aioredlock import Aioredlock, LockError, LockAcquiringError
 except ImportError:
     missing("aioredlock", "scripts/setup (adapters/pypi/build.sh makes the venv it runs in)")
 
@@ -54,8 +55,10 @@ def acquire(req):
     global lock
     try:
         lock = run(manager.lock(req["key"]))
-    except LockError as e:
+    except LockAcquiringError as e:  # a node refused: another's lock is there
         return {"ok": False, "error": f"held: {e}"}
+    except LockError as e:  # no majority for other reasons (a node's connection failed, the time ran out)
+        return {"ok": False, "error": f"{type(e).__name__}: {e}"}
     except (asyncio.TimeoutError, TimeoutError):
         return {"ok": False, "error": "timeout: no answer within the op timeout (cancelled; it unsets where it set)"}
     return {"ok": True, "token": lock.id}

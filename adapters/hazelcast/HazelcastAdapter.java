@@ -44,7 +44,9 @@ public final class HazelcastAdapter {
     // Hazelcast logs every connection at INFO through java.util.logging: warnings only, to stderr.
     static final Logger HAZELCAST_LOG = Logger.getLogger("com.hazelcast");
 
-    // One client: its connection, its CP session, the thread every lock call runs on.
+    // One client: its connection, its CP session, the thread every lock call runs on (a
+    // FencedLock is the thread's that took it; its proxy is made there too, since making one
+    // asks the cluster for its CP group).
     static final class Client {
         final HazelcastInstance hazelcast;
         final ExecutorService thread = Executors.newSingleThreadExecutor(r -> {
@@ -52,13 +54,14 @@ public final class HazelcastAdapter {
             t.setDaemon(true);
             return t;
         });
-        final Map<String, FencedLock> locks = new java.util.HashMap<>();
+        final Map<String, FencedLock> locks = new java.util.HashMap<>();  // the lock thread's alone
         final String owner;
 
         Client(ClientConfig config) throws Exception {
             hazelcast = HazelcastClient.newHazelcastClient(config);
             owner = hazelcast.getLocalEndpoint().getUuid() + ":" + run(() -> Thread.currentThread().getId(), 0, Long.MAX_VALUE);
         }
+        // On the lock thread only.
         FencedLock lock(String key) { return locks.computeIfAbsent(key, k -> hazelcast.getCPSubsystem().getLock(k)); }
         <T> T run(Callable<T> call, long waitMs, long timeoutMs) throws Exception {
             Future<T> answer = thread.submit(call);
@@ -67,12 +70,37 @@ public final class HazelcastAdapter {
             } catch (ExecutionException e) {
                 throw e.getCause() instanceof Exception ? (Exception) e.getCause() : e;
             } catch (TimeoutException e) {
-                thread.shutdown();  // no interrupt: terminate() fails the call itself
-                hazelcast.getLifecycleService().terminate();
+                giveUp();
                 throw new TimeoutException("no answer within " + (waitMs + timeoutMs) + " ms; the client is given up, its session left to expire");
             }
         }
-        boolean broken() { return thread.isShutdown(); }
+        // Terminated, not shut down (a shutdown would close its session), on a thread of its own:
+        // the answer does not wait for its executors. The stuck call fails when it is done.
+        void giveUp() {
+            thread.shutdown();
+            Thread t = new Thread(() -> hazelcast.getLifecycleService().terminate(), "lockbench-give-up");
+            t.setDaemon(true);
+            t.start();
+        }
+        // Given up here, or shut down by Hazelcast itself (a client that could not reconnect
+        // within its cluster-connect timeout ends itself).
+        boolean broken() {
+            if (!thread.isShutdown() && !hazelcast.getLifecycleService().isRunning()) thread.shutdown();
+            return thread.isShutdown();
+        }
+    }
+
+    // A client, tried a few times: a cold JVM on a busy machine can miss the op timeout its
+    // first connection and authentication are given (as Redisson's adapter does).
+    static Client connect(ClientConfig config, int attempts) throws Exception {
+        for (int attempt = 1;; ++attempt) {
+            try {
+                return new Client(config);
+            } catch (Exception e) {
+                if (attempt >= attempts) throw e;
+                System.err.println("lockbench adapter: connecting, attempt " + attempt + ": " + describe(e));
+            }
+        }
     }
 
     static Client client;
@@ -93,28 +121,30 @@ public final class HazelcastAdapter {
         config.getConnectionStrategyConfig().getConnectionRetryConfig().setClusterConnectTimeoutMillis(env.opTimeoutMs);
         for (Address node : env.nodes) config.getNetworkConfig().addAddress(node.host + ":" + node.port);
         long opMs = env.opTimeoutMs;
-        client = new Client(config);
-        warm(client, env.key + ":lockbench-warm:" + ProcessHandle.current().pid(), opMs);
+        client = connect(config, 5);
+        warm(client, env.key, env.key + ":lockbench-warm:" + ProcessHandle.current().pid(), opMs);
         ready("hazelcast " + mavenVersion("com.hazelcast", "hazelcast"),
               "FencedLock (CP subsystem, Raft over " + env.nodes.size() + " CP members): held by a CP session the client's heartbeats keep alive, a fence per grant",
               true);
         serve(Map.of(
             "acquire", req -> {
-                if (client.broken()) client = new Client(config);
+                if (client.broken()) client = connect(config, 1);
                 Client c = client;
-                FencedLock lock = c.lock((String) req.get("key"));
+                String key = (String) req.get("key");
                 long waitMs = number(req, "wait_ms");
-                long fence = c.run(() -> lock.tryLockAndGetFence(waitMs, TimeUnit.MILLISECONDS), waitMs, opMs);
+                long fence = c.run(() -> c.lock(key).tryLockAndGetFence(waitMs, TimeUnit.MILLISECONDS), waitMs, opMs);
                 if (fence == FencedLock.INVALID_FENCE) return obj("ok", false, "error", "held");
                 return obj("ok", true, "token", c.owner, "fence", fence, "nodes", List.of(0));
             },
             "release", req -> {
                 if (client.broken()) return obj("ok", false, "error", "lost: the client that held it was given up (a call went unanswered)");
-                FencedLock lock = client.lock((String) req.get("key"));
+                Client c = client;
+                String key = (String) req.get("key");
                 // FencedLock is reentrant: an acquire answered late (refused here, granted there)
                 // and then granted again holds it twice, so every hold of this thread is undone.
                 // LockOwnershipLostException: its session ended; the lock is someone else's or no one's.
-                client.run(() -> {
+                c.run(() -> {
+                    FencedLock lock = c.lock(key);
                     lock.unlock();
                     for (int i = 0; i < 100 && lock.isLockedByCurrentThread(); ++i) lock.unlock();
                     return null;
@@ -124,12 +154,15 @@ public final class HazelcastAdapter {
             null);  // the kit halts the JVM: a client's shutdown closes its session, which a crash would not
     }
 
-    // A few tries; a failure is only logged (the requests will meet it).
-    static void warm(Client c, String key, long opMs) {
-        FencedLock lock = c.lock(key);
+    // The run's key's proxy made (the first acquire then sends only the lock request), and a
+    // lock of its own taken and released, so that the first acquire does not pay for loading
+    // the classes. A few tries; a failure is only logged (the requests will meet it).
+    static void warm(Client c, String runKey, String warmKey, long opMs) {
         for (int i = 0; i < 5 && !c.broken(); ++i) {
             try {
                 c.run(() -> {
+                    c.lock(runKey);
+                    FencedLock lock = c.lock(warmKey);
                     if (lock.tryLock(0, TimeUnit.MILLISECONDS)) lock.unlock();
                     return null;
                 }, 0, opMs);

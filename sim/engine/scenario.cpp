@@ -193,6 +193,8 @@ void parse_server_settings(Fields& f, RunSpec& r) {
             f.fail(f.at("server"), "expected the absolute path of the servers' program, got " + quoted_excerpt(program));
         r.server = program;
     }
+    if (service_info(r.service).needs_program && r.server.empty())
+        f.fail(f.at("service"), std::string("a ") + service_name(r.service) + " run names the program its servers run (\"server\", an absolute path): lockbench has none of its own");
     if (settings && !service_info(r.service).server_settings)
         f.fail(f.at("server_settings"), "applies to a " + services_with(&ServiceInfo::server_settings) + " service only");
     if (pgbouncer && !service_info(r.service).pooler)

@@ -122,17 +122,17 @@ public:
     void kill() override {
         std::lock_guard lock(mutex_);
         process_.signal(SIGKILL);
-        askable_ = false;
+        killed_ = true;  // it may take a moment to die: it says nothing meanwhile
     }
     bool pause() override {
         std::lock_guard lock(mutex_);
-        askable_ = false;
+        paused_ = true;
         return process_.stop();
     }
     void resume() override {
         std::lock_guard lock(mutex_);
         process_.signal(SIGCONT);
-        askable_ = true;
+        paused_ = false;
     }
     // Its CP state was in its memory (keep_data changes nothing): it comes back a new member.
     void restart(bool /*keep_data*/) override {
@@ -154,7 +154,7 @@ public:
         opts.stdout_path = opts.stderr_path = log_path().string();
         opts.extra_env = env_;
         process_ = ChildProcess::spawn(opts);
-        askable_ = true;
+        paused_ = killed_ = false;
     }
 
     void wait_until_listening(Clock::time_point deadline) {
@@ -174,7 +174,7 @@ public:
     std::optional<RaftClaim> claim(const std::string& group) {
         {
             std::lock_guard lock(mutex_);
-            if (!askable_ || !process_.running()) return std::nullopt;
+            if (paused_ || killed_ || !process_.running()) return std::nullopt;
         }
         return last_raft_claim(since_start(), group);
     }
@@ -190,7 +190,14 @@ public:
     }
 
 private:
-    std::string since_start() const { return read_from(log_path(), log_offset_); }
+    std::string since_start() const {
+        std::uintmax_t offset = 0;
+        {
+            std::lock_guard lock(mutex_);
+            offset = log_offset_;
+        }
+        return read_from(log_path(), offset);
+    }
 
     std::string name_;
     fs::path dir_;
@@ -199,8 +206,9 @@ private:
     fs::path program_;
     mutable std::mutex mutex_;  // the nemesis's fault thread and the run's thread both reach it
     ChildProcess process_;
-    std::uintmax_t log_offset_ = 0;
-    bool askable_ = false;
+    std::uintmax_t log_offset_ = 0;  // where its latest start's log begins
+    bool paused_ = false;
+    bool killed_ = false;
 };
 
 class HazelcastService final : public LockService {
@@ -233,13 +241,14 @@ public:
 
 std::unique_ptr<LockService> start_once(const ServiceConfig& config) {
     const std::vector<int> ports = ports_below_ephemeral(config.size);
-    const long long session_ttl_s = std::max(2LL, (config.lease_ms + 999) / 1000);
+    const long long session_ttl_s = config.lease_ms / 1000;
     auto service = std::make_unique<HazelcastService>();
     for (int i = 0; i < config.size; ++i) {
         const fs::path dir = config.dir / ("hz" + std::to_string(i));
         fs::remove_all(dir);  // a try before this one's
         fs::create_directories(dir);
-        std::ofstream(dir / "hazelcast.xml") << member_xml(i, ports, session_ttl_s);
+        std::ofstream xml(dir / "hazelcast.xml");
+        if (!(xml << member_xml(i, ports, session_ttl_s)).flush()) throw std::runtime_error("hazelcast: cannot write " + (dir / "hazelcast.xml").string());
         service->members_.push_back(std::make_unique<HazelcastMember>(
             i, dir, ports[static_cast<size_t>(i)], config.env.empty() ? std::vector<std::string>{} : config.env[static_cast<size_t>(i)],
             config.program));
@@ -264,6 +273,9 @@ std::unique_ptr<LockService> start_hazelcast(const ServiceConfig& config) {
     if (config.peer_proxies) throw std::runtime_error("hazelcast: its members' links to each other are not proxied");
     if (!config.env.empty() && static_cast<int>(config.env.size()) != config.size)
         throw std::runtime_error("hazelcast: env has " + std::to_string(config.env.size()) + " entries for " + std::to_string(config.size) + " members");
+    if (config.lease_ms < 2000 || config.lease_ms % 1000 != 0)
+        throw std::runtime_error("hazelcast: a CP session lasts whole seconds, at least 2 (above its 1 s heartbeat): the run's ttl_ms is " +
+                                 std::to_string(config.lease_ms) + " (a lock file's \"ttl_unit\": \"s\", \"min_ttl_ms\": 2000)");
     if (config.program.empty() || !is_executable_file(config.program.string()))
         throw std::runtime_error("hazelcast: the members' program " + (config.program.empty() ? std::string("is not named") : config.program.string() + " is not an executable file") +
                                  " (a lock file's \"server\": ../adapters/hazelcast/member, built by scripts/setup)");

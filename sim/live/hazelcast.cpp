@@ -61,8 +61,9 @@ RaftClaim last_raft_claim(const std::string& log, const std::string& group) {
     return claim;
 }
 
-// Bounds, not expectations: three members start and elect in about 6 s on an idle 2-core
-// machine (a JVM each, 4 CPU-s apiece).
+// Bounds, not expectations: three members started at once by hand, with Hazelcast's default
+// Raft timings, had a METADATA leader 13 s after the first one's first log line on an idle
+// 2-core machine (a JVM each, 4 CPU-s apiece).
 constexpr auto start_timeout = 90s;
 constexpr auto poll_interval = 50ms;
 constexpr int port_retries = 3;

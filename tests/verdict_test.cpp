@@ -177,6 +177,13 @@ TEST_F(VerdictTest, AdapterCheckNamesEachWayAnAdapterBreaksTheProtocol) {
     EXPECT_EQ(r.exit_code(), 2) << r.describe();
     EXPECT_NE(r.out.find("an unknown op: adapter dies"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("exited with status 3"), std::string::npos) << r.out;
+    // A key the library stored that is not a name (the TTL probe would read lockbench's own).
+    write_file("badkey.py", kit + "ready('badkey 1.0', 'names its key by a number')\n"
+                                  "serve(acquire=lambda r: {'ok': True, 'token': 't', 'key': 7}, release=lambda r: {'ok': True})\n");
+    r = run({"adapter-check", "--name", "badkey", "--command", "/usr/bin/python3 " + (dir() / "badkey.py").string()});
+    EXPECT_EQ(r.exit_code(), 2) << r.describe();
+    EXPECT_NE(r.out.find("adapter-check: badkey: acquire (client 0, the lock free): \"key\" is not a non-empty string in {"),
+              std::string::npos) << r.out;
     r = run({"adapter-check", "redis-py"});
     EXPECT_EQ(r.exit_code(), 0) << r.describe();
     EXPECT_NE(r.out.find("adapter-check: redis-py: speaks the protocol"), std::string::npos) << r.out;

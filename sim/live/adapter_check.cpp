@@ -19,6 +19,9 @@ void check_fields(const std::string& step, const Json& answer, int nodes, std::v
     if (answer.contains("token") && !answer.at("token").is_string()) bad("\"token\" is not a string");
     if (answer.contains("fence") && !answer.at("fence").is_number_integer()) bad("\"fence\" is not an integer");
     if (answer.contains("validity_ms") && !answer.at("validity_ms").is_number()) bad("\"validity_ms\" is not a number");
+    // The key the library stored, where it is not lockbench's own: what the TTL probe reads.
+    if (answer.contains("key") && !(answer.at("key").is_string() && !answer.at("key").get<std::string>().empty()))
+        bad("\"key\" is not a non-empty string");
     for (const char* list : {"nodes", "removed_on"}) {
         if (!answer.contains(list)) continue;
         const Json& v = answer.at(list);

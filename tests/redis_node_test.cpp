@@ -170,6 +170,37 @@ std::map<pid_t, char> group_states(pid_t group) {
 // A client's pause (the nemesis's SIGSTOP to its group) is in place once every process of
 // the group is stopped: a client and its adapter each take the signal on their own. A member
 // already dead is not waited for; a group that runs on is told, at the bound.
+// Two connections straight from this process to the node are shut down, each end reads its
+// end, and the node answers a new one; a connection of this process to itself is no
+// connection between the two, and a second call finds nothing left.
+TEST_F(RedisNodeTest, EndDirectConnectionsShutsDownTheOnesBetweenTwoProcessesOnly) {
+    RedisNode node(config(), run_dir);
+    auto first = connect_to(node.port()), second = connect_to(node.port());
+    ASSERT_EQ(text(command(first, "PING")), "PONG");
+    ASSERT_EQ(text(command(second, "PING")), "PONG");
+    const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), self = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    ASSERT_EQ(::listen(listener, 1), 0);
+    ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+    ASSERT_EQ(::connect(self, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    const int accepted = ::accept(listener, nullptr, nullptr);
+    ASSERT_GE(accepted, 0);
+
+    EXPECT_EQ(end_direct_connections(node.pid(), ::getpid()), 2);
+    char byte = 0;
+    EXPECT_EQ(::recv(first->fd, &byte, 1, 0), 0) << "the node's end was shut down: this end reads its end";
+    EXPECT_EQ(::recv(second->fd, &byte, 1, 0), 0);
+    EXPECT_EQ(text(command(connect_to(node.port()), "PING")), "PONG");
+    EXPECT_EQ(end_direct_connections(::getpid(), node.pid()), 0) << "none left, from either side";
+    EXPECT_EQ(::send(self, "x", 1, MSG_NOSIGNAL), 1) << "this process's own connection is untouched";
+    EXPECT_EQ(::recv(accepted, &byte, 1, 0), 1);
+    for (int fd : {listener, self, accepted}) ::close(fd);
+}
+
 TEST(Stopped, AGroupIsStoppedOnceNoneOfItsProcessesRuns) {
     ChildProcess group = ChildProcess::spawn({{"sh", "-c", "true & sleep 1000 & sleep 1000 & wait"}});
     ASSERT_TRUE(eventually([&] { return group_states(group.pid()).size() >= 3; })) << "sh and its two sleeps";

@@ -14,6 +14,7 @@
 #include <iostream>
 #include <stdexcept>
 
+#include "faults/listeners.h"
 #include "faults/priority.h"
 #include "process/stopped.h"
 #include "sim/engine/fault_kind.h"
@@ -301,6 +302,11 @@ long long Nemesis::first_request(LinkPath path) {
 
 // The bytes from server `from` to server `to` go upstream through the proxies of the
 // connections `from` opened ("s<from>-s<to>-…") and downstream through those `to` opened.
+// A fault on them also ends the connections that go straight between the two servers, once
+// the proxies carry it: a ZooKeeper server calls a peer with a lower id back at the election
+// port that peer announced, its real one, so in a steady ensemble every election connection
+// bypasses the proxies. While the fault cuts or holds a link, no new one forms (the call-back
+// answers a connection that reached it through the proxy); under a delay one may form again.
 void Nemesis::set_peer_link(int from, int to, std::optional<Direction> direction, const LinkFault& fault) {
     const auto set = [&](const std::string& prefix, bool flipped) {
         for (LinkProxy* link : proxies_->find_prefix(prefix)) {
@@ -311,6 +317,8 @@ void Nemesis::set_peer_link(int from, int to, std::optional<Direction> direction
     };
     set("s" + std::to_string(from) + "-s" + std::to_string(to) + "-", false);
     set("s" + std::to_string(to) + "-s" + std::to_string(from) + "-", true);
+    if (fault.kind != LinkFault::Kind::pass)
+        end_direct_connections(nodes_.at(static_cast<size_t>(from))->pid(), nodes_.at(static_cast<size_t>(to))->pid());
 }
 
 void Nemesis::crash(int node) {

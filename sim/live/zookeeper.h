@@ -13,7 +13,11 @@
 //       ──► s0-s1-election ─► zk1:election       ──► s1-s0-election ─► zk0:election
 //
 // ZooKeeper accepts that: with reconfigEnabled false every server's static config has
-// version 0, so none adopts another's view of the addresses.
+// version 0, so none adopts another's view of the addresses. One connection goes around the
+// proxies: a server that an election connection from a lower id reaches drops it and calls
+// that server back at the election address it announced, its real port. The nemesis ends
+// such straight connections when it cuts a peer link (end_direct_connections, in
+// faults/listeners.h); while the cut lasts none forms again.
 #pragma once
 
 #include <chrono>

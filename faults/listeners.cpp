@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -112,7 +113,10 @@ int end_direct_connections(pid_t a, pid_t b) {
             close(pidfd);
             throw std::runtime_error("cannot reach a socket of process " + std::to_string(a) + ": pidfd_getfd: " + std::strerror(error));
         }
-        if (shutdown(fd, SHUT_RDWR) == 0) ++ended;
+        // The fd number may have been closed and given to another socket since /proc was read:
+        // shut down only the socket seen there.
+        struct stat st {};
+        if (fstat(fd, &st) == 0 && std::to_string(st.st_ino) == e.inode && shutdown(fd, SHUT_RDWR) == 0) ++ended;
         close(fd);
     }
     if (pidfd >= 0) close(pidfd);

@@ -167,9 +167,6 @@ std::map<pid_t, char> group_states(pid_t group) {
     return states;
 }
 
-// A client's pause (the nemesis's SIGSTOP to its group) is in place once every process of
-// the group is stopped: a client and its adapter each take the signal on their own. A member
-// already dead is not waited for; a group that runs on is told, at the bound.
 // Two connections straight from this process to the node are shut down, each end reads its
 // end, and the node answers a new one; a connection of this process to itself is no
 // connection between the two, and a second call finds nothing left.
@@ -201,6 +198,9 @@ TEST_F(RedisNodeTest, EndDirectConnectionsShutsDownTheOnesBetweenTwoProcessesOnl
     for (int fd : {listener, self, accepted}) ::close(fd);
 }
 
+// A client's pause (the nemesis's SIGSTOP to its group) is in place once every process of
+// the group is stopped: a client and its adapter each take the signal on their own. A member
+// already dead is not waited for; a group that runs on is told, at the bound.
 TEST(Stopped, AGroupIsStoppedOnceNoneOfItsProcessesRuns) {
     ChildProcess group = ChildProcess::spawn({{"sh", "-c", "true & sleep 1000 & sleep 1000 & wait"}});
     ASSERT_TRUE(eventually([&] { return group_states(group.pid()).size() >= 3; })) << "sh and its two sleeps";

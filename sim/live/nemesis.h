@@ -157,6 +157,8 @@ private:
     std::vector<Connection> connections_;
     mutable std::mutex mutex_;       // guards the schedule: report() and killed() read it
     FaultSchedule schedule_;
+    mutable std::mutex links_mutex_;
+    std::vector<std::string> links_unmet_;  // peer link faults whose straight connections stayed up
     std::thread thread_;
     std::atomic<bool> running_{false};
     // Restarts, one at a time, on a thread of their own that lives until stop(): the nodes

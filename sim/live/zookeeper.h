@@ -16,8 +16,8 @@
 // version 0, so none adopts another's view of the addresses. One connection goes around the
 // proxies: a server that an election connection from a lower id reaches drops it and calls
 // that server back at the election address it announced, its real port. The nemesis ends
-// such straight connections when it cuts a peer link (end_direct_connections, in
-// faults/listeners.h); while the cut lasts none forms again.
+// such straight connections when it faults a peer link (end_direct_connections, in
+// faults/listeners.h); while both directions are cut or held none forms again.
 #pragma once
 
 #include <chrono>

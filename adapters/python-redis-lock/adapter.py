@@ -6,8 +6,9 @@ that also pushes to a signal list (waiters BLPOP it); extend by a Lua compare-an
 whole expiry again (replace only). "auto_renewal": true (the lock file's params) starts its
 renewer thread on every acquire, which extends the lock every two thirds of its expiry until
 release. A new Lock for every acquire (one instance refuses a second acquire). One attempt per
-acquire: acquire(blocking=False). Its key is its own prefix before lockbench's, so a probe of
-lockbench's key (probe_key_ttl) finds none. Runs with adapters/pypi/venv/bin/python.
+acquire: acquire(blocking=False). Its key is its own prefix before lockbench's, which an
+acquire's answer names ("key") for the TTL probe (probe_key_ttl). Runs with
+adapters/pypi/venv/bin/python.
 """
 import importlib.metadata
 import os
@@ -42,7 +43,8 @@ def acquire(req):
     if not candidate.acquire(blocking=False):
         return {"ok": False, "error": "held"}
     lock = candidate
-    return {"ok": True, "token": lock.id, "nodes": [0]}
+    # The key it stored ("lock:" before the name), which the TTL probe reads.
+    return {"ok": True, "token": lock.id, "nodes": [0], "key": lock._name}
 
 
 def release(req):

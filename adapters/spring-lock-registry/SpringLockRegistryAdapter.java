@@ -66,7 +66,8 @@ public final class SpringLockRegistryAdapter {
             "acquire", req -> {
                 Lock lock = registry.obtain(req.get("key"));
                 if (!lock.tryLock(number(req, "wait_ms"), TimeUnit.MILLISECONDS)) return obj("ok", false, "error", "held");
-                return obj("ok", true, "nodes", List.of(0));
+                // The key it stored, <registryKey>:<key>, which the TTL probe reads.
+                return obj("ok", true, "nodes", List.of(0), "key", REGISTRY + ":" + req.get("key"));
             },
             "release", req -> {
                 registry.obtain(req.get("key")).unlock();  // throws when the key was no longer this client's

@@ -102,6 +102,32 @@ TEST(AsWritten, ALeaseTheStoryNeedsLiveMustNotHaveEndedWhenAnotherEnters) {
     EXPECT_TRUE(not_as_written(record_with_wait(false, false, 10, 140), late, {}).empty());  // not asked for
 }
 
+// taken_first: another client granted the lock within the TTL of the held client's asking
+// (its last acquire invoked by the time the wait began), while the held acquire was not granted,
+// shows the held answer was not the taking request's; granted after the TTL, or before the
+// held client asked, it is the story, and so is a held acquire granted too (a lock that let
+// the other in meanwhile does not exclude: two holders, an outcome).
+TEST(AsWritten, AGrantWithinTheHeldClientsTtlShowsItsHeldRequestDidNotTakeTheLock) {
+    RunRecord r = record_with_wait(false, false, 20, 240);
+    r.faults[0]["taken_first"] = true;
+    RunHistory early;  // client 0's next acquire, after its held one failed, is not the held one
+    early.events = {event(12, 0, OpKind::acquire), event(30, 1, OpKind::acquire), event(35, 1, OpKind::acquire, EventType::ok),
+                    event(230, 0, OpKind::acquire, EventType::fail), event(235, 0, OpKind::acquire)};
+    const auto why = not_as_written(r, early, {});
+    ASSERT_EQ(why.size(), 1u);
+    EXPECT_NE(why[0].find("client 1 was granted the lock 23 ms after client 0 asked for it, within its TTL of 100 ms, "
+                          "and client 0 was not"),
+              std::string::npos) << why[0];
+    RunHistory both = early;  // the held acquire granted too: the lock let client 1 in, an outcome
+    both.events[3].type = EventType::ok;
+    EXPECT_TRUE(not_as_written(r, both, {}).empty());
+    RunHistory after_ttl;
+    after_ttl.events = {event(0, 1, OpKind::acquire), event(2, 1, OpKind::acquire, EventType::ok), event(5, 0, OpKind::acquire),
+                        event(110, 2, OpKind::acquire), event(120, 2, OpKind::acquire, EventType::ok)};
+    EXPECT_TRUE(not_as_written(r, after_ttl, {}).empty());
+    EXPECT_TRUE(not_as_written(record_with_wait(false, false, 10, 240), early, {}).empty());  // not asked for
+}
+
 // keep_holder_ms: a holder let go by the keep's bound or the run's end, before the kept-for
 // client had entered, failed or queued behind it, leaves its late answer meeting nobody: not the story. The
 // kept-for client entering or failing is an outcome.

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include "analysis/validity.h"
 
@@ -55,6 +56,34 @@ std::optional<long long> other_entered_ns(const RunHistory& h, int held, long lo
     return std::nullopt;
 }
 
+// The held client's acquire whose answer the wait held: its last one invoked by the time the
+// wait began (a link fault's wait begins after its duration, its held acquire still in
+// flight: no later one can have begun), with how it was answered (nothing: never).
+struct HeldAcquire {
+    long long asked_ns = 0;
+    std::optional<EventType> answer;
+};
+std::optional<HeldAcquire> held_acquire(const RunHistory& h, int held, long long from_ns) {
+    std::optional<HeldAcquire> at;
+    for (const ClientEvent& e : h.events) {
+        if (e.client != held || e.op != OpKind::acquire) continue;
+        if (e.type == EventType::invoke) {
+            if (e.t_ns > from_ns) break;
+            at = HeldAcquire{e.t_ns, std::nullopt};
+        } else if (at && !at->answer) {
+            at->answer = e.type;
+        }
+    }
+    return at;
+}
+
+// The first acquire of another client granted at or after `after_ns`: {client, when}.
+std::optional<std::pair<int, long long>> other_granted(const RunHistory& h, int held, long long after_ns) {
+    for (const ClientEvent& e : h.events)
+        if (e.client != held && e.op == OpKind::acquire && e.type == EventType::ok && e.t_ns >= after_ns) return std::pair{e.client, e.t_ns};
+    return std::nullopt;
+}
+
 std::optional<long long> ttl_ms_of(const RunRecord& r) {
     for (const char* key : {"ttl_ms", "lease_ms"})
         if (r.params.is_object() && r.params.contains(key) && r.params.at(key).is_number()) return r.params.at(key).get<long long>();
@@ -79,6 +108,21 @@ void check_waits(const RunRecord& r, const RunHistory& h, const Json& fault, std
             out.push_back(label + ": no server led within " + std::to_string(max_ms) + " ms");
             continue;
         }
+        // The held request took the lock, so its key outlives the TTL from the asking: nobody
+        // else can be granted before then. One who was, while the held acquire itself was not
+        // granted, shows that the answer held was not the taking one's (python-redis-lock reads
+        // its key first, and writes once that is answered, when another holds). A held acquire
+        // granted all the same is the late grant the story is about, and a lock that let the
+        // other in meanwhile does not exclude: an outcome (pg-advisory+pgbouncer).
+        if (fault.value("taken_first", false))
+            if (const auto ttl_ms = ttl_ms_of(r); ttl_ms)
+                if (const auto asked = held_acquire(h, held, from_ns); asked && asked->answer != EventType::ok)
+                if (const auto other = other_granted(h, held, asked->asked_ns);
+                    other && other->second - asked->asked_ns < *ttl_ms * 1'000'000)
+                    out.push_back(label + ": client " + std::to_string(other->first) + " was granted the lock " +
+                                  figure((other->second - asked->asked_ns) / 1e6) + " ms after client " + std::to_string(held) +
+                                  " asked for it, within its TTL of " + std::to_string(*ttl_ms) + " ms, and client " +
+                                  std::to_string(held) + " was not: the request whose answer was held did not take the lock");
         if (w.value("bound", false)) {
             if (!tried_between(h, held, from_ns, to_ns))
                 out.push_back(label + ": its bound let client " + std::to_string(held) +

@@ -18,7 +18,7 @@ using Json = nlohmann::json;
 // The facts a "when" may name (lock_file.h: lock_facts), and the values the enumerated ones take.
 const std::vector<std::string>& fact_names() {
     static const std::vector<std::string> names{"fence", "fencing", "renews", "extend", "release", "expiry",
-                                                "checks_elapsed", "validity", "replicated", "service", "nodes", "sentinel",
+                                                "checks_elapsed", "validity", "replicated", "asks_first", "service", "nodes", "sentinel",
                                                 "pgbouncer", "check_lease_before_write", "algorithm", "lock"};
     return names;
 }
@@ -117,6 +117,7 @@ CaseNeeds parse_needs(const Json& j, const std::string& file) {
     n.sentinel = f.value<bool>("sentinel", false, [](const Json& x) { return x.is_boolean(); }, "true or false");
     n.fence = f.value<bool>("fence", false, [](const Json& x) { return x.is_boolean(); }, "true or false");
     n.unreplicated = f.value<bool>("unreplicated", false, [](const Json& x) { return x.is_boolean(); }, "true or false");
+    n.takes_first = f.value<bool>("takes_first", false, [](const Json& x) { return x.is_boolean(); }, "true or false");
     if (f.get("topology")) {
         const std::string t = f.string("topology", "plain");
         if (t != "plain") f.fail(f.at("topology"), "expected \"plain\" (a case that needs Sentinel says \"sentinel\": true), got " + quoted_excerpt(t));

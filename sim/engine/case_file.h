@@ -53,6 +53,7 @@ struct CaseNeeds {
     bool lone_node = false;          // "topology": "plain": a lock on lone nodes, not on a master with a replica
     bool fence = false;              // a fencing token the store checks
     bool unreplicated = false;       // a lock the master grants alone, not one that WAITs for a replica
+    bool takes_first = false;        // a lock whose acquire's first request takes it (not offers.asks_first)
 };
 
 struct CaseVariant {

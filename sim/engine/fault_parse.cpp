@@ -71,6 +71,7 @@ void parse_until(Fields& f, FaultSpec& s, const WorkloadSpec& w, const FaultKind
     if (!f.get("until")) {
         if (f.get("max_ms")) f.fail(f.at("max_ms"), "only a fault with \"until\" has a max_ms");
         if (f.get("lease_live")) f.fail(f.at("lease_live"), "only a fault with \"until\" waits for another to enter");
+        if (f.get("taken_first")) f.fail(f.at("taken_first"), "only a fault with \"until\" waits for another to enter");
         if (f.get("keep_holder_ms")) {  // kept after the fault's end: the first to enter then
             if (!k.lasts || !f.get("duration_ms") || s.repeats())
                 f.fail(f.at("keep_holder_ms"), "only a fault with \"until\", or one that lasts duration_ms once, has a holder to keep");
@@ -82,7 +83,7 @@ void parse_until(Fields& f, FaultSpec& s, const WorkloadSpec& w, const FaultKind
     if (until == "leader") {
         if (!k.waits_for_leader)
             f.fail(f.at("until"), "only " + kind_nouns([](const FaultKind& x) { return x.waits_for_leader; }) + " waits until a server leads");
-        for (const char* field : {"lease_live", "keep_holder_ms", "client", "count", "stagger_ms"})
+        for (const char* field : {"lease_live", "taken_first", "keep_holder_ms", "client", "count", "stagger_ms"})
             if (f.get(field)) f.fail(f.at(field), "a gate until a leader holds whichever client reaches its point first");
         s.until_leader = true;
         if (!f.get("max_ms")) f.fail(f.at("max_ms"), "required with \"until\": the longest the gate holds");
@@ -96,6 +97,7 @@ void parse_until(Fields& f, FaultSpec& s, const WorkloadSpec& w, const FaultKind
     if (s.repeats()) f.fail(f.at("until"), "a repeating fault ends by its own drawn length, not \"until\"");
     s.until_another_enters = true;
     s.lease_live = f.value<bool>("lease_live", false, [](const auto& x) { return x.is_boolean(); }, "true or false");
+    s.taken_first = f.value<bool>("taken_first", false, [](const auto& x) { return x.is_boolean(); }, "true or false");
     if (!f.get("max_ms")) f.fail(f.at("max_ms"), "required with \"until\": the longest the fault lasts");
     s.max_ms = f.integer("max_ms", 0, 1, w.duration_ms, run_ends(w));
     if (f.get("keep_holder_ms")) {

@@ -833,6 +833,7 @@ nlohmann::json FaultSchedule::report() const {
         if (specs_[i].repeats()) out.back()["skipped"] = state_[i].skipped;
         if (i < waits_.size() && !waits_[i].empty()) out.back()["waits"] = waits_[i];
         if (specs_[i].lease_live) out.back()["lease_live"] = true;
+        if (specs_[i].taken_first) out.back()["taken_first"] = true;
         if (specs_[i].until_another_enters || specs_[i].until_leader) out.back()["max_ms"] = specs_[i].max_ms;
         if (specs_[i].until_leader) out.back()["until"] = "leader";
         if (i < kept_.size() && !kept_[i].empty()) out.back()["kept"] = kept_[i];

@@ -50,6 +50,7 @@ LockOffers parse_offers(const Json& j, const std::string& file) {
     o.checks_elapsed = boolean(f, "checks_elapsed", false);
     o.validity = boolean(f, "validity", false);
     o.replicated = boolean(f, "replicated", false);
+    o.asks_first = boolean(f, "asks_first", false);
     f.finish();
     return o;
 }
@@ -251,7 +252,8 @@ Json lock_facts(const LockFile& lock) {
             {"expiry", o.expiry},
             {"checks_elapsed", o.checks_elapsed},
             {"validity", o.validity || lock.algorithm != &external_algorithm()},
-            {"replicated", o.replicated}};
+            {"replicated", o.replicated},
+            {"asks_first", o.asks_first}};
 }
 
 const RecordedOutcome* recorded_outcome(const LockFile& lock, const std::string& case_name, const std::string& variant,

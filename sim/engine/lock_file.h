@@ -52,6 +52,10 @@ struct LockOffers {
     bool checks_elapsed = false;      // it refuses a lock whose TTL ran out during its acquire
     bool validity = false;            // it says how long a lock it hands out is valid (lockbench's own always do)
     bool replicated = false;          // a grant is acknowledged by a replica first (WAIT)
+    // Its acquire asks before it takes: its first request only reads (a GET of the key, the
+    // lock's parent znode, a lease grant, one node of several in turn), and the request that
+    // takes the lock goes out only once that is answered.
+    bool asks_first = false;
 };
 
 enum class Joins { all, named, none };

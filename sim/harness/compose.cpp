@@ -169,6 +169,9 @@ std::optional<std::string> why_not_by_needs(const CaseFile& c, const LockFile& l
     if (n.unreplicated && lock.offers.replicated)
         return "needs a lock the master grants alone; " + lock.name +
                " waits for a replica to acknowledge (WAIT), which the case holds back: it grants nothing for a failover to lose";
+    if (n.takes_first && lock.offers.asks_first)
+        return "needs a lock whose acquire's first request takes it; " + lock.name +
+               " asks first (offers.asks_first: it writes only once a first request is answered), so holding its first answer holds no grant";
     return std::nullopt;
 }
 

@@ -117,12 +117,13 @@ void check_waits(const RunRecord& r, const RunHistory& h, const Json& fault, std
         if (fault.value("taken_first", false))
             if (const auto ttl_ms = ttl_ms_of(r); ttl_ms)
                 if (const auto asked = held_acquire(h, held, from_ns); asked && asked->answer != EventType::ok)
-                if (const auto other = other_granted(h, held, asked->asked_ns);
-                    other && other->second - asked->asked_ns < *ttl_ms * 1'000'000)
-                    out.push_back(label + ": client " + std::to_string(other->first) + " was granted the lock " +
-                                  figure((other->second - asked->asked_ns) / 1e6) + " ms after client " + std::to_string(held) +
-                                  " asked for it, within its TTL of " + std::to_string(*ttl_ms) + " ms, and client " +
-                                  std::to_string(held) + " was not: the request whose answer was held did not take the lock");
+                    if (const auto other = other_granted(h, held, asked->asked_ns);
+                        other && other->second - asked->asked_ns < *ttl_ms * 1'000'000)
+                        out.push_back(label + ": client " + std::to_string(other->first) + " was granted the lock " +
+                                      figure((other->second - asked->asked_ns) / 1e6) + " ms after client " +
+                                      std::to_string(held) + " asked for it, within its TTL of " + std::to_string(*ttl_ms) +
+                                      " ms, and client " + std::to_string(held) +
+                                      " was not: the request whose answer was held did not take the lock");
         if (w.value("bound", false)) {
             if (!tried_between(h, held, from_ns, to_ns))
                 out.push_back(label + ": its bound let client " + std::to_string(held) +

@@ -12,7 +12,7 @@
 //   the windows ──── each wait a bound ended: did another client try to acquire meanwhile?
 //   the lease ────── a wait with "lease_live": did the other enter within the holder's TTL?
 //   the first take ─ a wait with "taken_first": was nobody else granted the lock within the
-//                    TTL of the held client's asking?
+//                    TTL of the held client's asking, unless the held acquire was granted too?
 //   the keep ─────── keep_holder_ms: did the kept-for client answer while the holder was kept?
 //   the adapters ─── a client that failed with nothing in its history never started
 #pragma once

@@ -51,9 +51,9 @@ struct FaultSpec {
     bool lease_live = false;
     // "taken_first": the story needs the held client's first request, the one the fault holds
     // the answer to, to have taken the lock: another client granted it within the TTL of the
-    // held client's asking shows the held request did not (an acquire that reads the key before
-    // it writes it, and writes only once that read's answer is back), and makes the run not as
-    // written (as_written.h).
+    // held client's asking, while the held acquire was not granted, shows the held request did
+    // not (an acquire that reads the key before it writes it, and writes only once that read's
+    // answer is back), and makes the run not as written (as_written.h).
     bool taken_first = false;
     // "keep_holder_ms". With "until": once another client has entered and the fault ends,
     // that client stays in its section (held at its before_release) until this fault's client

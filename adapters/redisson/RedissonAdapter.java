@@ -85,11 +85,15 @@ public final class RedissonAdapter {
                 // RLock is reentrant: an acquire answered late (refused here, granted there) and
                 // then granted again holds it twice, so every hold of this thread is undone, each
                 // unlock checking the owner as the first does.
+                // RFairLock's unlock also succeeds when the lock's hash is gone (its script then only
+                // wakes the next waiter), so what it removed is said only if this thread held it
+                // just before: the release of an expired fair lock removed nothing.
                 RLock lock = lockOf.apply((String) req.get("key"));
+                boolean held = !fair || lock.isHeldByCurrentThread();
                 lock.unlock();  // IllegalMonitorStateException: not this thread's (RedLock: no error, every node tried)
                 if (on == null) return obj("ok", true);  // RedLock: it says nothing of which node it removed
                 for (int i = 0; i < 100 && lock.isHeldByCurrentThread(); ++i) lock.unlock();
-                return obj("ok", true, "removed_on", on);
+                return held ? obj("ok", true, "removed_on", on) : obj("ok", true);
             }),
             null);  // no shutdown(): its Netty quiet period would hold every repetition's end 2 s; the kit halts the JVM
     }

@@ -607,8 +607,13 @@ void print_versus(const std::string& lock, const nlohmann::json& vs) {
     for (const auto& c : vs.at("cases"))
         std::cout << "  case " << variant_label(c.at("case").get<std::string>(), c.at("variant").get<std::string>()) << ": "
                   << c.at("here").get<std::string>() << " | " << c.at("there").get<std::string>() << "\n";
-    if (differ.empty()) std::cout << "  the same verdict in every class\n";
-    else std::cout << "  the classes marked * differ: " << differ << "\n";
+    const std::string agree = std::to_string(vs.at("cases_same").get<int>()) + " cases both ran";
+    if (vs.at("same").get<bool>())
+        std::cout << "  the same verdict in every class, and in each of the " << agree
+                  << (vs.at("cases").empty() ? "" : " (the cases listed ran on one side only)") << "\n";
+    else
+        std::cout << "  " << (differ.empty() ? "every class the same" : "the classes marked * differ: " + differ)
+                  << "; the cases listed differ or ran on one side only, the other " << agree << " agree\n";
 }
 
 // The live search's classes, each with when it was found and how often its witness violated.

@@ -360,7 +360,9 @@ def write_versus(v, page):
         page.para("The cases whose verdicts differ (or that run on one side only):", cls="note")
         page.table(["case", v["lock"], other], [[case_name(c), str(c.get("here")), str(c.get("there"))] for c in cases],
                    widths=["30%", "35%", "35%"])
-    page.para(("The same verdict in every class. " if vs.get("same") else "")
+    agree = vs.get("cases_same")
+    page.para(("The same verdict in every class" + (f", and in each of the {agree} cases both ran. " if isinstance(agree, int) else ". ")
+               if vs.get("same") else "")
               + f"{other}'s own verdict: {vs.get('verdict', '?')}.", cls="note")
 
 

@@ -477,7 +477,8 @@ TEST(Services, EachServiceIsOneEntryThatSaysWhatItCanMeet) {
 
 // `verdict --versus`'s comparison (verdict.h: versus) on two verdicts written here: a class
 // differs by its words, not its counts; a case one side did not run says why (it does not
-// apply, or no repetition could be forced), and "same" is false only when a class differs.
+// apply, or no repetition could be forced), and "same" is false only when a class differs or a
+// case both ran (a known bug's, which has no class) differs; cases_same counts those that agree.
 TEST(Versus, EachClassBesideTheOtherAndEachCaseOnOneSideSaysWhy) {
     const auto entry = [](const std::string& klass, const Json& counts, int reps) {
         Json worst = counts.begin().key();
@@ -510,13 +511,28 @@ TEST(Versus, EachClassBesideTheOtherAndEachCaseOnOneSideSaysWhy) {
     EXPECT_EQ(vs.at("classes").at(1), (Json{{"class", "gc-pause"}, {"here", "2 holders 1/3, safe 2/3"},
                                             {"there", "2 holders 3/3"}, {"differs", false}}));
     EXPECT_TRUE(vs.at("same").get<bool>());
+    EXPECT_EQ(vs.at("cases_same"), 2) << vs.dump();  // baseline, gc-pause: one word each side
     ASSERT_EQ(vs.at("cases").size(), 2u) << vs.dump();
     EXPECT_EQ(vs.at("cases").at(0).at("case"), "only-new");
     EXPECT_EQ(vs.at("cases").at(0).at("there"), "could not force");  // old lists it nowhere
     EXPECT_EQ(vs.at("cases").at(1).at("case"), "only-old");
     EXPECT_EQ(vs.at("cases").at(1).at("here"), "not applicable");
+    // A case with no class that both ran, its verdict differing: not the same, though every
+    // class is.
+    Json bug = {{"case", "known-bug"}, {"variant", ""}, {"class", nullptr}, {"verdict", "2 holders"},
+                {"counts", {{"2 holders", 3}}}, {"repetitions", 3}};
+    mine["cases"].push_back(bug);
+    bug["verdict"] = "safe", bug["counts"] = {{"safe", 3}};
+    theirs["cases"].push_back(bug);
+    vs = versus(mine, theirs, "/x/verdict.json");
+    EXPECT_FALSE(vs.at("same").get<bool>());
+    ASSERT_EQ(vs.at("cases").size(), 3u) << vs.dump();
+    EXPECT_EQ(vs.at("cases").at(1).at("case"), "known-bug");
+    EXPECT_EQ(vs.at("cases").at(1).at("there"), "safe 3/3");
+    theirs["cases"].back() = mine["cases"].back();
     theirs["classes"][1] = entry("gc-pause", {{"safe", 3}}, 3);
     vs = versus(mine, theirs, "/x/verdict.json");
     EXPECT_FALSE(vs.at("same").get<bool>());
     EXPECT_TRUE(vs.at("classes").at(1).at("differs").get<bool>());
+    EXPECT_EQ(vs.at("cases_same"), 3) << vs.dump();
 }

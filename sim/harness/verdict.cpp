@@ -281,9 +281,14 @@ Json versus(const Json& mine, const Json& theirs, const std::string& theirs_path
         same = same && !differs;
         classes.push_back({{"class", here.at("class")}, {"here", counts_text(here)}, {"there", counts_text(other)}, {"differs", differs}});
     }
+    int cases_same = 0;  // the cases both ran with the same verdict (each class's among them)
     for (const Json& here : mine.at("cases")) {
         const Json* other = case_of(theirs, here);
-        if (other && other->at("verdict") == here.at("verdict")) continue;
+        if (other && other->at("verdict") == here.at("verdict")) {
+            ++cases_same;
+            continue;
+        }
+        same = same && !other;  // a case both ran (a known bug's, a variant's) differs as a class does
         cases.push_back({{"case", here.at("case")}, {"variant", here.at("variant")}, {"class", here.at("class")},
                          {"here", counts_text(here)}, {"there", counts_text(other ? *other : absent(theirs, here))}});
     }
@@ -292,7 +297,8 @@ Json versus(const Json& mine, const Json& theirs, const std::string& theirs_path
             cases.push_back({{"case", there.at("case")}, {"variant", there.at("variant")}, {"class", there.at("class")},
                              {"here", counts_text(absent(mine, there))}, {"there", counts_text(there)}});
     return {{"lock", theirs.at("lock")}, {"library", theirs.value("library", Json::object()).value("library", "built-in")},
-            {"verdict", theirs_path}, {"classes", classes}, {"cases", cases}, {"same", same}};
+            {"verdict", theirs_path}, {"classes", classes}, {"cases", cases}, {"cases_same", cases_same},
+            {"same", same}};
 }
 
 Json run_verdict(const LockFile& lock, const std::vector<CaseFile>& cases, const std::vector<LockFile>& reference,

@@ -85,15 +85,25 @@ public final class RedissonAdapter {
                 // RLock is reentrant: an acquire answered late (refused here, granted there) and
                 // then granted again holds it twice, so every hold of this thread is undone, each
                 // unlock checking the owner as the first does.
-                // RFairLock's unlock also succeeds when the lock's hash is gone (its script then only
-                // wakes the next waiter), so what it removed is said only if this thread held it
-                // just before: the release of an expired fair lock removed nothing.
+                // RFairLock's unlock also succeeds when the lock's hash is gone (its script then wakes
+                // the next waiter and removes nothing), so whether this thread held it is asked
+                // first: not held, the release removed nothing (removed_on []); the question
+                // unanswered, it says nothing of what it removed. unlock() runs either way: it is
+                // what stops the watchdog. A lease that expires between the two round trips is
+                // still said removed: the library's script answers both stories alike.
                 RLock lock = lockOf.apply((String) req.get("key"));
-                boolean held = !fair || lock.isHeldByCurrentThread();
+                Boolean held = Boolean.TRUE;
+                if (fair) {
+                    try {
+                        held = lock.isHeldByCurrentThread();
+                    } catch (RuntimeException e) {
+                        held = null;
+                    }
+                }
                 lock.unlock();  // IllegalMonitorStateException: not this thread's (RedLock: no error, every node tried)
-                if (on == null) return obj("ok", true);  // RedLock: it says nothing of which node it removed
+                if (on == null || held == null) return obj("ok", true);  // RedLock: it says nothing of which node it removed
                 for (int i = 0; i < 100 && lock.isHeldByCurrentThread(); ++i) lock.unlock();
-                return held ? obj("ok", true, "removed_on", on) : obj("ok", true);
+                return obj("ok", true, "removed_on", held ? on : List.of());
             }),
             null);  // no shutdown(): its Netty quiet period would hold every repetition's end 2 s; the kit halts the JVM
     }

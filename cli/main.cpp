@@ -607,13 +607,16 @@ void print_versus(const std::string& lock, const nlohmann::json& vs) {
     for (const auto& c : vs.at("cases"))
         std::cout << "  case " << variant_label(c.at("case").get<std::string>(), c.at("variant").get<std::string>()) << ": "
                   << c.at("here").get<std::string>() << " | " << c.at("there").get<std::string>() << "\n";
-    const std::string agree = std::to_string(vs.at("cases_same").get<int>()) + " cases both ran";
+    const int n = vs.at("cases_same").get<int>();
+    const std::string agree = n == 0 ? "no case both ran has the same word"
+                              : n == 1 ? "the one case both ran has the same word"
+                                       : "the " + std::to_string(n) + " cases both ran have the same word";
+    const std::string listed = vs.at("cases").empty() ? "" : "the cases listed differ or ran on one side only; ";
     if (vs.at("same").get<bool>())
-        std::cout << "  the same verdict in every class, and in each of the " << agree
-                  << (vs.at("cases").empty() ? "" : " (the cases listed ran on one side only)") << "\n";
+        std::cout << "  the same verdict in every class; " << listed << agree << "\n";
     else
-        std::cout << "  " << (differ.empty() ? "every class the same" : "the classes marked * differ: " + differ)
-                  << "; the cases listed differ or ran on one side only, the other " << agree << " agree\n";
+        std::cout << "  " << (differ.empty() ? "every class the same" : "the classes marked * differ: " + differ) << "; "
+                  << listed << agree << "\n";
 }
 
 // The live search's classes, each with when it was found and how often its witness violated.

@@ -360,10 +360,15 @@ def write_versus(v, page):
         page.para("The cases whose verdicts differ (or that run on one side only):", cls="note")
         page.table(["case", v["lock"], other], [[case_name(c), str(c.get("here")), str(c.get("there"))] for c in cases],
                    widths=["30%", "35%", "35%"])
-    agree = vs.get("cases_same")
-    page.para(("The same verdict in every class" + (f", and in each of the {agree} cases both ran. " if isinstance(agree, int) else ". ")
-               if vs.get("same") else "")
-              + f"{other}'s own verdict: {vs.get('verdict', '?')}.", cls="note")
+    said = []
+    if vs.get("same"):
+        said.append("The same verdict in every class.")
+    elif not any(c.get("differs") for c in classes):
+        said.append("Every class the same; a case both ran differs.")
+    agree = vs.get("cases_same")  # not in a verdict.json written before it was counted
+    if isinstance(agree, int):
+        said.append(f"Cases both ran with the same verdict: {agree}.")
+    page.para(" ".join(said + [f"{other}'s own verdict: {vs.get('verdict', '?')}."]), cls="note")
 
 
 def plan(v, tree, outdir):

@@ -82,6 +82,7 @@ def verdict_tree(d):
          "reference": [{"lock": "token-lua", "description": "SET NX PX", "classes": ref}],
          "differences": ["gc-pause: the lock file records 2 holders; got 2 holders 1/2, safe 1/2"],
          "versus": {"lock": "lib-b", "library": "lib-b 2.0", "verdict": "/x/versus-lib-b/verdict.json", "same": False,
+                    "cases_same": 1,
                     "classes": [{"class": "baseline", "here": "safe 2/2", "there": "safe 2/2", "differs": False},
                                 {"class": "gc-pause", "here": "2 holders 1/2, safe 1/2", "there": "safe 2/2", "differs": True}],
                     "cases": [{"case": "gc-pause", "variant": "", "class": "gc-pause", "here": "2 holders 1/2, safe 1/2",
@@ -182,7 +183,8 @@ class VerdictPageTest(unittest.TestCase):
         self.assertIn("| GC pause | 2 holders 1/2, safe 1/2 | safe 2/2 | differs |", vs)
         self.assertIn("| gc-pause | 2 holders 1/2, safe 1/2 | safe 2/2 |", vs)
         self.assertNotIn("The same verdict in every class", vs)
-        self.assertIn("lib-b's own verdict: /x/versus-lib-b/verdict.json.", vs)
+        self.assertNotIn("Every class the same", vs)
+        self.assertIn("Cases both ran with the same verdict: 1. lib-b's own verdict: /x/versus-lib-b/verdict.json.", vs)
 
     def test_the_cases_that_do_not_apply_each_with_its_reason(self):
         na = self.md[self.md.find("## Cases that do not apply"):]
@@ -211,6 +213,32 @@ class BadVerdictTest(unittest.TestCase):
             self.assertEqual(r.returncode, 2)
             self.assertIn('"violation"' if '"violation"' in r.stderr else "'violation'", r.stderr)
             self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+
+
+class VersusNoteTest(unittest.TestCase):
+    """The note under the Versus table: all the same, every class the same but a case both ran
+    differs (a known bug's), and a verdict.json written before cases_same was counted."""
+
+    @staticmethod
+    def note(vs):
+        from report.page import Page
+        from report.verdict_page import write_versus
+        page = Page()
+        write_versus({"lock": "lib-a", "versus": vs}, page)
+        return "".join(page.m)
+
+    def test_each_story_is_told_as_it_is(self):
+        same_class = {"class": "baseline", "here": "safe 2/2", "there": "safe 2/2", "differs": False}
+        base = {"lock": "lib-b", "library": "lib-b 2.0", "verdict": "/x/v.json", "classes": [same_class], "cases": []}
+        md = self.note(dict(base, same=True, cases_same=3))
+        self.assertIn("The same verdict in every class. Cases both ran with the same verdict: 3. lib-b's own verdict", md)
+        bug = {"case": "known-bug", "variant": "", "class": None, "here": "2 holders 2/2", "there": "safe 2/2"}
+        md = self.note(dict(base, same=False, cases_same=1, cases=[bug]))
+        self.assertIn("Every class the same; a case both ran differs. Cases both ran with the same verdict: 1.", md)
+        self.assertIn("| known-bug | 2 holders 2/2 | safe 2/2 |", md)
+        md = self.note(dict(base, same=True))  # written before cases_same
+        self.assertIn("The same verdict in every class. lib-b's own verdict", md)
+        self.assertNotIn("Cases both ran", md)
 
 
 if __name__ == "__main__":

@@ -100,11 +100,14 @@ TEST_F(VerdictTest, VersusAnotherLockSetsEachClassBesideItAndMarksWhereTheyDiffe
               std::string::npos) << r.out;
     EXPECT_NE(r.out.find("\n  baseline: safe 1/1 | safe 1/1\n"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("\n* gc-pause: 2 holders 1/1 | stale write refused 1/1\n"), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("the classes marked * differ: gc-pause"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("\n  the classes marked * differ: gc-pause; the cases listed differ or ran on one side only; "
+                         "the one case both ran has the same word\n"),
+              std::string::npos) << r.out;
     EXPECT_TRUE(fs::exists(out / "versus-token-lua+fence" / "verdict.json"));
     const nlohmann::json vs = read_json(out / "verdict.json").at("versus");
     EXPECT_EQ(vs.at("lock"), "token-lua+fence");
     EXPECT_FALSE(vs.at("same").get<bool>());
+    EXPECT_EQ(vs.at("cases_same"), 1) << vs.dump();  // baseline
     ASSERT_EQ(vs.at("cases").size(), 1u) << vs.dump();
     EXPECT_EQ(vs.at("cases").at(0).at("case"), "gc-pause");
     EXPECT_EQ(vs.at("cases").at(0).at("there"), "stale write refused 1/1");

@@ -65,7 +65,9 @@ nlohmann::json verdict_of_tree(const std::filesystem::path& tree, const LockFile
 //              their verdict words differ (counts alone, as "2 holders 1/3" against 3/3, do not)
 //    cases:   [{case, variant, class, here, there}]  the cases whose verdict words differ, and
 //             those one side ran and the other did not ("not applicable", "could not force")
-//    same:    no class differs}
+//    cases_same: how many cases both ran with the same verdict word (a known bug's, which has
+//             no class, among them)
+//    same:    no class differs, and no case both ran differs}
 nlohmann::json versus(const nlohmann::json& mine, const nlohmann::json& theirs, const std::string& theirs_path);
 
 // The reference rows verdict.json shows: the locks of `locks` whose file says "reference": true

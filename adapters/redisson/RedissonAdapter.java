@@ -101,7 +101,9 @@ public final class RedissonAdapter {
                     }
                 }
                 lock.unlock();  // IllegalMonitorStateException: not this thread's (RedLock: no error, every node tried)
-                if (on == null || held == null) return obj("ok", true);  // RedLock: it says nothing of which node it removed
+                // RedLock says nothing of which node it removed; nor does a fair release whose question
+                // went unanswered.
+                if (on == null || held == null) return obj("ok", true);
                 for (int i = 0; i < 100 && lock.isHeldByCurrentThread(); ++i) lock.unlock();
                 return obj("ok", true, "removed_on", held ? on : List.of());
             }),

@@ -1,7 +1,8 @@
 // An external-lock adapter as a test drives it: started with its stdin and stdout on pipes
 // (in a process group of its own, as under a lockbench client), spoken to one JSON line at a
 // time, killed at the end. Shared by the tests that drive an adapter directly rather than
-// through `lockbench run` (etcd_test, redis_semaphore_test).
+// through `lockbench run` (etcd_test, redis_semaphore_test, redisson_test), and the suite those
+// on Redis share: one live redis-server for all its tests.
 #pragma once
 
 #include <fcntl.h>
@@ -17,7 +18,12 @@
 #include <utility>
 #include <vector>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+
+#include "process/process.h"
+#include "sim/live/redis_node.h"
+#include "test_util.h"
 
 extern char** environ;
 
@@ -102,6 +108,28 @@ private:
     pid_t pid_ = -1;
     int to_ = -1, from_ = -1;
     std::string buffer_;
+};
+
+// A suite whose adapters talk to one live redis-server, started once for all its tests and
+// flushed before each; `redis_` is the test's own connection to it. `Suite` is the deriving
+// class, so that each suite has a node of its own.
+template <class Suite>
+class LiveRedisSuite : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        dir_ = new std::filesystem::path(make_run_temp_dir());
+        node_ = new RedisNode(RedisNodeConfig{"adapter-node"}, *dir_);
+    }
+    static void TearDownTestSuite() {
+        delete node_;
+        std::filesystem::remove_all(*dir_);
+        delete dir_;
+    }
+    void SetUp() override { command(redis_, "FLUSHALL"); }
+
+    static inline std::filesystem::path* dir_ = nullptr;
+    static inline RedisNode* node_ = nullptr;
+    Context redis_ = connect_to(node_->port());
 };
 
 }  // namespace lockbench::testing_util

@@ -52,26 +52,12 @@ public:
     json release() { return call({{"op", "release"}, {"key", "k"}}); }
 };
 
-class RedisSemaphoreAdapter : public ::testing::Test {
+class RedisSemaphoreAdapter : public LiveRedisSuite<RedisSemaphoreAdapter> {
 protected:
-    static void SetUpTestSuite() {
-        dir_ = new fs::path(make_run_temp_dir());
-        node_ = new RedisNode(RedisNodeConfig{"semaphore"}, *dir_);
-    }
-    static void TearDownTestSuite() {
-        delete node_;
-        fs::remove_all(*dir_);
-        delete dir_;
-    }
-    void SetUp() override { command(redis_, "FLUSHALL"); }
-
     std::string value() {
         const Reply r = command(redis_, "GET mutex:k");
         return r && r->type == REDIS_REPLY_STRING ? r->str : "";
     }
-    static inline fs::path* dir_ = nullptr;
-    static inline RedisNode* node_ = nullptr;
-    Context redis_ = connect_to(node_->port());
 };
 
 TEST_F(RedisSemaphoreAdapter, AnAcquireOfAHeldLockIsOneSetAndAnAnswer) {

@@ -43,23 +43,7 @@ public:
     json release() { return call({{"op", "release"}, {"key", "k"}}); }
 };
 
-class RedissonAdapter : public ::testing::Test {
-protected:
-    static void SetUpTestSuite() {
-        dir_ = new fs::path(make_run_temp_dir());
-        node_ = new RedisNode(RedisNodeConfig{"redisson"}, *dir_);
-    }
-    static void TearDownTestSuite() {
-        delete node_;
-        fs::remove_all(*dir_);
-        delete dir_;
-    }
-    void SetUp() override { command(redis_, "FLUSHALL"); }
-
-    static inline fs::path* dir_ = nullptr;
-    static inline RedisNode* node_ = nullptr;
-    Context redis_ = connect_to(node_->port());
-};
+class RedissonAdapter : public LiveRedisSuite<RedissonAdapter> {};
 
 TEST_F(RedissonAdapter, AFairReleaseSaysItRemovedTheKeyOnlyWhenTheKeyWasItsOwn) {
     Adapter a(node_->port(), {{"fair", true}});

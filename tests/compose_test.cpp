@@ -317,6 +317,45 @@ TEST(LockFile, AnEtcdLockMayNameItsServersProgram) {
     EXPECT_FALSE(run_for(baseline, parse_lock_file(j, fs::path("/tmp/team/locks/mine.json"))).contains("server"));
 }
 
+// "resource_check": "token" in a lock file: the store checks the lock's random token by
+// check-and-set in every run of it (a library with no fencing token, bsm-redislock+token), a
+// case's own check standing over it; the "fence" fact says the store checks a token of its,
+// "resource_check" which one.
+TEST(LockFile, ALockMayHaveTheStoreCheckItsRandomToken) {
+    const CaseFile gc = case_named(catalog_cases(), "gc-pause");
+    Json j = a_lock();
+    const LockFile plain = parse_lock_file(j, fs::path("/tmp/mine.json"));
+    EXPECT_FALSE(run_for(gc, plain).contains("resource_check"));
+    EXPECT_EQ(lock_facts(plain).at("fence"), false);
+    EXPECT_EQ(run_for(gc, plain).at("expect").at("verdict"), "2 holders");
+    j["resource_check"] = "token";
+    const LockFile checked = parse_lock_file(j, fs::path("/tmp/mine.json"));
+    EXPECT_EQ(run_for(gc, checked).at("resource_check"), "token");
+    EXPECT_EQ(lock_facts(checked).at("fence"), true);
+    EXPECT_EQ(lock_facts(checked).at("resource_check"), "token");
+    EXPECT_EQ(run_for(gc, checked).at("expect").at("verdict"), "stale write refused");
+    // A fencing counter's prediction is not a random token's: a node restarted empty restarts
+    // the counter, not the token.
+    const CaseFile restart = case_named(catalog_cases(), "node-restart-empty");
+    EXPECT_EQ(run_for(restart, checked).at("expect").at("verdict"), "stale write refused");
+    EXPECT_EQ(run_for(restart, lock_named("token-lua+fence")).at("expect").at("verdict"), "unsafe");
+    // The case's check stands over the lock's.
+    Json own = gc.source;
+    own["variants"] = Json::array({{{"name", "unchecked"}, {"resource_check", "none"}}});
+    EXPECT_EQ(run_for(parse_case_file(own, "own.json"), checked, "unchecked").at("resource_check"), "none");
+    // Refused: a check no store has, two tokens, and a lock whose token is its client's.
+    Json unknown = j;
+    unknown["resource_check"] = "tokens";
+    EXPECT_NE(lock_refusal(unknown).find("/tmp/mine.json: resource_check"), std::string::npos) << lock_refusal(unknown);
+    Json both = j;
+    both["params"] = {{"fence", true}};
+    both["offers"]["fencing"] = true;
+    EXPECT_NE(lock_refusal(both).find("resource_check: the store checks one token"), std::string::npos) << lock_refusal(both);
+    const Json reentrant = {{"algorithm", "reentrant"}, {"resource_check", "token"}, {"offers", {{"renews", true}}}};
+    EXPECT_NE(lock_refusal(reentrant).find("resource_check: \"token\" cannot check reentrant"), std::string::npos)
+        << lock_refusal(reentrant);
+}
+
 TEST(CaseFile, BadInputIsOneLineNamingTheFileAndField) {
     const Json ok = Json::parse(R"({"name": "c", "ttl_ms": 300, "faults": [{"fault": "pause", "point": "before_write", "duration_ms": 100}],
                                     "predict": [{"when": {"fence": false}, "verdict": "2 holders"}]})");

@@ -19,7 +19,7 @@ using Json = nlohmann::json;
 const std::vector<std::string>& fact_names() {
     static const std::vector<std::string> names{"fence", "fencing", "renews", "extend", "release", "expiry",
                                                 "checks_elapsed", "validity", "replicated", "asks_first", "service", "nodes", "sentinel",
-                                                "pgbouncer", "check_lease_before_write", "algorithm", "lock"};
+                                                "pgbouncer", "check_lease_before_write", "resource_check", "algorithm", "lock"};
     return names;
 }
 
@@ -29,7 +29,8 @@ void check_when_value(Fields& f, const std::string& key, const Json& v) {
         {"expiry", {"server", "client"}},
         {"service", service_names()},
         {"extend", {"add", "replace"}},
-        {"pgbouncer", {"", "transaction", "session"}}};
+        {"pgbouncer", {"", "transaction", "session"}},
+        {"resource_check", {"fence", "token"}}};
     const auto one = [&](const Json& x) {
         if (!x.is_primitive() || x.is_null()) f.fail(f.at(key), "expected a value or an array of values, got " + excerpt(v));
         const auto it = choices.find(key);

@@ -196,6 +196,13 @@ LockFile parse_lock_file(const Json& j, const fs::path& file) {
     parse_command(f, lock);
     parse_service_and_nodes(f, lock);
     lock.check_lease_before_write = boolean(f, "check_lease_before_write", false);
+    lock.token_checked = one_of(f, "resource_check", "fence", {"fence", "token"}) == "token";
+    if (lock.token_checked && lock.fenced())
+        f.fail(f.at("resource_check"), "the store checks one token: its fencing token (params.fence) or, "
+                                       "for a lock that has none, its random one (\"token\"), not both");
+    if (lock.token_checked && lock.algorithm->one_token_per_client)
+        f.fail(f.at("resource_check"), "\"token\" cannot check " + lock.algorithm->name +
+                                       ": its token is the client's, the same for every lease of one client");
     if (const Json* renew = f.get("renew")) {
         parse_renew(*renew, f.at("renew"), path);
         lock.renew = *renew;
@@ -244,7 +251,8 @@ Json lock_facts(const LockFile& lock) {
             {"sentinel", lock.sentinel},
             {"pgbouncer", lock.pgbouncer},
             {"check_lease_before_write", lock.check_lease_before_write},
-            {"fence", lock.fenced()},
+            {"resource_check", lock.token_checked ? "token" : "fence"},
+            {"fence", lock.checked()},
             {"fencing", o.fencing},
             {"renews", o.renews},
             {"extend", o.extend},

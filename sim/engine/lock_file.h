@@ -78,6 +78,10 @@ struct LockFile {
     // itself (another version of it: etcd 3.7's, built by scripts/setup); absolute.
     std::filesystem::path server;
     bool check_lease_before_write = false;
+    // "resource_check": "token": the store checks the lock's random token by check-and-set
+    // (store.h), for a library that hands out no fencing token; false: the default check,
+    // its fencing token where params.fence says the store checks one.
+    bool token_checked = false;
     // The application's renewal of the lock (a worker's "renew" policy, scenario.h): the
     // period and T scale with the case's time like its other durations.
     std::optional<nlohmann::json> renew;
@@ -97,6 +101,7 @@ struct LockFile {
     nlohmann::json source;
 
     bool fenced() const;                 // the store checks its fencing token (params.fence)
+    bool checked() const { return fenced() || token_checked; }  // the store checks one of its tokens
     std::string label() const { return name + " (" + path + ")"; }
 };
 
@@ -108,8 +113,9 @@ LockFile parse_lock_file(const nlohmann::json& j, const std::filesystem::path& f
 std::vector<LockFile> load_lock_folder(const std::filesystem::path& dir);
 
 // The facts a case's "when" is matched against: the offers, the service, nodes, sentinel,
-// check_lease_before_write, "fence" (the store checks its token), "algorithm", "params" and
-// "lock" (its name).
+// check_lease_before_write, "fence" (the store checks its token: its fencing token, or its
+// random one), "resource_check" (which: "fence" or "token"), "algorithm", "params" and "lock"
+// (its name).
 nlohmann::json lock_facts(const LockFile& lock);
 
 // The outcome a lock records for a case (its variant first, then the case, then its failure

@@ -218,7 +218,7 @@ std::optional<std::string> why_not_by_policy(const CaseFile& c, const CaseVarian
     const bool background = renewing(v.renew) || renewing(lock.renew) || watchdog;
     if (std::ranges::any_of(faults, &FaultSpec::background) && !background)
         return "pauses a client's background renewal alone; " + lock.name + " has none lockbench runs";
-    if (v.resource_check == "token" && lock.algorithm->one_token_per_client)
+    if (v.resource_check == "token" && lock.algorithm->one_token_per_client)  // a lock's own "token" is refused when parsed
         return "the store checks the lock's token, the same for every lease of one client in " + lock.algorithm->name;
     if (v.persistence && *v.persistence != "none" && !service_info(lock.service).node_options)
         return "sets a " + services_with(&ServiceInfo::node_options, false) + " node's persistence; " + lock.name + " is on " +
@@ -270,7 +270,8 @@ Json cell_run(const CaseFile& c, const CaseVariant& v, const LockFile& lock, Exp
         scale_fields(renew, {"every_ms", "ttl_ms"}, k);
         run["renew"] = renew;
     }
-    if (v.resource_check) run["resource_check"] = *v.resource_check;
+    if (v.resource_check) run["resource_check"] = *v.resource_check;  // the case's, over the lock's
+    else if (lock.token_checked) run["resource_check"] = "token";
     if (k != 1) {   // the case in the lock's time
         run["workload"] = scaled_workload(c.source.value("workload", Json::object()), k);
         Json client = c.source.value("client", Json::object());

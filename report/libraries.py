@@ -37,6 +37,8 @@ LEGEND = ("Each cell counts the repetitions of the lock's runs in that class's c
           "—: no case of the class ran for the lock, and the numbered note says why. "
           "Fencing: offered, the library hands out a fencing token that nothing in this row checks; "
           "checked, the protected store refuses a write whose token is older than one it has seen (the +fence rows); "
+          "token checked, the library has no fencing token and the store checks its random token instead, refusing a "
+          "write whose lease did not enter last (check-and-set, the +token rows); "
           "no, no token.")
 
 
@@ -64,6 +66,7 @@ class Row:
         self.name, self.external = name, external
         self.version = self.algorithm = self.fencing = None
         self.checked = False  # the store checks the token (the run's fence parameter)
+        self.token_checked = False  # the store checks its random token (the run's resource_check "token")
         self.cells = {}     # failure class -> [Cell] with repetitions
         self.pending = {}   # failure class -> [Cell] without any
         self.why = {}       # failure class -> [(exact reason, generic reason)] for a "—"
@@ -81,6 +84,7 @@ class Row:
                 self.algorithm = (lock_description(lock_files.get(self.name)) or REFERENCE.get(self.name)
                                   or REFERENCE.get(run.get("algorithm")) or f"lockbench's {run.get('algorithm', '?')}")
         self.checked = self.checked or fence
+        self.token_checked = self.token_checked or (not fence and run.get("resource_check") == "token")
         if self.fencing is None:
             if isinstance(adapter.get("fencing"), bool):
                 self.fencing = adapter["fencing"]
@@ -230,6 +234,8 @@ def fencing_text(row):
     offered and not checked protects nothing."""
     if row.checked:
         return "checked"
+    if row.token_checked:
+        return "token checked"
     return {True: "offered", False: "no", None: "?"}[row.fencing]
 
 

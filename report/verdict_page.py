@@ -80,7 +80,8 @@ FACTS = (
                                                  and v == "redis" else "")),
     ("sentinel", lambda v, f: "finds its master through Sentinel" if v else None),
     ("fencing", lambda v, f: "hands out a fencing token" if v else "hands out no fencing token"),
-    ("fence", lambda v, f: "the store checks its token" if v else None),
+    ("fence", lambda v, f: None if not v else "the store checks its random token by check-and-set"
+     if f.get("resource_check") == "token" else "the store checks its token"),
     ("expiry", lambda v, f: {"server": "the server's clock decides when a lock expires",
                              "client": "the clients' clocks decide when a lock expires"}.get(v, f"expiry: {v}")),
     ("release", lambda v, f: {"token": "releases by compare-and-delete on its token (only its own lock)",
@@ -97,7 +98,7 @@ FACTS = (
     ("params", lambda v, f: ("parameters: " + ", ".join(f"{k}={json.dumps(v[k])}" for k in sorted(v)))
      if isinstance(v, dict) and v else None),
 )
-NOT_FACTS = ("lock", "algorithm", "nodes")
+NOT_FACTS = ("lock", "algorithm", "nodes", "resource_check")  # resource_check: said with "fence"
 
 
 def facts_lines(facts):

@@ -39,7 +39,7 @@ class Builder:
         self.root, self.version, self.cells, self.na = root, version, [], []
 
     def cell(self, scenario, run, verdicts, failure_class=None, external=True, adapter=None, params=None,
-             lock=None, variant=None, figures=None, witness=False, unforced=None):
+             lock=None, variant=None, figures=None, witness=False, unforced=None, resource_check=None):
         """verdicts: one word a rep (None: a rep without one); lock: the run's "lock" (default:
         the run's name before "@"); figures: a rep's figures instead of its verdict's; unforced:
         the reasons of repetitions that could not be forced (after the verdicts' reps)."""
@@ -70,6 +70,8 @@ class Builder:
                 run_entry["failure_class"] = failure_class
             if adapter:
                 run_entry["adapter"] = adapter
+            if resource_check:
+                run_entry["resource_check"] = resource_check
             if word is not None:
                 run_entry["verdict"] = word
             if witness and word in ("2 holders", "unsafe"):

@@ -45,6 +45,9 @@ def synthetic_tree(root):
     b.cell("gc-pause", "lib-a", [H, S], "gc-pause", adapter=ADAPTER_A)
     b.cell("gc-pause-seconds", "lib-a", [S, S], "gc-pause", adapter=ADAPTER_A)
     b.cell("gc-pause", "lib-b", [R] * 2, "gc-pause", params={"ttl_ms": 300, "fence": True})
+    # A library without a fencing token whose random token the store checks (resource_check "token").
+    b.cell("gc-pause", "lib-d", [R] * 2, "gc-pause", adapter=dict(ADAPTER_A, library="lib-d 0.9", fencing=False),
+           resource_check="token")
     b.cell("acquire-pause", "lib-a", [H] * 2, "held-replies", adapter=ADAPTER_A)
     # A case's variant of lib-b's run goes in lib-b's row, not a row of its own.
     b.cell("client-clock-skew", "lib-b", [S] * 2, "client-clock-skew")
@@ -96,7 +99,7 @@ class LibraryTableTest(unittest.TestCase):
         self.tmp.cleanup()
 
     def test_rows_are_the_libraries_then_lockbenchs_own_each_by_lock(self):
-        self.assertEqual([r.name for r in self.libraries], ["lib-a", "lib-b", "lib-c"])
+        self.assertEqual([r.name for r in self.libraries], ["lib-a", "lib-b", "lib-c", "lib-d"])
         self.assertEqual([r.name for r in self.reference], ["token-lua", "token-lua+fence"])
 
     def test_a_cell_counts_every_rep_of_its_class_by_the_recorded_verdict(self):
@@ -184,6 +187,8 @@ class LibraryTableTest(unittest.TestCase):
         self.assertEqual(rows["token-lua+fence"]["fencing"], "checked")
         # a token the library offers is not one the store checks: "offered", beside two holders
         self.assertEqual((rows["lib-c"]["fencing"], rows["lib-c"]["GC pause"]), ("offered", "2 holders 2/2"))
+        # no fencing token, its random token checked by the store: told apart from a fence checked
+        self.assertEqual((rows["lib-d"]["fencing"], rows["lib-d"]["GC pause"]), ("token checked", "stale write refused 2/2"))
         self.assertEqual((rows["token-lua"]["version"], rows["token-lua"]["fencing"]), ("built-in", "no"))
 
     def test_the_page_opens_with_the_table_between_the_readme_markers(self):

@@ -241,5 +241,18 @@ class VersusNoteTest(unittest.TestCase):
         self.assertNotIn("Cases both ran", md)
 
 
+class FactsTest(unittest.TestCase):
+    """What the store checks, in words: a fencing token, or a random token by check-and-set."""
+
+    def test_the_store_check_is_said_once_and_names_the_token(self):
+        from report.verdict_page import facts_lines
+        self.assertIn("the store checks its token", facts_lines({"fence": True, "resource_check": "fence"}))
+        token = facts_lines({"fence": True, "resource_check": "token", "fencing": False})
+        self.assertIn("the store checks its random token by check-and-set", token)
+        self.assertIn("hands out no fencing token", token)
+        self.assertFalse([ln for ln in token if "resource_check" in ln], token)
+        self.assertEqual(facts_lines({"fence": False, "resource_check": "fence"}), [])
+
+
 if __name__ == "__main__":
     unittest.main()

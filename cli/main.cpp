@@ -581,6 +581,8 @@ struct VerdictArgs : LockArgs {
 void print_verdict(const nlohmann::json& v) {
     std::cout << v.at("lock").get<std::string>() << " (" << v.at("library").value("library", std::string("?")) << "):\n";
     for (const auto& c : v.at("classes")) {
+        // A class none of whose cases was asked for (--case) says nothing: no line.
+        if (!c.contains("counts") && c.at("why").empty()) continue;
         std::string line = "  " + c.at("class").get<std::string>() + ": " + c.at("verdict").get<std::string>();
         if (c.contains("counts")) {
             std::string counts;
@@ -698,7 +700,16 @@ int cmd_verdict(const VerdictArgs& a) {
         std::cerr << "lockbench: " << message_line(e.what()) << "\n";
     }
     if (!drawn) std::cerr << "lockbench: the report of " << opts.out.string() << " failed (see above)\n";
-    else std::cout << "report: " << (opts.out / "report.html").string() << " (and report.md)\n";
+    else {
+        std::cout << "report: " << (opts.out / "report.html").string() << " (and report.md)\n";
+        // Each timeline the report drew (a witness of each case that went wrong), by name.
+        std::vector<fs::path> timelines;
+        std::error_code ec;
+        for (const auto& e : fs::directory_iterator(opts.out / "report-images", ec))
+            if (e.path().filename().string().starts_with("witness-")) timelines.push_back(e.path());
+        std::ranges::sort(timelines);
+        for (const fs::path& t : timelines) std::cout << "timeline: " << t.string() << "\n";
+    }
     return status;
 }
 

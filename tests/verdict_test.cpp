@@ -78,6 +78,19 @@ TEST_F(VerdictTest, AnOutWithASpaceOrASemicolonIsAFolderNotAShellCommand) {
     EXPECT_FALSE(fs::exists(dir() / "a verdict")) << "a shell split --out";
 }
 
+// README's demo: one case asked for prints its class's verdict alone (no line for the classes
+// it was not asked about) and where the report drew its timeline.
+TEST_F(VerdictTest, OneCasePrintsItsVerdictAndWhereItsTimelineIs) {
+    const fs::path out = dir() / "demo";
+    const Result r = run({"verdict", "token-lua", "--case", "gc-pause", "--repeat", "1", "--out", out.string()});
+    EXPECT_EQ(r.exit_code(), 0) << r.describe();
+    EXPECT_NE(r.out.find("token-lua (built-in):\n  gc-pause: 2 holders (2 holders 1/1)\nverdict: "), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("not applicable"), std::string::npos) << r.out;
+    const fs::path timeline = out / "report-images" / "witness-gc-pause.png";
+    EXPECT_NE(r.out.find("\ntimeline: " + timeline.string() + "\n"), std::string::npos) << r.out;
+    EXPECT_TRUE(fs::exists(timeline));
+}
+
 // A lock whose record says otherwise: exit 1, one line naming the case that differs.
 TEST_F(VerdictTest, AVerdictThatDiffersFromTheRecordExitsOneNamingTheCase) {
     const fs::path lock = team_lock({{"expected", {{"gc-pause", "safe"}}}}), out = dir() / "verdict";

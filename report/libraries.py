@@ -19,7 +19,7 @@ import json
 import os
 import re
 
-from .common import FACTS, RANK, css_of, meanings, slug, variant_label, worst
+from .common import FACTS, OUTCOME, RANK, VERDICT_WORDS, css_of, meanings, plt, save_fig, slug, variant_label, worst
 
 # The columns, in the order of the verdict table (sim/engine/scenario.cpp, through facts.json),
 # with their header words.
@@ -384,19 +384,75 @@ def algorithm_lines(rows):
     return [f"{r.name}: {r.algorithm or '(its adapter does not say)'}" for r in rows]
 
 
+GRID = "libraries.png"  # the table as a picture, in the report's images (README shows the committed ones)
+
+
+def grid_text(counts):
+    """A picture's cell: its worst verdict and in how many repetitions ("2 holders\n2/4"), "—"
+    when not run; the Markdown table beside it has every word of a mixed cell."""
+    total = sum(counts.values())
+    if not total:
+        return "—"
+    w = worst(counts)
+    return f"{w}\n{counts[w]}/{total}"
+
+
+def draw_library_grid(libraries, reference, outdir):
+    """The verdict table as a picture: a row per lock (the libraries, then lockbench's own
+    algorithms), a column per failure class, each cell in its worst verdict's colour and
+    saying it with its count; None when there is no row."""
+    if not libraries and not reference:
+        return None
+    import textwrap
+    p = plt()
+    lines = []  # (label, row or None for a group heading)
+    for group, rows in (("libraries", libraries), ("lockbench's own algorithms, for reference", reference)):
+        if rows and libraries and reference:
+            lines.append((group, None))
+        lines += [(r.name, r) for r in rows]
+    label_w, cell_w, row_h, head_h, legend_h = 2.1, 0.95, 0.3, 0.45, 0.45
+    fig = p.figure(figsize=(label_w + cell_w * len(CLASSES) + 0.1, head_h + row_h * len(lines) + legend_h))
+    ax = fig.add_axes([label_w / fig.get_figwidth(), legend_h / fig.get_figheight(),
+                       cell_w * len(CLASSES) / fig.get_figwidth(), row_h * len(lines) / fig.get_figheight()])
+    ax.set_xlim(0, len(CLASSES))
+    ax.set_ylim(len(lines), 0)
+    ax.axis("off")
+    for j, (_, word) in enumerate(CLASSES):
+        ax.text(j + 0.5, -0.25, textwrap.fill(word, 14), ha="center", va="bottom", fontsize=7.5, fontweight="bold")
+    for i, (label, row) in enumerate(lines):
+        if row is None:
+            ax.text(-(label_w - 0.1) / cell_w, i + 0.6, label, ha="left", va="center", fontsize=8, fontweight="bold")
+            continue
+        ax.text(-0.05, i + 0.5, label, ha="right", va="center", fontsize=7.5)
+        for j, (klass, _) in enumerate(CLASSES):
+            counts = row.counts(klass)
+            bg, fg = (OUTCOME[worst(counts)][0], OUTCOME[worst(counts)][1]) if counts else ("#ffffff", "#888888")
+            ax.add_patch(p.Rectangle((j + 0.02, i + 0.06), 0.96, 0.88, facecolor=bg, edgecolor="#ffffff", linewidth=0))
+            ax.text(j + 0.5, i + 0.5, grid_text(counts), ha="center", va="center", fontsize=6.3, color=fg, linespacing=1.0)
+    handles = [p.Rectangle((0, 0), 1, 1, facecolor=OUTCOME[w][0]) for w in VERDICT_WORDS]
+    fig.legend(handles, VERDICT_WORDS, loc="lower center", ncol=len(VERDICT_WORDS), fontsize=7.5, frameon=False,
+               bbox_to_anchor=(0.5, 0.0))
+    return save_fig(fig, GRID, "the verdict table as a picture: a row per lock, a column per failure class, "
+                               "each cell coloured by its worst verdict", outdir)
+
+
 README_OPEN = "<!-- library-table -->"
 README_CLOSE = "<!-- /library-table -->"
 
 
-def write_library_table(trees, page):
-    """The table, its notes, its legend and what each row's algorithm is; nothing when no run
-    names a class. Returns whether it wrote the table (report.md then marks the section that
-    scripts/readme-table copies into README.md, which the caller closes)."""
+def write_library_table(trees, page, grid=None):
+    """The table (after its picture, `grid`, when drawn), its notes, its legend and what each
+    row's algorithm is; nothing when no run names a class. Returns whether it wrote the table
+    (report.md then marks the section that scripts/readme-table copies into README.md, which
+    the caller closes; the picture stays out of it, README shows the committed file)."""
     libraries, reference = table_rows(trees)
     if not libraries and not reference:
         return False
     notes, numbers = number_notes(libraries, reference)
     page.heading(2, "Libraries × failure classes", "libraries")
+    if grid is not None:
+        page.image(grid, "Each cell: the worst verdict of the lock's repetitions in the class's cases, in its colour, "
+                         "and in how many of them; the table below has every verdict of a mixed cell and why a cell is empty.")
     page.raw_html("", README_OPEN + "\n")
     page.raw_html(html_table(libraries, reference, notes, numbers), md_table(libraries, reference, notes, numbers))
     page.para(LEGEND, cls="note")

@@ -11,7 +11,7 @@ import shutil
 from .common import BUCKET_MS, NOT_RUN, Fail, color_of, css_of, fmt_ms, fmt_n, join_en, meanings, num, plural, progress, slug
 from .discovered import load as load_explore, write_discovered
 from .findings import budget_note, scenario_text, write_findings
-from .libraries import README_CLOSE, write_library_table
+from .libraries import README_CLOSE, draw_library_grid, table_rows, write_library_table
 from .matrix import draw_matrix, matrix_table
 from .perf import draw_latency, draw_throughput
 from .phase import draw_phase, sweep_lines
@@ -187,6 +187,8 @@ def build(trees, outdir, page):
     # plan every figure first, so progress can count
     jobs = []
     results = {}
+    jobs.append(Job("drawing the libraries' table", lambda: draw_library_grid(*table_rows(trees), outdir)))
+    results["grid"] = len(jobs) - 1
     for t in trees:
         jobs.append(Job(f"drawing verdict matrix {t.name}", lambda t=t: draw_matrix(t, outdir)))
         results[("matrix", t.name)] = len(jobs) - 1
@@ -256,7 +258,7 @@ def tree_dates(trees):
     return f(min(ts)), f(max(ts))
 
 def write_page(trees, results, page):
-    write_cover(trees, page)
+    write_cover(trees, page, results.get(results.get("grid")))
     write_findings(trees, page)
     write_howto(page)
     toc = []
@@ -281,14 +283,14 @@ def write_page(trees, results, page):
             write_scenario(t, sc, results, page)
 
 
-def write_cover(trees, page):
+def write_cover(trees, page, grid=None):
     ncell = sum(len(t.cells) for t in trees)
     nrep = sum(len(c.reps) for t in trees for c in t.cells)
     nplanned = sum(max(c.repeat, len(c.reps)) for t in trees for c in t.cells)
     seeds = sorted({r.get("seed") for t in trees for c in t.cells for r in c.reps if isinstance(r.get("seed"), int)})
     dates = tree_dates(trees)
     page.heading(1, "lockbench report")
-    table = write_library_table(trees, page)  # the page opens with the libraries side by side
+    table = write_library_table(trees, page, grid)  # the page opens with the libraries side by side
     cover = [f"{t.name}: {t.kind}" + (f" of {t.sweep.get('scenario')} over {t.sweep.get('path')}" if t.kind == "sweep" else
                                       f" of {plural(len(t.scenario_order), 'scenario')}")
              + f", {plural(len(t.cells), 'cell')}, spec {t.spec_id}" + budget_note(t) for t in trees]

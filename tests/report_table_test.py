@@ -22,7 +22,8 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
 from report.common import Fail, slug  # noqa: E402
-from report.libraries import LEGEND, case_label, html_table, md_table, table_rows, write_library_table  # noqa: E402
+from report.libraries import (GRID, LEGEND, case_label, draw_library_grid, grid_text, html_table, md_table,  # noqa: E402
+                               table_rows, write_library_table)
 from report import common  # noqa: E402
 from report.page import Job, Page, assign_colors, run_jobs  # noqa: E402
 from report.tree import find_trees  # noqa: E402
@@ -200,6 +201,19 @@ class LibraryTableTest(unittest.TestCase):
         self.assertIn("lib-a: SET NX PX, Lua release", m)
         self.assertIn("algorithms, for reference", h)
         self.assertIn("<!-- library-table -->", m)
+
+    def test_the_picture_of_the_table_stands_before_what_readme_copies(self):
+        img = draw_library_grid(self.libraries, self.reference, self.tmp.name)
+        with open(os.path.join(self.tmp.name, GRID), "rb") as f:
+            self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+        # each cell its worst word and in how many repetitions; a mixed cell's other words are the table's
+        self.assertEqual(grid_text({"safe": 1, "2 holders": 1}), "2 holders\n1/2")
+        self.assertEqual(grid_text({}), "—")
+        page = Page()
+        write_library_table(self.trees, page, img)
+        m = "".join(page.m)
+        self.assertLess(m.index(f"](report-images/{GRID})"), m.index("<!-- library-table -->"))
+        self.assertIsNone(draw_library_grid([], [], self.tmp.name))
 
     def test_a_tree_whose_runs_name_no_class_has_no_table(self):
         with tempfile.TemporaryDirectory(prefix="lockbench-report-table-") as d:

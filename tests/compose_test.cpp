@@ -342,7 +342,10 @@ TEST(LockFile, ALockMayHaveTheStoreCheckItsRandomToken) {
     // The case's check stands over the lock's.
     Json own = gc.source;
     own["variants"] = Json::array({{{"name", "unchecked"}, {"resource_check", "none"}}});
-    EXPECT_EQ(run_for(parse_case_file(own, "own.json"), checked, "unchecked").at("resource_check"), "none");
+    const Json unchecked = run_for(parse_case_file(own, "own.json"), checked, "unchecked");
+    EXPECT_EQ(unchecked.at("resource_check"), "none");
+    // and its predictions are those of a lock whose token nothing checks
+    EXPECT_EQ(unchecked.at("expect").at("verdict"), "2 holders") << unchecked.dump();
     // Refused: a check no store has, two tokens, and a lock whose token is its client's.
     Json unknown = j;
     unknown["resource_check"] = "tokens";

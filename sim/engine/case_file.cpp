@@ -30,7 +30,7 @@ void check_when_value(Fields& f, const std::string& key, const Json& v) {
         {"service", service_names()},
         {"extend", {"add", "replace"}},
         {"pgbouncer", {"", "transaction", "session"}},
-        {"resource_check", {"fence", "token"}}};
+        {"resource_check", {"none", "fence", "token"}}};
     const auto one = [&](const Json& x) {
         if (!x.is_primitive() || x.is_null()) f.fail(f.at(key), "expected a value or an array of values, got " + excerpt(v));
         const auto it = choices.find(key);

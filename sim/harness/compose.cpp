@@ -84,8 +84,15 @@ void add_expect(Json& into, const Json& more, double k, const CaseFile& c, const
     }
 }
 
-// The variant's predictions (the case's, unless it gives its own) whose "when" the lock's facts match.
-std::vector<const PredictRule*> matching_rules(const CaseVariant& v, const Json& facts) {
+// The variant's predictions (the case's, unless it gives its own) whose "when" the lock's facts
+// match, the store's check as the variant sets it where it does (a variant that checks nothing
+// is not a lock whose token the store checks).
+std::vector<const PredictRule*> matching_rules(const CaseVariant& v, const LockFile& lock) {
+    Json facts = lock_facts(lock);
+    if (v.resource_check) {
+        facts["resource_check"] = *v.resource_check;
+        facts["fence"] = *v.resource_check == "token" || (*v.resource_check == "fence" && lock.fenced());
+    }
     std::vector<const PredictRule*> out;
     for (const PredictRule& r : v.predict)
         if (matches(r.when, facts)) out.push_back(&r);
@@ -96,7 +103,7 @@ Json cell_expect(const CaseFile& c, const CaseVariant& v, const LockFile& lock, 
     Json expect = Json::object();
     add_expect(expect, v.expect, k, c, lock);
     const std::vector<const PredictRule*> rules =
-        which == Expectations::with_predictions ? matching_rules(v, lock_facts(lock)) : std::vector<const PredictRule*>{};
+        which == Expectations::with_predictions ? matching_rules(v, lock) : std::vector<const PredictRule*>{};
     // One verdict: the lock's own record for this case (or its class) stands over the case's
     // prediction, and with it over the figures of a prediction whose verdict it overrides (a
     // rule's figures describe its verdict); "any" checks no verdict and none of those figures.
@@ -345,7 +352,7 @@ Composed compose(const CaseFile& c, const std::vector<LockFile>& locks, LockChoi
 }
 
 std::optional<std::pair<Verdict, std::string>> predicted_verdict(const CaseVariant& v, const LockFile& lock) {
-    for (const PredictRule* r : matching_rules(v, lock_facts(lock)))
+    for (const PredictRule* r : matching_rules(v, lock))
         if (r->verdict) return std::pair{*r->verdict, r->why};
     return std::nullopt;
 }

@@ -578,11 +578,11 @@ struct VerdictArgs : LockArgs {
 };
 
 // One line per class: its verdict and repetitions, or why it does not apply.
-void print_verdict(const nlohmann::json& v) {
+void print_verdict(const nlohmann::json& v, bool some_cases) {
     std::cout << v.at("lock").get<std::string>() << " (" << v.at("library").value("library", std::string("?")) << "):\n";
     for (const auto& c : v.at("classes")) {
-        // A class none of whose cases was asked for (--case) says nothing: no line.
-        if (!c.contains("counts") && c.at("why").empty()) continue;
+        // With --case, a class none of whose cases was asked for says nothing: no line.
+        if (some_cases && !c.contains("counts") && c.at("why").empty()) continue;
         std::string line = "  " + c.at("class").get<std::string>() + ": " + c.at("verdict").get<std::string>();
         if (c.contains("counts")) {
             std::string counts;
@@ -661,7 +661,7 @@ int cmd_verdict(const VerdictArgs& a) {
     }
     const auto held = lock_folders(opts.out, {});
     nlohmann::json v = run_verdict(lock, cases, reference_locks(locks), opts);
-    print_verdict(v);
+    print_verdict(v, !a.cases.empty());
     if (a.discover) {
         const sim::LiveSearchOptions so{opts.out, *a.discover, self_exe(), source_dir()};
         const nlohmann::json found = sim::live_search(lock, catalog().cases(), locks, so);

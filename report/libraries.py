@@ -410,7 +410,9 @@ def draw_library_grid(libraries, reference, outdir):
         if rows and libraries and reference:
             lines.append((group, None))
         lines += [(r.name, r) for r in rows]
-    label_w, cell_w, row_h, head_h, legend_h = 2.1, 0.95, 0.3, 0.45, 0.45
+    # the row labels' column as wide as the longest name at 7.5 points (about 0.058 inch a character)
+    label_w = max(1.6, 0.3 + 0.058 * max(len(r.name) for r in libraries + reference))
+    cell_w, row_h, head_h, legend_h = 0.95, 0.3, 0.45, 0.45
     fig = p.figure(figsize=(label_w + cell_w * len(CLASSES) + 0.1, head_h + row_h * len(lines) + legend_h))
     ax = fig.add_axes([label_w / fig.get_figwidth(), legend_h / fig.get_figheight(),
                        cell_w * len(CLASSES) / fig.get_figwidth(), row_h * len(lines) / fig.get_figheight()])

@@ -115,6 +115,82 @@ TEST_F(ExternalTest, APauseStopsTheClientAndItsAdapterTogetherAndTheClockShimIsI
     for (const auto& a : adapters) EXPECT_TRUE(gone(a)) << "adapter " << a.pid << " outlived the run";
 }
 
+// Adapters that live across repetitions (sim/live/adapter_pool.h): a matrix keeps each
+// client's adapter for the next repetition and resets it there; a pause of the client stops
+// its pooled adapter too, a kill kills it (the next repetition starts another), and nothing
+// is left when the matrix ends.
+TEST_F(ExternalTest, AMatrixKeepsItsAdaptersAcrossRepetitionsAndFaultsReachThemWithTheirClient) {
+    const fs::path paused = scenario("{" + kRedisPy + R"(, "params": {"ttl_ms": 300}})",
+                                     R"( "faults": [{"fault": "pause", "point": "after_acquire", "client": 0, "duration_ms": 1500}],)",
+                                     2, 2500);
+    auto tool = start({"matrix", paused.string(), "--repeat", "3", "--out", (dir() / "paused").string()});
+    // One at a time, the clients and the pool's adapters are all the matrix's children.
+    bool seen = false;
+    std::vector<ProcInfo> adapters;
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    while (tool->running() && std::chrono::steady_clock::now() < deadline) {
+        const std::vector<ProcInfo> kids = children_of(tool->pid());
+        for (const ProcInfo& k : kids)
+            if (k.comm.find("python") != std::string::npos &&
+                std::ranges::none_of(adapters, [&](const ProcInfo& a) { return a.pid == k.pid && a.starttime == k.starttime; }))
+                adapters.push_back(k);
+        const bool client_paused = std::ranges::any_of(kids, [](const ProcInfo& k) {
+            return k.comm.find("lockbench") != std::string::npos && k.state == 'T';
+        });
+        if (client_paused && !seen) {
+            int stopped = 0, others = 0;
+            for (int i = 0; i < 50 && stopped == 0; ++i) {  // SIGSTOP reaches a group's processes one by one
+                stopped = others = 0;
+                for (const ProcInfo& k : children_of(tool->pid()))
+                    if (k.comm.find("python") != std::string::npos) (k.state == 'T' ? stopped : others) += 1;
+                std::this_thread::sleep_for(2ms);
+            }
+            EXPECT_EQ(stopped, 1) << "the paused client's pooled adapter should be stopped, and only it";
+            EXPECT_EQ(others, 1);
+            seen = true;
+        }
+        std::this_thread::sleep_for(10ms);
+    }
+    EXPECT_TRUE(seen) << "never saw a paused client";
+    const Result r = tool->finish();
+    ASSERT_EQ(r.exit_code(), 0) << r.describe();
+    // Two clients, three repetitions: two adapters did it all (the first repetition's check
+    // alone starts its own, not the pool's).
+    EXPECT_NE(r.err.find("adapters: 2 started, 4 reused"), std::string::npos) << r.err;
+    EXPECT_EQ(adapters.size(), 2u);
+    for (int rep = 0; rep < 3; ++rep) {
+        const Json summary = read_json(dir() / "paused" / "cells" / "ext" / "redis-py" / ("rep-" + std::to_string(rep)) / "summary.json");
+        EXPECT_TRUE(summary.at("runs").at(0).at("adapter").value("library", std::string()).starts_with("redis-py ")) << rep;
+        EXPECT_EQ(summary.at("runs").at(0).at("faults").at(0).at("fired"), 1) << rep;
+        EXPECT_EQ(summary.at("runs").at(0).at("clients_failed"), Json::array()) << rep;
+    }
+    for (const auto& a : adapters) EXPECT_TRUE(gone(a)) << "adapter " << a.pid << " outlived the matrix";
+
+    // A killed client's adapter dies with it: each repetition starts one more.
+    const fs::path killed = scenario("{" + kRedisPy + R"(, "params": {"ttl_ms": 300}})",
+                                     R"( "faults": [{"fault": "kill", "point": "after_acquire", "client": 0}],)", 2, 800);
+    const Result k = run({"matrix", killed.string(), "--repeat", "3", "--out", (dir() / "killed").string()});
+    ASSERT_EQ(k.exit_code(), 0) << k.describe();
+    EXPECT_NE(k.err.find("adapters: 4 started, 2 reused"), std::string::npos) << k.err;
+}
+
+// An adapter whose kit cannot reset it (no on_close) cannot drop its library's connections at
+// its run's end: it is ended then, never kept, and every repetition starts its own.
+TEST_F(ExternalTest, AnAdapterThatCannotResetIsStartedAnewForEachRepetition) {
+    const std::string source = read_text(kSource / "adapters" / "redis_py_lock.py");
+    const std::string closing = ", on_close=client.close)";
+    ASSERT_NE(source.find(closing), std::string::npos);
+    std::string no_close = source;
+    no_close.replace(no_close.find(closing), closing.size(), ")");
+    const fs::path adapter = write_file("no_close_adapter.py", no_close);
+    const std::string run_spec = R"("algorithm": "external", "name": "no-close", "command": ["/usr/bin/python3", ")" +
+                                 adapter.string() + R"("])";
+    const Result m = run({"matrix", scenario("{" + run_spec + "}", "", 2, 300).string(), "--repeat", "3", "--out",
+                          (dir() / "m").string()});
+    ASSERT_EQ(m.exit_code(), 0) << m.describe();
+    EXPECT_NE(m.err.find("adapters: 6 started, 0 reused, 6 could not be reset"), std::string::npos) << m.err;
+}
+
 TEST_F(ExternalTest, BrokenAdaptersAreOneLineEachAndLeaveNothingRunning) {
     const std::string bad = (kSource / "tests" / "data" / "bad_adapter.py").string();
     std::string runs;

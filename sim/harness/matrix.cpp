@@ -20,6 +20,7 @@
 #include "sim/harness/matrix_tree.h"
 #include "sim/harness/results_folder.h"
 #include "sim/harness/runner.h"
+#include "sim/live/adapter_pool.h"
 #include "sim/live/redis_node.h"  // redis_server_binary
 
 namespace fs = std::filesystem;
@@ -242,6 +243,22 @@ public:
                 if (!dir.empty()) fs::remove_all(dir, ec);
             }
         } remove_logs{logs};
+        // Adapters kept across repetitions (adapter_pool.h), unless LOCKBENCH_FRESH_ADAPTERS=1
+        // asks for a new one for every client of every repetition. Ended before its folder goes.
+        const char* fresh = std::getenv("LOCKBENCH_FRESH_ADAPTERS");
+        const bool pooled = !spec_.simulated && !(fresh && std::string(fresh) == "1");
+        const RemoveLogs remove_pool{pooled ? make_run_temp_dir() : fs::path()};
+        std::optional<AdapterPool> pool;
+        if (pooled) pool.emplace(remove_pool.dir);
+        struct SayCounts {
+            std::optional<AdapterPool>& pool;
+            bool progress;
+            ~SayCounts() {
+                if (pool && progress && pool->started() > 0)
+                    std::cerr << "adapters: " << pool->started() << " started, " << pool->reused() << " reused"
+                              << (pool->refused() ? ", " + std::to_string(pool->refused()) + " could not be reset" : "") << "\n";
+            }
+        } say_counts{pool, opts_.progress};
         std::vector<Running> running, ended;
         for (size_t next = 0; next < todo_.size() || !running.empty() || !ended.empty();) {
             if (next < todo_.size() && !stopped_ && !at_round_start_checked(next)) continue;

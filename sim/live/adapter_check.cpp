@@ -105,7 +105,21 @@ std::vector<std::string> hold_to_protocol(ExternalLock& a, ExternalLock& b, cons
     }
     if (!step(b, "an unknown op", {{"op", "lockbench-adapter-check"}, {"key", plan.key}}, false, plan.nodes, failures))
         return failures;
-    step(b, "release (client 1)", release, true, plan.nodes, failures);
+    if (!step(b, "release (client 1)", release, true, plan.nodes, failures)) return failures;
+    // A kept adapter's resets (docs/adapters.md): at a run's end, then for another run. One that
+    // cannot reset says so ({"ok": false}) and is started anew for every run; one that can must
+    // then serve the next run as it served this one.
+    const auto closed = step(b, "reset (client 1, at its run's end)", {{"op", "reset"}}, std::nullopt, plan.nodes, failures);
+    if (!closed || !closed->at("ok").get<bool>()) return failures;
+    const auto again = step(b, "reset (client 1, for another run)", {{"op", "reset"}, {"env", b.environment()}}, true,
+                            plan.nodes, failures);
+    if (!again || !again->at("ok").get<bool>()) return failures;
+    if (again->value("library", std::string()) != b.described().value("library", std::string()))
+        failures.push_back("reset (client 1, for another run): its answer names the library " +
+                           again->value("library", std::string("(none)")) + ", its ready line " +
+                           b.described().value("library", std::string("(none)")));
+    if (!step(b, "acquire (client 1, after its reset)", acquire, true, plan.nodes, failures)) return failures;
+    step(b, "release (client 1, after its reset)", release, true, plan.nodes, failures);
     return failures;
 }
 

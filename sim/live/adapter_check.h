@@ -13,6 +13,9 @@
 //   extend    B extends it in each mode the lock file offers
 //   unknown   an unknown op is answered {"ok": false, "error": ...}, and the adapter goes on
 //   release   B lets it go
+//   reset     B, told {"op": "reset"} (a run's end), answers ok true or false (it cannot be
+//             kept: started anew for each run); if true, told {"op": "reset", "env": ...} it
+//             answers ok naming the same library, then acquires and releases again
 //
 // One line per failure, naming the step and what came back. A second client that gets the lock
 // while the first holds it is most often an adapter that ignores its library (a failure); for

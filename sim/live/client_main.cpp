@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fstream>
 #include <iostream>
+#include <cstdlib>
 #include <optional>
 
 #include "process/process.h"
@@ -10,6 +11,7 @@
 #include "sim/engine/run_setup.h"
 #include "sim/engine/workload.h"
 #include "sim/live/adapter_check.h"
+#include "sim/live/adapter_pool.h"
 #include "sim/live/background_control.h"
 #include "sim/live/client_spec.h"
 #include "sim/live/live_env.h"
@@ -37,7 +39,8 @@ constexpr int kOpWaitBudgets = 3;
 std::unique_ptr<ExternalLock> make_external(const RunSpec& run, const std::string& lock_key, const std::vector<int>& ports,
                                             int client, const fs::path& project_dir,
                                             const std::optional<SentinelPorts>& discovery,
-                                            const std::map<std::string, std::string>& service_env, const fs::path& stderr_path = {}) {
+                                            const std::map<std::string, std::string>& service_env, const fs::path& stderr_path = {},
+                                            bool may_pool = false) {
     std::string nodes;
     for (int p : ports) nodes += (nodes.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(p);
     const long long ttl_ms = run.params.integer("ttl_ms");
@@ -59,6 +62,9 @@ std::unique_ptr<ExternalLock> make_external(const RunSpec& run, const std::strin
                   std::chrono::milliseconds(kOpWaitBudgets * 10 * t.command_ms), stderr_path, run.params.flag("fence")};
     for (const auto& [name, value] : service_env) a.env[name] = value;
     a.probe_key_ttl = run.params.flag("probe_key_ttl");
+    // A matrix's adapter pool (adapter_pool.h), for a run's client; empty where the run set it
+    // so (a client whose clock is shifted: the shim is in this process's environment).
+    if (const char* pool = std::getenv(kAdapterPoolVar); may_pool && pool && *pool) a.pool = pool;
     a.command_timeout = std::chrono::milliseconds(t.command_ms);
     if (discovery) {
         std::string sentinels;
@@ -158,8 +164,12 @@ int client_main(const fs::path& spec_file) {
     if (!run.command.empty()) {
         try {
             const auto lock = make_external(run, spec.lock_key, spec.lock_ports, spec.client, spec.project_dir,
-                                            spec.discovery, spec.adapter_env, spec.adapter_stderr);
+                                            spec.discovery, spec.adapter_env, spec.adapter_stderr, true);
             if (!spec.adapter_described.empty()) std::ofstream(spec.adapter_described) << lock->described().dump() << "\n";
+            // The group a pooled adapter leads, for the nemesis to pause and kill beside ours;
+            // read by the run once every client is ready.
+            if (const pid_t group = lock->pooled_group())
+                std::ofstream(adapter_group_file(spec.start_barrier, spec.client)) << group << "\n";
             run_worker(lock_env, store_env, *lock, rec, start());
         } catch (const AdapterError& e) {
             rec.line("adapter", "fail").str("detail", e.what()).commit();

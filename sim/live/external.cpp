@@ -15,12 +15,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <utility>
 #include <thread>
 
 #include "lockimpl/params.h"
 #include "sim/engine/clock.h"
+#include "sim/live/adapter_pool.h"
 #include "sim/live/server_home.h"
 
 extern char** environ;
@@ -124,10 +126,7 @@ std::vector<std::optional<long long>> probe_key_ttl(Env& env, const std::string&
 
 }  // namespace
 
-ExternalLock::ExternalLock(AdapterSpec spec, std::string key, long long ttl_ms)
-    : spec_(std::move(spec)), key_(std::move(key)), ttl_ms_(ttl_ms) {
-    if (spec_.command.empty()) fail("no command");
-    ::signal(SIGPIPE, SIG_IGN);  // a dead adapter is an EPIPE to report, not a signal
+AdapterProcess start_adapter_process(const AdapterSpec& spec_, bool own_group) {
     // Everything the child needs is built before fork.
     std::vector<std::string> env_s;
     for (char** e = environ; e && *e; ++e) {
@@ -143,10 +142,6 @@ ExternalLock::ExternalLock(AdapterSpec spec, std::string key, long long ttl_ms)
     envp.push_back(nullptr);
     const std::string cwd = spec_.cwd.string();
     const std::string err_path = spec_.stderr_path.string();
-    if (std::error_code ec; !err_path.empty()) {
-        stderr_from_ = std::filesystem::file_size(spec_.stderr_path, ec);
-        if (ec) stderr_from_ = 0;
-    }
     // If exec fails, the child says so in the protocol's own words: {"ready": false, ...}. The
     // why goes where the last '@' is (a command or folder may hold one of its own).
     const std::string exec_failed =
@@ -159,13 +154,25 @@ ExternalLock::ExternalLock(AdapterSpec spec, std::string key, long long ttl_ms)
     const std::string cwd_tail = cwd_failed.substr(cwd_failed.rfind('@') + 1) + "\n";
 
     int in[2], out[2];
-    if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) fail(std::string("pipe: ") + std::strerror(errno));
+    if (::pipe2(in, O_CLOEXEC) != 0) throw AdapterError(std::string("pipe: ") + std::strerror(errno));
+    if (::pipe2(out, O_CLOEXEC) != 0) {
+        const int e = errno;
+        ::close(in[0]);
+        ::close(in[1]);
+        throw AdapterError(std::string("pipe: ") + std::strerror(e));
+    }
     const pid_t parent = ::getpid();
-    pid_ = ::fork();
-    if (pid_ < 0) fail(std::string("fork: ") + std::strerror(errno));
-    if (pid_ == 0) {
-        // Same process group as the client: the nemesis's SIGSTOP/SIGKILL to the group lands
-        // on both. Dies with the client.
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+        const int e = errno;
+        for (int fd : {in[0], in[1], out[0], out[1]}) ::close(fd);
+        throw AdapterError(std::string("fork: ") + std::strerror(e));
+    }
+    if (pid == 0) {
+        // A client's own adapter is in the client's process group: the nemesis's SIGSTOP/SIGKILL
+        // to the group lands on both. A pooled one leads a group of its own, which the nemesis
+        // signals beside the client's. Either dies with the thread that started it.
+        if (own_group) ::setpgid(0, 0);
         ::prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (::getppid() != parent) _exit(126);
         // A blocked mask and an ignored SIGPIPE survive exec: the client's (SIGUSR1/2 held
@@ -204,23 +211,115 @@ ExternalLock::ExternalLock(AdapterSpec spec, std::string key, long long ttl_ms)
     }
     ::close(in[0]);
     ::close(out[1]);
-    to_ = in[1];
-    from_ = out[0];
-    const nlohmann::json hello = [&] {
-        // A library may take a while to load (a JVM, node_modules): at least 10 s, or what
-        // LOCKBENCH_ADAPTER_READY_MS says (a matrix's attempt after a set-up that failed).
-        const auto ready_wait = std::max(spec_.op_timeout, adapter_ready_wait());
-        const std::string line = read_line(std::chrono::steady_clock::now() + ready_wait, ready_wait,
-                                           "its first line, {\"ready\": true, ...}");
-        nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-        // Only true or false is an answer ("ready": "yes" breaks the protocol; value() would throw).
-        const bool said = j.is_object() && j.contains("ready") && j.at("ready").is_boolean();
-        if (said && !j.at("ready").get<bool>() && j.contains("error") && j.at("error").is_string())
-            fail("not ready: " + adapter_text(j.at("error").get<std::string>()), false);
-        if (!said || !j.at("ready").get<bool>()) fail("its first line should be {\"ready\": true, \"library\": ...}");
-        return j;
-    }();
-    // Recorded in run.json and shown in the report's table: one line of sane length too.
+    if (own_group) ::setpgid(pid, pid);  // the child does it too; whichever runs first wins the race
+    return {pid, in[1], out[0]};
+}
+
+ExternalLock::ExternalLock(AdapterSpec spec, std::string key, long long ttl_ms)
+    : spec_(std::move(spec)), key_(std::move(key)), ttl_ms_(ttl_ms) {
+    if (spec_.command.empty()) fail("no command");
+    ::signal(SIGPIPE, SIG_IGN);  // a dead adapter is an EPIPE to report, not a signal
+    if (!spec_.pool.empty()) {
+        if (auto lease = take_pooled_adapter(spec_, false)) {
+            pooled_ = std::move(*lease);
+            if (start_pooled()) return;
+        }
+    }
+    if (std::error_code ec; !spec_.stderr_path.empty()) {
+        stderr_from_ = std::filesystem::file_size(spec_.stderr_path, ec);
+        if (ec) stderr_from_ = 0;
+    }
+    try {
+        const AdapterProcess p = start_adapter_process(spec_, false);
+        pid_ = p.pid;
+        to_ = p.to;
+        from_ = p.from;
+    } catch (const AdapterError& e) {
+        fail(e.what(), false);
+    }
+    hello(read_hello());
+}
+
+// A pooled adapter, as the pool handed it: one it has just started says its ready line; one
+// that served an earlier repetition is reset for this one (docs/adapters.md: reset) and answers
+// as a ready line would. An adapter that cannot reset, or fails to, is ended and another
+// started in its place (false: none could be taken; the client then starts its own).
+bool ExternalLock::start_pooled() {
+    for (;;) {
+        pid_ = pooled_->pid;
+        to_ = pooled_->to;
+        from_ = pooled_->from;
+        stderr_to_ = spec_.stderr_path;
+        pool_stderr_ = pooled_->stderr_path;
+        stderr_from_ = pooled_->stderr_from;
+        if (pooled_->fresh) {
+            hello(read_hello());
+            return true;
+        }
+        try {
+            resetting_ = true;
+            const nlohmann::json r = call({{"op", "reset"}, {"env", spec_.env}}, nullptr, true);
+            resetting_ = false;
+            if (r.at("ok").get<bool>()) {
+                hello(r);
+                requests_.clear();
+                last_request_ = "its reset";
+                return true;
+            }
+            drop_pooled("reset");
+        } catch (const AdapterError&) {  // fail() has ended it: another is started
+        }
+        resetting_ = false;
+        gone_why_.clear();
+        buffer_.clear();
+        last_line_.clear();
+        stray_.clear();
+        auto fresh = take_pooled_adapter(spec_, true);
+        if (!fresh) return false;
+        pooled_ = std::move(*fresh);
+    }
+}
+
+// Ends the pooled adapter: the pool kills its group; its stderr so far goes to the run's file.
+void ExternalLock::drop_pooled(const char* refused) {
+    copy_pooled_stderr();
+    if (pooled_) drop_pooled_adapter(*pooled_, refused ? refused : resetting_ && !pooled_->fresh ? "reset" : nullptr);
+    pid_ = -1;
+    for (int* fd : {&to_, &from_})
+        if (*fd >= 0) {
+            ::close(*fd);
+            *fd = -1;
+        }
+}
+
+// What the pooled adapter wrote on stderr while this client had it, into the run's own file.
+void ExternalLock::copy_pooled_stderr() {
+    if (pool_stderr_.empty() || stderr_to_.empty()) return;
+    const std::string text = read_from(pool_stderr_, stderr_from_);
+    if (!text.empty()) std::ofstream(stderr_to_, std::ios::app) << text;
+    stderr_from_ += text.size();
+}
+
+
+nlohmann::json ExternalLock::read_hello() {
+    // A library may take a while to load (a JVM, node_modules): at least 10 s, or what
+    // LOCKBENCH_ADAPTER_READY_MS says (a matrix's attempt after a set-up that failed).
+    const auto ready_wait = std::max(spec_.op_timeout, adapter_ready_wait());
+    const std::string line = read_line(std::chrono::steady_clock::now() + ready_wait, ready_wait,
+                                       "its first line, {\"ready\": true, ...}");
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    // Only true or false is an answer ("ready": "yes" breaks the protocol; value() would throw).
+    const bool said = j.is_object() && j.contains("ready") && j.at("ready").is_boolean();
+    if (said && !j.at("ready").get<bool>() && j.contains("error") && j.at("error").is_string())
+        fail("not ready: " + adapter_text(j.at("error").get<std::string>()), false);
+    if (!said || !j.at("ready").get<bool>()) fail("its first line should be {\"ready\": true, \"library\": ...}");
+    return j;
+}
+
+// What the ready line (or a reset's answer) says of the library, as run.json records it and
+// the report's table shows it: each a line of sane length.
+void ExternalLock::hello(const nlohmann::json& hello) {
+    described_ = nlohmann::json::object();
     for (const char* field : {"library", "algorithm"})
         if (hello.contains(field) && hello.at(field).is_string()) described_[field] = adapter_text(hello.at(field));
     library_ = described_.value("library", std::string());
@@ -228,6 +327,25 @@ ExternalLock::ExternalLock(AdapterSpec spec, std::string key, long long ttl_ms)
 }
 
 ExternalLock::~ExternalLock() {
+    if (pooled_) {
+        // Whole and answered, and its library's connections dropped now, before this run's
+        // servers go and another run's may take their ports: the pool keeps it for another
+        // repetition. One that cannot say it dropped them is ended.
+        bool closed = false;
+        try {
+            if (pid_ > 0) closed = call({{"op", "reset"}}).at("ok").get<bool>();
+        } catch (const AdapterError&) {  // fail() has ended it
+        }
+        copy_pooled_stderr();
+        if (pid_ > 0 && !closed) {
+            drop_pooled("close");
+            return;
+        }
+        for (int* fd : {&to_, &from_})
+            if (*fd >= 0) ::close(*fd);
+        if (pid_ > 0) give_back_pooled_adapter(*pooled_);
+        return;
+    }
     if (to_ >= 0) ::close(to_);  // EOF on its stdin: the adapter's cue to exit
     if (pid_ > 0) {
         int status = 0;
@@ -255,6 +373,10 @@ void ExternalLock::fail(const std::string& what, bool with_last_line) {
     gone_why_ = msg;  // what every later call says
     // Whatever it was doing, it is done: no adapter outlives a broken conversation, and no
     // descriptor outlives it (a constructor that throws runs no destructor).
+    if (pooled_) {
+        drop_pooled();
+        throw AdapterError(msg);
+    }
     if (pid_ > 0) {
         ::kill(pid_, SIGKILL);
         ::waitpid(pid_, nullptr, 0);
@@ -273,6 +395,11 @@ void ExternalLock::fail(const std::string& what, bool with_last_line) {
 int ExternalLock::reap() {
     int status = 0;
     if (pid_ <= 0) return status;  // already reaped: waitpid(-1) or kill(-1) would strike others
+    if (pooled_) {  // the pool's child: the pool reaps it and says how it ended
+        status = pooled_adapter_status(*pooled_);
+        pid_ = -1;
+        return status;
+    }
     for (int i = 0; i < 40 && ::waitpid(pid_, &status, WNOHANG) == 0; ++i) {
         std::this_thread::sleep_for(5ms);
         if (i == 39) {
@@ -335,13 +462,19 @@ bool ExternalLock::keep_if_event(const std::string& line, Env* acquiring) {
     return true;
 }
 
-nlohmann::json ExternalLock::call(const nlohmann::json& request, Env* acquiring) {
+nlohmann::json ExternalLock::call(const nlohmann::json& request, Env* acquiring, bool reset) {
     const std::lock_guard hold(mutex_);
     // fail() has killed it and closed the pipes: nothing to write to, nobody to reap.
     if (pid_ <= 0 || to_ < 0) throw AdapterError(gone_why_.empty() ? "adapter " + spec_.name + ": already gone" : gone_why_);
     // What came since the last answer must be events only: a second answer read now as this
-    // request's would turn a release's reply into an acquire's grant.
+    // request's would turn a release's reply into an acquire's grant. Before a reset, what the
+    // adapter said after its last repetition's answers (a library's late event) is that one's.
     read_unsolicited();
+    if (reset) {
+        stray_.clear();
+        const std::lock_guard hold_events(events_mutex_);
+        events_.clear();
+    }
     if (!stray_.empty()) fail_stray();
     const std::string op = request.value("op", std::string("?"));
     last_request_ = op + " #" + std::to_string(++requests_[op]);
@@ -355,6 +488,10 @@ nlohmann::json ExternalLock::call(const nlohmann::json& request, Env* acquiring)
     const auto deadline = std::chrono::steady_clock::now() + spec_.op_timeout;
     std::string line = read_line(deadline, spec_.op_timeout, "its answer to " + op);
     while (keep_if_event(line, acquiring)) line = read_line(deadline, spec_.op_timeout, "its answer to " + op);
+    if (reset) {  // events before a reset's answer are the library's last words before it
+        const std::lock_guard hold_events(events_mutex_);
+        events_.clear();
+    }
     nlohmann::json reply = nlohmann::json::parse(line, nullptr, false);
     if (reply.is_discarded() || !reply.is_object() || !reply.contains("ok") || !reply.at("ok").is_boolean())
         fail("answered " + op + " with something that is not the protocol (expected {\"ok\": true|false, ...})");

@@ -25,12 +25,14 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "lockimpl/lock.h"
 #include "lockimpl/registry.h"
+#include "sim/live/adapter_pool.h"
 
 namespace lockbench {
 
@@ -53,7 +55,25 @@ struct AdapterSpec {
     bool fence = false;                    // the run's `fence`: the store checks the library's fence
     bool probe_key_ttl = false;            // the run's `probe_key_ttl`: read the key's TTL after each acquire
     std::chrono::milliseconds command_timeout{200};  // each probe command's
+    // The adapter pool's socket (adapter_pool.h), if the adapter may be one that served an
+    // earlier repetition; empty: the client starts its own.
+    std::filesystem::path pool;
 };
+
+// An adapter process just started: its pid and the ends of its stdin and stdout pipes.
+struct AdapterProcess {
+    pid_t pid = -1;
+    int to = -1;
+    int from = -1;
+};
+
+// Starts `spec`'s command with its environment, in its folder, its stderr to spec.stderr_path,
+// dying with the calling thread; in the caller's process group, or (own_group) leading one of
+// its own. If exec fails, the adapter's stdout says so as a not-ready line. Throws AdapterError
+// if no process could be made.
+AdapterProcess start_adapter_process(const AdapterSpec& spec, bool own_group);
+
+
 
 class ExternalLock final : public Lock {
 public:
@@ -67,6 +87,8 @@ public:
     // read meanwhile is kept, as for any call): what `lockbench adapter-check` holds to the
     // protocol. Throws AdapterError as any call does.
     nlohmann::json request(const nlohmann::json& request) { return call(request); }
+    // The LOCKBENCH_* settings it was started with (what a reset for another run carries).
+    const std::map<std::string, std::string>& environment() const { return spec_.env; }
 
     AcquireResult try_acquire(Env& env) override;
     ReleaseResult release(Env& env, const Lease& lease) override;
@@ -78,11 +100,23 @@ public:
     // version), "algorithm" (one line), "fencing" (whether it hands out fencing tokens); each
     // only if the adapter said it, with the right type.
     const nlohmann::json& described() const { return described_; }
+    // The process group of an adapter the pool holds, which the nemesis signals beside the
+    // client's; 0 for the client's own (in the client's group).
+    pid_t pooled_group() const { return pooled_ && pid_ > 0 ? pid_ : 0; }
+    // Whether the adapter served an earlier repetition (reset for this one).
+    bool reused() const { return pooled_ && !pooled_->fresh; }
 
 private:
+    nlohmann::json read_hello();
+    void hello(const nlohmann::json& ready_line);
+    bool start_pooled();
+    void drop_pooled(const char* refused = nullptr);  // refused: drop_pooled_adapter's
+    void copy_pooled_stderr();
     // `acquiring`: the env of the acquire this request is, which hears a "waiting" event
     // (the library queued it behind a holder) as its point in_line.
-    nlohmann::json call(const nlohmann::json& request, Env* acquiring = nullptr);
+    // `reset`: the request that readies a pooled adapter for this run; what it said before (an
+    // event, a late line) belongs to the run before.
+    nlohmann::json call(const nlohmann::json& request, Env* acquiring = nullptr, bool reset = false);
     // Keeps an event line (its kind decided from the whole line, its time now); false if the
     // line is not an event. A "waiting" one during an acquire reaches in_line on `acquiring`.
     bool keep_if_event(const std::string& line, Env* acquiring = nullptr);
@@ -111,6 +145,10 @@ private:
     nlohmann::json described_ = nlohmann::json::object();
     std::string gone_why_;                 // fail()'s line, once the adapter is gone
     std::uintmax_t stderr_from_ = 0;       // its stderr file's size when it started: what it wrote is after
+    std::optional<PooledAdapter> pooled_;  // taken from the pool, given back when whole
+    bool resetting_ = false;               // a reset is under way: a failure now is a refusal
+    std::filesystem::path pool_stderr_;    // a pooled adapter's stderr file (the pool's) ...
+    std::filesystem::path stderr_to_;      // ... copied, from stderr_from_, to the run's
     std::mutex mutex_;                     // the pipe: one request at a time, from either thread
     std::mutex events_mutex_;              // events_ alone: taking them never waits on a call
     std::vector<LockEvent> events_;        // unsolicited event lines not yet taken

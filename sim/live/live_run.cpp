@@ -18,6 +18,7 @@
 #include "process/process.h"
 #include "process/stopped.h"
 #include "sim/engine/workload.h"
+#include "sim/live/adapter_pool.h"
 #include "sim/live/client_main.h"
 #include "sim/live/client_spec.h"
 #include "sim/live/live_env.h"
@@ -268,7 +269,11 @@ std::vector<ChildProcess> spawn_clients(const Scenario& s, const RunSpec& run, c
         const fs::path spec = tmp / (run.name + ".client-" + std::to_string(c) + ".json");
         std::ofstream(spec) << to_json(client_spec(s, run, nodes, c, launch, run_dir)).dump();
         const std::string log = (tmp / (run.name + ".client-" + std::to_string(c) + ".log")).string();
-        children.push_back(ChildProcess::spawn({{self_exe, "client", spec.string()}, log, log, clock_env(*launch.clocks, c)}));
+        // A shifted clock is a shim in the client's environment, which its adapter must have:
+        // that client starts its own, not one from the matrix's pool.
+        std::vector<std::string> env = clock_env(*launch.clocks, c);
+        if (!env.empty()) env.push_back(std::string(kAdapterPoolVar) + "=");
+        children.push_back(ChildProcess::spawn({{self_exe, "client", spec.string()}, log, log, env}));
     }
     return children;
 }
@@ -411,6 +416,14 @@ RunOutcome run_live(const Scenario& s, const RunSpec& run, std::uint64_t seed, c
         throw std::runtime_error("run " + run.name + ": " + e.what());
     }
     clock.mark("clients_ready");
+    // A client whose adapter came from the pool has said which group that adapter leads: a
+    // pause or a kill of the client reaches it too.
+    std::vector<pid_t> adapter_groups(pids.size(), 0);
+    for (size_t c = 0; c < pids.size(); ++c) {
+        std::ifstream said(adapter_group_file(barrier.prefix(), static_cast<int>(c)));
+        said >> adapter_groups[c];
+    }
+    nemesis.set_adapter_groups(std::move(adapter_groups));
     const long long start_at_ns = monotonic_ns() + (20 + 2LL * run.workload.clients) * 1000000LL;
     nemesis.start(pids, start_at_ns, seed);
     barrier.release(start_at_ns);

@@ -218,13 +218,27 @@ void Nemesis::reply(int client, const char* word) {
 // Signals go to the client's process group: an external adapter's children stop and die too.
 // A pause is in place once every process of the group has stopped (process/stopped.h): kill()
 // returns before, and a client answered "go" meanwhile would act before its pause.
-bool Nemesis::pause(int client) {
-    const pid_t group = pids_.at(static_cast<size_t>(client));
-    ::kill(-group, SIGSTOP);
-    return wait_group_none_running(group, std::chrono::seconds(10));
+// A client whose adapter came from the matrix's pool has two groups: its own and the
+// adapter's (adapter_pool.h).
+std::vector<pid_t> Nemesis::groups_of(int client) const {
+    std::vector<pid_t> groups{pids_.at(static_cast<size_t>(client))};
+    if (static_cast<size_t>(client) < adapter_groups_.size() && adapter_groups_[static_cast<size_t>(client)] > 0)
+        groups.push_back(adapter_groups_[static_cast<size_t>(client)]);
+    return groups;
 }
-void Nemesis::resume(int client) { ::kill(-pids_.at(static_cast<size_t>(client)), SIGCONT); }
-void Nemesis::kill(int client) { ::kill(-pids_.at(static_cast<size_t>(client)), SIGKILL); }
+bool Nemesis::pause(int client) {
+    const std::vector<pid_t> groups = groups_of(client);
+    for (const pid_t g : groups) ::kill(-g, SIGSTOP);
+    bool stopped = true;
+    for (const pid_t g : groups) stopped = wait_group_none_running(g, std::chrono::seconds(10)) && stopped;
+    return stopped;
+}
+void Nemesis::resume(int client) {
+    for (const pid_t g : groups_of(client)) ::kill(-g, SIGCONT);
+}
+void Nemesis::kill(int client) {
+    for (const pid_t g : groups_of(client)) ::kill(-g, SIGKILL);
+}
 
 // Only the client process itself (its sigwait thread, background_control.h), not its group:
 // an adapter's children would die of SIGUSR1. The schedule goes on once the client says the

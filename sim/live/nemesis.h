@@ -92,6 +92,9 @@ public:
     // Starts the fault thread; clients[i] is client i's process id. Time-based faults count
     // from `start_at_ns` (CLOCK_MONOTONIC); `seed` seeds a repeating fault's draws.
     void start(std::vector<pid_t> clients, long long start_at_ns, std::uint64_t seed = 0);
+    // Before start: for each client, the group its pooled adapter leads (0: none, its adapter
+    // is in its own group), which a pause, a resume or a kill of the client reaches too.
+    void set_adapter_groups(std::vector<pid_t> groups) { adapter_groups_ = std::move(groups); }
     // Heals every fault still in force (resumes paused clients, lets held ones go) and
     // stops the thread.
     void stop();
@@ -148,6 +151,8 @@ private:
     int listen_fd_ = -1;
     int wake_fd_[2] = {-1, -1};      // stop() writes here to end the loop
     std::vector<pid_t> pids_;
+    std::vector<pid_t> adapter_groups_;
+    std::vector<pid_t> groups_of(int client) const;
     std::vector<ClockControl*> client_clocks_, node_clocks_;
     ProxyHub* proxies_ = nullptr;
     std::vector<LockServer*> nodes_;

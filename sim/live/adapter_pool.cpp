@@ -1,0 +1,340 @@
+#include "sim/live/adapter_pool.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/engine/clock.h"
+#include "sim/live/external.h"
+
+namespace lockbench {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+constexpr size_t kMaxMessage = 1 << 16;
+// Idle adapters kept: of one kind, more than a case's clients times the repetitions side by
+// side need; of all kinds, enough for a catalog's locks in turn. The oldest idle goes first.
+constexpr size_t kIdlePerKey = 24;
+constexpr size_t kIdleAll = 96;
+// A retired adapter is reaped this long after its group was killed: until then its pid, and
+// so its group's id, stays its own, and a run's nemesis still healing that group strikes no
+// stranger.
+constexpr long long kReapAfterNs = 30'000'000'000LL;
+// Past this its stderr file is retired with it (the adapter's files are capped at 16 MiB).
+constexpr std::uintmax_t kRetireStderrBytes = 8u << 20;
+
+bool send_message(int fd, const std::string& text, const std::vector<int>& fds = {}) {
+    iovec iov{const_cast<char*>(text.data()), text.size()};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)] = {};
+    if (!fds.empty()) {
+        msg.msg_control = control;
+        msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
+        cmsghdr* c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+        std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
+    }
+    for (;;) {
+        const ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) continue;
+        return n == static_cast<ssize_t>(text.size());
+    }
+}
+
+// One message, with the descriptors it carried; false at the connection's end or an error.
+bool receive_message(int fd, std::string& text, std::vector<int>* fds = nullptr) {
+    std::string buf(kMaxMessage, '\0');
+    iovec iov{buf.data(), buf.size()};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)] = {};
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    ssize_t n;
+    do n = ::recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+    while (n < 0 && errno == EINTR);
+    if (n <= 0) return false;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+            const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+            std::vector<int> got(count);
+            std::memcpy(got.data(), CMSG_DATA(c), sizeof(int) * count);
+            if (fds) fds->insert(fds->end(), got.begin(), got.end());
+            else
+                for (int f : got) ::close(f);
+        }
+    text.assign(buf.data(), static_cast<size_t>(n));
+    return true;
+}
+
+// A request and its answer on `a`'s connection; a discarded Json if the pool is gone.
+Json ask(PooledAdapter& a, const Json& request) {
+    std::string text;
+    if (a.socket < 0 || !send_message(a.socket, request.dump()) || !receive_message(a.socket, text)) return Json(Json::value_t::discarded);
+    return Json::parse(text, nullptr, false);
+}
+
+void close_connection(PooledAdapter& a) {
+    if (a.socket >= 0) ::close(a.socket);
+    a.socket = -1;
+}
+
+// Whether child `pid` has ended, and how (a wait status), without reaping it: until it is
+// reaped its pid, and its group's id, stays its own.
+std::optional<int> ended(pid_t pid) {
+    siginfo_t info{};
+    if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0)
+        return std::nullopt;
+    return info.si_code == CLD_EXITED ? (info.si_status & 0xff) << 8 : info.si_status & 0x7f;
+}
+
+// Adapters of the same command in the same folder are alike: a run's params reach the
+// adapter's file anew at each reset (a library version they choose among them).
+std::string pool_key(const Json& take) {
+    return Json::array({take.value("command", Json::array()), take.value("cwd", "")}).dump();
+}
+
+}  // namespace
+
+std::optional<PooledAdapter> take_pooled_adapter(const AdapterSpec& spec, bool fresh_only) {
+    const std::string path = spec.pool.string();
+    sockaddr_un addr{};
+    if (path.size() >= sizeof addr.sun_path) return std::nullopt;
+    PooledAdapter a;
+    a.socket = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (a.socket < 0) return std::nullopt;
+    addr.sun_family = AF_UNIX;
+    std::memcpy(addr.sun_path, path.c_str(), path.size());
+    if (::connect(a.socket, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+        close_connection(a);
+        return std::nullopt;
+    }
+    const Json take = {{"take", {{"command", spec.command}, {"cwd", spec.cwd.string()}, {"env", spec.env}, {"fresh_only", fresh_only}}}};
+    std::string text;
+    std::vector<int> fds;
+    if (!send_message(a.socket, take.dump()) || !receive_message(a.socket, text, &fds) || fds.size() != 2) {
+        for (int f : fds) ::close(f);
+        close_connection(a);
+        return std::nullopt;
+    }
+    const Json r = Json::parse(text, nullptr, false);
+    a.id = r.value("id", 0);
+    a.pid = r.value("pid", -1);
+    a.to = fds[0];
+    a.from = fds[1];
+    a.fresh = r.value("fresh", true);
+    a.stderr_path = r.value("stderr", "");
+    a.stderr_from = r.value("stderr_from", std::uintmax_t{0});
+    return a;
+}
+
+void give_back_pooled_adapter(PooledAdapter& a) {
+    ask(a, {{"give", a.id}});
+    close_connection(a);
+}
+
+void drop_pooled_adapter(PooledAdapter& a, const char* refused) {
+    ask(a, {{"drop", a.id}, {"refused", refused ? refused : ""}});
+    close_connection(a);
+}
+
+int pooled_adapter_status(PooledAdapter& a) {
+    const Json r = ask(a, {{"status", a.id}});
+    return r.is_object() ? r.value("status", 0) : 0;
+}
+
+AdapterPool::AdapterPool(fs::path dir) : dir_(std::move(dir)), socket_path_(dir_ / "adapters.sock") {
+    sockaddr_un addr{};
+    const std::string path = socket_path_.string();
+    if (path.size() >= sizeof addr.sun_path) throw std::runtime_error("adapter pool: socket path too long: " + path);
+    listen_fd_ = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    addr.sun_family = AF_UNIX;
+    std::memcpy(addr.sun_path, path.c_str(), path.size());
+    ::unlink(path.c_str());
+    if (listen_fd_ < 0 || ::bind(listen_fd_, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::listen(listen_fd_, 64) != 0 || ::pipe2(wake_, O_CLOEXEC) != 0)
+        throw std::runtime_error("adapter pool: " + path + ": " + std::strerror(errno));
+    ::setenv(kAdapterPoolVar, path.c_str(), 1);
+    thread_ = std::thread([this] { loop(); });
+}
+
+AdapterPool::~AdapterPool() {
+    ::unsetenv(kAdapterPoolVar);
+    if (::write(wake_[1], "x", 1) < 0) {
+    }
+    if (thread_.joinable()) thread_.join();
+    for (auto& [id, a] : adapters_) {
+        ::close(a.to);  // its stdin's end: its cue to exit; then its group is killed
+        ::close(a.from);
+        ::kill(-a.pid, SIGKILL);
+        ::waitpid(a.pid, nullptr, 0);
+    }
+    adapters_.clear();
+    reap_retired(true);
+    for (int c : connections_) ::close(c);
+    for (int fd : {listen_fd_, wake_[0], wake_[1]})
+        if (fd >= 0) ::close(fd);
+    ::unlink(socket_path_.c_str());
+}
+
+void AdapterPool::loop() {
+    for (;;) {
+        std::vector<pollfd> fds{{wake_[0], POLLIN, 0}, {listen_fd_, POLLIN, 0}};
+        for (int c : connections_) fds.push_back({c, POLLIN, 0});
+        const int r = ::poll(fds.data(), fds.size(), 1000);
+        reap_retired(false);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0 || fds[0].revents) return;
+        if (fds[1].revents & POLLIN) {
+            const int c = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+            if (c >= 0) connections_.push_back(c);
+        }
+        for (size_t i = 2; i < fds.size(); ++i)
+            if (fds[i].revents) on_message(fds[i].fd);
+    }
+}
+
+void AdapterPool::on_message(int conn) {
+    std::string text;
+    if (receive_message(conn, text)) {
+        handle(conn, text);
+        return;
+    }
+    // Gone without giving back what it took (a client killed, a client that failed): ended.
+    std::vector<int> held;
+    for (const auto& [id, a] : adapters_)
+        if (a.owner == conn) held.push_back(id);
+    for (int id : held) retire(id);
+    ::close(conn);
+    std::erase(connections_, conn);
+}
+
+void AdapterPool::handle(int conn, const std::string& text) {
+    const Json m = Json::parse(text, nullptr, false);
+    if (!m.is_object()) return;
+    if (m.contains("take")) {
+        const Json& take = m.at("take");
+        const std::string key = pool_key(take);
+        Adapter* chosen = nullptr;
+        if (!take.value("fresh_only", false))
+            for (auto it = adapters_.begin(); it != adapters_.end() && !chosen;) {
+                Adapter& a = it->second;
+                ++it;
+                if (a.owner != -1 || a.key != key) continue;
+                std::error_code ec;
+                if (ended(a.pid) || fs::file_size(a.err, ec) > kRetireStderrBytes) {
+                    retire(a.id);  // ended while idle, or said too much: not handed out
+                    continue;
+                }
+                chosen = &a;
+            }
+        const bool fresh = !chosen;
+        if (fresh) {
+            AdapterSpec spec;
+            spec.command = take.value("command", std::vector<std::string>{});
+            spec.cwd = take.value("cwd", "");
+            spec.env = take.value("env", std::map<std::string, std::string>{});
+            const int id = next_id_++;
+            spec.stderr_path = dir_ / ("adapter-" + std::to_string(id) + ".stderr");
+            try {
+                if (spec.command.empty()) throw AdapterError("no command");
+                const AdapterProcess p = start_adapter_process(spec, true);
+                chosen = &adapters_[id];
+                *chosen = Adapter{id, key, p.pid, p.to, p.from, spec.stderr_path};
+                ++started_;
+            } catch (const AdapterError& e) {
+                send_message(conn, Json({{"error", e.what()}}).dump());
+                return;
+            }
+        } else {
+            ++reused_;
+        }
+        chosen->owner = conn;
+        if (!fresh) ::kill(-chosen->pid, SIGCONT);  // stopped while idle
+        std::error_code ec;
+        const std::uintmax_t from = fs::file_size(chosen->err, ec);
+        const Json reply = {{"id", chosen->id}, {"pid", chosen->pid}, {"fresh", fresh}, {"stderr", chosen->err.string()},
+                            {"stderr_from", ec ? 0 : from}};
+        if (!send_message(conn, reply.dump(), {chosen->to, chosen->from})) retire(chosen->id);
+        return;
+    }
+    const int id = m.contains("give") ? m.value("give", 0) : m.contains("drop") ? m.value("drop", 0) : m.value("status", 0);
+    const auto it = adapters_.find(id);
+    if (it == adapters_.end() || it->second.owner != conn) {
+        send_message(conn, Json({{"ok", false}}).dump());
+        return;
+    }
+    if (m.contains("give")) {
+        it->second.owner = -1;
+        it->second.idle_since = ++idle_clock_;
+        // Idle, it holds nothing (the client had its library drop it) and is stopped: a timer
+        // its library left running costs no CPU and reaches no server meanwhile.
+        ::kill(-it->second.pid, SIGSTOP);
+        const std::string kind = it->second.key;
+        const auto oldest_idle = [&](bool of_kind) {  // (since, id), oldest first
+            std::vector<std::pair<long long, int>> idle;
+            for (const auto& [other, a] : adapters_)
+                if (a.owner == -1 && (!of_kind || a.key == kind)) idle.emplace_back(a.idle_since, other);
+            std::ranges::sort(idle);
+            return idle;
+        };
+        for (const auto& [cap, of_kind] : {std::pair{kIdlePerKey, true}, std::pair{kIdleAll, false}}) {
+            const auto idle = oldest_idle(of_kind);
+            for (size_t i = 0; i + cap < idle.size(); ++i) retire(idle[i].second);
+        }
+        send_message(conn, Json({{"ok", true}}).dump());
+    } else if (m.contains("drop")) {
+        const std::string refused = m.value("refused", "");
+        if (refused == "reset") ++refused_reset_;
+        if (refused == "close") ++refused_close_;
+        retire(id);
+        send_message(conn, Json({{"ok", true}}).dump());
+    } else {
+        // It closed its stdout: 200 ms to exit, else it is killed; reaped later, as any retired.
+        std::optional<int> status;
+        for (int i = 0; i < 40 && !(status = ended(it->second.pid)); ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        retire(id);
+        send_message(conn, Json({{"status", status.value_or(SIGKILL)}}).dump());
+    }
+}
+
+void AdapterPool::retire(int id) {
+    const auto it = adapters_.find(id);
+    if (it == adapters_.end()) return;
+    ::kill(-it->second.pid, SIGKILL);
+    ::close(it->second.to);
+    ::close(it->second.from);
+    retired_.emplace_back(it->second.pid, monotonic_ns());
+    adapters_.erase(it);
+}
+
+void AdapterPool::reap_retired(bool all) {
+    const long long now = monotonic_ns();
+    std::erase_if(retired_, [&](const std::pair<pid_t, long long>& r) {
+        if (!all && now - r.second < kReapAfterNs) return false;
+        return ::waitpid(r.first, nullptr, all ? 0 : WNOHANG) != 0;
+    });
+}
+
+}  // namespace lockbench

@@ -174,6 +174,32 @@ test('stdin closed: every queued answer is written, then exit 0', () => {
   assert.deepStrictEqual(idle.lines.length, 1);
 });
 
+test('a reset runs the file again with the new settings; without onClose it is refused', () => {
+  const newEnv = {...baseEnv, LOCKBENCH_KEY: 'other', LOCKBENCH_CLIENT: '5', LOCKBENCH_NODES: '127.0.0.1:7101'};
+  delete newEnv.LOCKBENCH_SENTINELS;
+  // A reset without env (a run's end) only closes; the reset that follows does not close again.
+  const p = run([{op: 'acquire', key: 'k', ttl_ms: 500, wait_ms: 0}, {op: 'reset'}, {op: 'reset', env: newEnv},
+                 {op: 'showEnv'}, {op: 'acquire', key: 'k', ttl_ms: 500, wait_ms: 0}]);
+  assert.strictEqual(p.status, 0, p.stderr);
+  assert.deepStrictEqual(p.lines[1], {ok: true, token: 't-k', nodes: [0]});
+  assert.deepStrictEqual(p.lines[2], {ok: true});
+  assert.deepStrictEqual(p.lines[3], {ok: true, library: 'fake-lock 1.0', algorithm: 'a map in memory', fencing: true});
+  assert.deepStrictEqual([p.lines[4].env.key, p.lines[4].env.client, p.lines[4].env.nodes, p.lines[4].env.sentinels],
+                         ['other', 5, [{host: '127.0.0.1', port: 7101}], []]);
+  // The run before's lock is forgotten: the file's state is new.
+  assert.deepStrictEqual(p.lines[5], {ok: true, token: 't-k', nodes: [0]});
+  assert.strictEqual(p.stderr.split('closed cleanly').length - 1, 2, p.stderr);  // at the run's end, then at stdin's
+
+  const closing = "kit.serve(ops, () => new Promise";
+  assert.ok(fake.includes(closing));
+  const refused = run([{op: 'reset', env: baseEnv}, {op: 'acquire', key: 'k', ttl_ms: 1, wait_ms: 0}],
+                      {source: fake.replace(closing, 'kit.serve(ops); (() => new Promise')});
+  assert.strictEqual(refused.status, 0, refused.stderr);
+  assert.strictEqual(refused.lines[1].ok, false);
+  assert.match(refused.lines[1].error, /reset is not supported/);
+  assert.deepStrictEqual(refused.lines[2], {ok: true, token: 't-k', nodes: [0]});
+});
+
 test('the environment, parsed', () => {
   const p = run([{op: 'showEnv'}]);
   assert.deepStrictEqual(p.lines[1], {ok: true, env: {

@@ -179,6 +179,41 @@ class AdapterKit(unittest.TestCase):
                          [{"ok": False, "error": "held"}] * (asked - 1))
         self.assertEqual(answers[-1], {"ok": True, "joined": True})
 
+    def test_reset_runs_the_file_again_with_the_new_settings(self):
+        # A reset ends the library's state (on_close), gives `env` the new settings, and runs the
+        # adapter's file again: its fresh state answers, the old lock is forgotten; a setting
+        # the new run lacks (Sentinel's) is gone.
+        new_env = {k: v for k, v in BASE_ENV.items() if k not in ("LOCKBENCH_SENTINELS", "LOCKBENCH_ADDRESS_MAP")}
+        new_env.update(LOCKBENCH_KEY="other", LOCKBENCH_CLIENT="5", LOCKBENCH_NODES="127.0.0.1:7101")
+        # A reset without env (a run's end) only closes; the reset that follows does not close again.
+        p, lines = self.run_adapter([
+            {"op": "acquire", "key": "k", "ttl_ms": 500, "wait_ms": 0},
+            {"op": "reset"},
+            {"op": "reset", "env": new_env},
+            {"op": "show_env"},
+            {"op": "acquire", "key": "k", "ttl_ms": 500, "wait_ms": 0},
+        ])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(lines[1], {"ok": True, "token": "t-k", "nodes": [0]})
+        self.assertEqual(lines[2], {"ok": True})
+        self.assertEqual(lines[3], {"ok": True, "library": "fake-lock 1.0", "algorithm": "a dict in memory",
+                                    "fencing": True})
+        self.assertEqual((lines[4]["key"], lines[4]["client"], lines[4]["nodes"], lines[4]["sentinels"]),
+                         ("other", 5, [["127.0.0.1", 7101]], []))
+        self.assertEqual(lines[5], {"ok": True, "token": "t-k", "nodes": [0]}, "the lock of the run before was kept")
+        self.assertEqual(p.stderr.count("closed cleanly"), 2, p.stderr)  # at the run's end, then at stdin's
+
+    def test_an_adapter_without_on_close_refuses_a_reset(self):
+        closing = '      on_close=lambda: sys.stderr.write("closed cleanly\\n"))'
+        self.assertIn(closing, FAKE)
+        source = FAKE.replace(closing, ")")
+        p, lines = self.run_adapter([{"op": "reset", "env": BASE_ENV},
+                                     {"op": "acquire", "key": "k", "ttl_ms": 1, "wait_ms": 0}], source=source)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertFalse(lines[1]["ok"])
+        self.assertIn("reset is not supported", lines[1]["error"])
+        self.assertEqual(lines[2], {"ok": True, "token": "t-k", "nodes": [0]})
+
     def test_environment(self):
         p, lines = self.run_adapter([{"op": "show_env"}])
         self.assertEqual(p.returncode, 0, p.stderr)

@@ -8,7 +8,9 @@
 //   another's .... a release of a lock another holds fails and leaves the other's hash
 //
 // Waits are bounded polls for the adapter's next line; nothing asserts how long anything took.
+#include <algorithm>
 #include <filesystem>
+#include <thread>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -81,6 +83,38 @@ TEST_F(RedissonAdapter, APlainReleaseOfAKeyThatIsGoneFails) {
     const json gone = a.release();
     EXPECT_EQ(gone.value("ok", true), false) << gone;
     EXPECT_FALSE(gone.contains("removed_on")) << gone;
+}
+
+// Adapters kept across repetitions (docs/adapters.md): the Java kit's resets. At a run's end
+// the adapter drops its library's connections (the server sees none left); told the next
+// run's settings, it runs its main again with them (here the fair lock's) and says ready as
+// the reset's answer.
+TEST_F(RedissonAdapter, AResetDropsTheRunsConnectionsAndServesTheNextRunsSettings) {
+    Adapter a(node_->port(), json::object());
+    ASSERT_EQ(a.read().value("ready", false), true);
+    ASSERT_EQ(a.acquire().value("ok", false), true);
+    const auto clients = [&] {
+        const std::string list = command(redis_, "CLIENT LIST")->str;
+        return std::count(list.begin(), list.end(), '\n');
+    };
+    ASSERT_GT(clients(), 1);  // ours and the library's
+
+    EXPECT_EQ(a.call({{"op", "reset"}}), json({{"ok", true}}));
+    for (int i = 0; i < 200 && clients() > 1; ++i) std::this_thread::sleep_for(10ms);
+    EXPECT_EQ(clients(), 1) << "the library's connections outlived the run's end";
+
+    const json env = {{"LOCKBENCH_NODES", "127.0.0.1:" + std::to_string(node_->port())}, {"LOCKBENCH_CLIENT", "1"},
+                      {"LOCKBENCH_KEY", "lb"}, {"LOCKBENCH_TTL_MS", "1000"}, {"LOCKBENCH_COMMAND_TIMEOUT_MS", "1000"},
+                      {"LOCKBENCH_OP_TIMEOUT_MS", "10000"}, {"LOCKBENCH_CONNECT_TIMEOUT_MS", "10000"},
+                      {"LOCKBENCH_PARAMS", json({{"fair", true}}).dump()}};
+    const json again = a.call({{"op", "reset"}, {"env", env}});
+    ASSERT_EQ(again.value("ok", false), true) << again;
+    EXPECT_TRUE(again.value("library", std::string()).starts_with("redisson ")) << again;
+    EXPECT_NE(again.value("algorithm", std::string()).find("RFairLock"), std::string::npos) << again;
+    // The lock of the run before is gone with its client; the fair lock takes the key anew.
+    command(redis_, "DEL k");
+    ASSERT_EQ(a.acquire().value("ok", false), true);
+    EXPECT_EQ(a.release(), json({{"ok", true}, {"removed_on", {0}}}));
 }
 
 }  // namespace

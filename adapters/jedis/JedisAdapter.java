@@ -72,6 +72,7 @@ public final class JedisAdapter {
             "release", req -> release((String) req.get("key"), token)
                                   ? obj("ok", true, "removed_on", List.of(0))
                                   : obj("ok", false, "error", "not ours (the compare-and-delete removed nothing)")),
-            null);
+            // A reset (lockbench keeps the adapter for another repetition) first closes this run's pool.
+            () -> pool.close());
     }
 }

@@ -167,7 +167,7 @@ public final class LockbenchAdapter {
     private static final Thread MAIN = Thread.currentThread();  // the kit is first used on main
     private static volatile boolean readySaid = false;
     private static final JsonFactory JSON;
-    private static final Env ENV;
+    private static volatile Env ENV;  // a reset gives it the next run's settings
 
     static {
         System.setOut(System.err);  // a library's stray printing: logs, never protocol
@@ -282,6 +282,11 @@ public final class LockbenchAdapter {
     public static void ready(String library, String algorithm, boolean fencing, Map<String, ?> extra) {
         Map<String, Object> line = obj("ready", true, "library", library, "algorithm", algorithm, "fencing", fencing);
         line.putAll(extra);
+        if (resetting) {  // main run again by a reset: this is the reset's answer
+            line.remove("ready");
+            resetDescribed = line;
+            return;
+        }
         say(line);
         readySaid = true;
     }
@@ -315,14 +320,85 @@ public final class LockbenchAdapter {
 
     // ---- the request loop ----------------------------------------------------------------------
 
+    // The settings a run gives, which the next run's reset replaces (the others stay as started).
+    private static final List<String> SETTINGS = List.of("NODES", "KEY", "CLIENT", "TTL_MS", "PARAMS", "COMMAND_TIMEOUT_MS",
+        "OP_TIMEOUT_MS", "CONNECT_TIMEOUT_MS", "SENTINELS", "MASTER_NAME", "ADDRESS_MAP", "USER", "PASSWORD", "DATABASE");
+    private static volatile boolean resetting = false;  // main runs again: ready and serve are the reset's
+    private static Map<String, Object> resetDescribed;
+    private static Object[] resetServed;                // {handlers, onClose}
+
     /**
      * Answers requests in order, one at a time, until stdin closes; then onClose (may be null),
      * exit 0. handlers: op name -> handler.
+     *
+     * Resets (lockbench keeps adapters across repetitions): {"op": "reset"} at a run's end has
+     * onClose drop the library's connections and state, and the adapter waits, holding nothing;
+     * {"op": "reset", "env": {LOCKBENCH_*: ...}} readies it for another run: env() returns the
+     * new settings and the adapter's main runs again, with no arguments (the classes it loaded
+     * stay loaded and compiled: that is the start-up saved), its ready and serve making the
+     * reset's answer {"ok": true, "library": ..., ...} and the handlers from then on. Its static
+     * initialisers do not run again: keep a run's state in what main builds. An adapter with no
+     * onClose cannot drop what its library holds: a reset answers {"ok": false, ...}, and
+     * lockbench starts a new one instead.
      */
     public static void serve(Map<String, Handler> handlers, Runnable onClose) throws IOException {
+        if (resetting) {
+            resetServed = new Object[] {handlers, onClose};
+            return;
+        }
+        // The adapter's class: the one whose main is at the bottom of the stack.
+        Class<?> adapter = StackWalker.getInstance(StackWalker.Option.RETAIN_CLASS_REFERENCE).walk(frames -> frames
+            .filter(f -> f.getMethodName().equals("main")).reduce((a, b) -> b).map(StackWalker.StackFrame::getDeclaringClass)
+            .orElse(null));
+        Map<String, Handler> current = handlers;
+        Runnable close = onClose;
+        boolean closed = false;
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         for (String line; (line = in.readLine()) != null; ) {
-            Map<String, Object> answer = answer(handlers, line);
+            Map<String, Object> reset = resetRequest(line);
+            Map<String, Object> answer;
+            if (reset == null) {
+                answer = answer(current, line);
+            } else if (close == null || adapter == null) {
+                answer = obj("ok", false, "error", "reset is not supported: the adapter gives serve() no onClose to drop its library's state");
+            } else {
+                try {
+                    if (!closed) close.run();
+                    closed = true;
+                    if (!reset.containsKey("env")) {
+                        answer = obj("ok", true);  // the run's end: nothing held until the next
+                    } else if (!(reset.get("env") instanceof Map)) {
+                        answer = obj("ok", false, "error", "reset: env is not an object");
+                    } else {
+                        Map<String, String> vars = new java.util.HashMap<>(System.getenv());
+                        for (String name : SETTINGS) vars.remove("LOCKBENCH_" + name);
+                        for (Map.Entry<String, Object> e : castMap(reset.get("env")).entrySet()) vars.put(e.getKey(), String.valueOf(e.getValue()));
+                        ENV = new Env(vars);
+                        resetDescribed = null;
+                        resetServed = null;
+                        resetting = true;
+                        try {
+                            adapter.getMethod("main", String[].class).invoke(null, (Object) new String[0]);
+                        } finally {
+                            resetting = false;
+                        }
+                        if (resetDescribed == null || resetServed == null) {
+                            answer = obj("ok", false, "error", "reset: the adapter did not say ready and serve");
+                        } else {
+                            @SuppressWarnings("unchecked")
+                            Map<String, Handler> served = (Map<String, Handler>) resetServed[0];
+                            current = served;
+                            close = (Runnable) resetServed[1];
+                            closed = false;
+                            answer = obj("ok", true);
+                            answer.putAll(resetDescribed);
+                        }
+                    }
+                } catch (Throwable e) {  // the reset failed: lockbench ends this adapter
+                    Throwable why = e instanceof java.lang.reflect.InvocationTargetException && e.getCause() != null ? e.getCause() : e;
+                    answer = obj("ok", false, "error", "reset: " + describe(why));
+                }
+            }
             String text;
             try {
                 text = toJson(answer);
@@ -331,14 +407,24 @@ public final class LockbenchAdapter {
             }
             writeRaw(text + "\n");
         }
-        if (onClose != null) {
+        if (close != null && !closed) {
             try {
-                onClose.run();
+                close.run();
             } catch (Throwable e) {  // the answers are all given; the exit stays clean
                 e.printStackTrace();
             }
         }
         exit(0);
+    }
+
+    /** The request if the line is a reset, else null. */
+    private static Map<String, Object> resetRequest(String line) {
+        try {
+            Object parsed = parse(line);
+            if (parsed instanceof Map && "reset".equals(castMap(parsed).get("op"))) return castMap(parsed);
+        } catch (IOException e) {  // not JSON: answer() says so
+        }
+        return null;
     }
 
     private static Map<String, Object> answer(Map<String, Handler> handlers, String line) {

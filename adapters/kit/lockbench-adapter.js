@@ -10,7 +10,7 @@
 //
 // This module does all of that: `env` (the settings, parsed), `ready`, `notReady`, `missing`,
 // `serve` (the request loop: requests are answered in order, one at a time; a handler's return
-// value, or what its promise resolves to, is the answer; one that throws or rejects answers
+// value, or what its promise resolves to, is the answer (reset: below); one that throws or rejects answers
 // {"ok": false, "error": "<Type>: <message>"}, as does an unknown op or a line that is not
 // JSON, and the loop goes on; stdin closed: onClose(), then exit 0 once every answer is
 // written), `lost`/`event`/`say` (whole lines, at any time), `settled` and `firstEvent` (wait
@@ -65,7 +65,13 @@ function missing(what, how) {
 }
 
 // The ready line: library "NAME VERSION" (read from the package), algorithm in one line.
+// During a reset it is the reset's answer instead.
 function ready(library, algorithm, fencing = false, extra = {}) {
+  if (resetting) {
+    resetting.described = {library, algorithm, fencing, ...extra};
+    if (resetting.served) resetting.finish();
+    return;
+  }
   say({ready: true, library, algorithm, fencing, ...extra});
   readySaid = true;
 }
@@ -105,11 +111,30 @@ function firstEvent(emitter, events) {
 
 // Answers requests in order, one at a time, until stdin closes; then onClose() (may be async),
 // and exit 0 once every answer is written. handlers: op name -> function(request) -> answer or promise.
-function serve(handlers, onClose = () => {}) {
+//
+// Resets (lockbench keeps adapters across repetitions): {"op": "reset"} at a run's end has
+// onClose() drop the library's connections and state, and the adapter waits, holding nothing;
+// {"op": "reset", "env": {LOCKBENCH_*: ...}} readies it for another run: `env` becomes the new
+// settings and the adapter's own file runs again (the libraries it requires stay loaded: that
+// is the start-up saved), its ready() and serve() making the reset's answer {"ok": true,
+// "library": ..., ...} and the handlers from then on. An adapter that gives serve() no onClose
+// cannot drop what its library holds: a reset answers {"ok": false, ...}, and lockbench starts
+// a new one instead.
+const SETTINGS = ['NODES', 'KEY', 'CLIENT', 'TTL_MS', 'PARAMS', 'COMMAND_TIMEOUT_MS', 'OP_TIMEOUT_MS', 'CONNECT_TIMEOUT_MS',
+  'SENTINELS', 'MASTER_NAME', 'ADDRESS_MAP', 'USER', 'PASSWORD', 'DATABASE'].map((n) => `LOCKBENCH_${n}`);
+let current = null;  // {handlers, onClose} of the adapter's latest run of its file
+let resetting = null;  // during a reset: {described, served}
+function serve(handlers, onClose) {
+  if (resetting) {
+    resetting.served = {handlers, onClose};
+    if (resetting.described) resetting.finish();
+    return;
+  }
+  current = {handlers, onClose};
   const rl = readline.createInterface({input: process.stdin});
   let queue = Promise.resolve();
   rl.on('line', (line) => {
-    queue = queue.then(() => answer(handlers, line)).then((reply) => {
+    queue = queue.then(() => answer(current.handlers, line)).then((reply) => {
       try {
         say(reply);
       } catch (e) {  // an answer JSON cannot carry (a BigInt, a cycle)
@@ -118,9 +143,36 @@ function serve(handlers, onClose = () => {}) {
     });
   });
   rl.on('close', () => {
-    queue.then(onClose).catch((e) => log(`lockbench adapter: on close: ${e && e.stack || e}`))
+    queue.then(() => current.onClose && !current.closed && current.onClose())
+         .catch((e) => log(`lockbench adapter: on close: ${e && e.stack || e}`))
          .finally(() => process.exit(0));
   });
+}
+
+async function reset(req) {
+  if (typeof current.onClose !== 'function') {
+    return {ok: false, error: 'reset is not supported: the adapter gives serve() no onClose to drop its library\'s state'};
+  }
+  if (!current.closed) await current.onClose();
+  current.closed = true;
+  if (req.env === undefined) return {ok: true};  // the run's end: nothing held until the next
+  if (req.env === null || typeof req.env !== 'object') return {ok: false, error: 'reset: env is not an object'};
+  for (const name of SETTINGS) delete process.env[name];  // the last run's, which this one may not have
+  for (const [name, value] of Object.entries(req.env)) process.env[name] = String(value);
+  Object.assign(env, readEnv(req.env));  // the same object every run of the file holds
+  const done = {described: null, served: null};
+  const both = new Promise((finish) => { done.finish = finish; });
+  resetting = done;
+  const main = require.main.filename;
+  delete require.cache[main];
+  require(main);  // its top level runs again; what it awaits before ready() and serve() too
+  let timer;
+  const late = new Promise((r) => { timer = setTimeout(r, env.opTimeoutMs + env.connectTimeoutMs); });
+  await Promise.race([both, late]).finally(() => clearTimeout(timer));
+  resetting = null;
+  if (!done.described || !done.served) return {ok: false, error: 'reset: the adapter did not say ready and serve'};
+  current = done.served;
+  return {ok: true, ...done.described};
 }
 
 async function answer(handlers, line) {
@@ -132,6 +184,14 @@ async function answer(handlers, line) {
   }
   if (req === null || typeof req !== 'object' || typeof req.op !== 'string') {
     return {ok: false, error: `not a request (no op): ${line.trim().slice(0, 200)}`};
+  }
+  if (req.op === 'reset') {
+    try {
+      return await reset(req);
+    } catch (e) {
+      resetting = null;
+      return {ok: false, error: `reset: ${describe(e)}`};
+    }
   }
   const handler = Object.hasOwn(handlers, req.op) ? handlers[req.op] : undefined;
   if (typeof handler !== 'function') return {ok: false, error: `${req.op} is not supported`};

@@ -31,6 +31,7 @@ the ready line becomes the not-ready line. An adapter finds this file through LO
 """
 import json
 import os
+import runpy
 import sys
 import threading
 import traceback
@@ -77,9 +78,15 @@ def missing(what, how):
 
 
 def ready(library, algorithm, fencing=False, **extra):
-    """The ready line: library "NAME VERSION" (read from the package), algorithm in one line."""
+    """The ready line: library "NAME VERSION" (read from the package), algorithm in one line.
+
+    During a reset it is the reset's answer instead."""
     global _ready_said
-    say({"ready": True, "library": library, "algorithm": algorithm, "fencing": fencing, **extra})
+    described = {"library": library, "algorithm": algorithm, "fencing": fencing, **extra}
+    if _resetting is not None:
+        _resetting["described"] = described
+        return
+    say({"ready": True, **described})
     _ready_said = True
 
 
@@ -93,23 +100,83 @@ def lost(detail):
     event("lost", detail=detail)
 
 
+_SETTINGS = ["LOCKBENCH_" + n for n in ("NODES", "KEY", "CLIENT", "TTL_MS", "PARAMS", "COMMAND_TIMEOUT_MS", "OP_TIMEOUT_MS",
+                                         "CONNECT_TIMEOUT_MS", "SENTINELS", "MASTER_NAME", "ADDRESS_MAP", "USER",
+                                         "PASSWORD", "DATABASE")]
+_closed = [None]  # the on_close already called (at a run's end), not to be called twice
+_resetting = None  # during a reset: what the adapter's file, run again, said and served
+
+
 def serve(on_close=None, **handlers):
     """Answers requests in order, one at a time, until stdin closes; then on_close(), exit 0.
 
     handlers: op name -> function(request dict) -> answer dict.
+
+    Resets (lockbench keeps adapters across repetitions): {"op": "reset"} at a run's end has
+    on_close() drop the library's connections and state, and the adapter waits, holding
+    nothing; {"op": "reset", "env": {LOCKBENCH_*: ...}} readies it for another run: `env` takes
+    the new settings and the adapter's own file runs again (the modules it imports stay loaded:
+    that is the start-up saved), its ready() and serve() making the reset's answer {"ok": true,
+    "library": ..., ...} and the handlers from then on. An adapter with no on_close cannot drop
+    what its library holds: a reset answers {"ok": false, ...}, and lockbench starts a new one
+    instead.
     """
+    if _resetting is not None:  # the file run again by a reset: its handlers, taken there
+        _resetting["served"] = (on_close, handlers)
+        return
+    current = (on_close, handlers)
     for line in sys.stdin:
-        answer = _answer(handlers, line)
+        answer = _reset(current, line)
+        if answer is None:
+            answer = _answer(current[1], line)
+        elif answer.pop("_served", None):
+            current = answer.pop("_current")
         try:
             say(answer)
         except (TypeError, ValueError) as e:  # an answer JSON cannot carry
             say({"ok": False, "error": describe(e)})
-    if on_close is not None:
+    if current[0] is not None and _closed[0] is not current[0]:
         try:
-            on_close()
+            current[0]()
         except Exception:  # noqa: BLE001: the answers are all given; the exit stays clean
             traceback.print_exc(file=sys.stderr)
     _exit(0)
+
+
+def _reset(current, line):
+    """The answer to a reset request, or None if the line is not one."""
+    global _resetting
+    try:
+        req = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(req, dict) or req.get("op") != "reset":
+        return None
+    on_close = current[0]
+    if on_close is None:
+        return {"ok": False, "error": "reset is not supported: the adapter gives serve() no on_close to drop its library's state"}
+    try:
+        if _closed[0] is not on_close:  # not yet closed since this run's file served
+            on_close()
+            _closed[0] = on_close
+        if "env" not in req:  # the run's end: nothing held until the next
+            return {"ok": True}
+        if not isinstance(req["env"], dict):
+            return {"ok": False, "error": "reset: env is not an object"}
+        for name in _SETTINGS:  # the last run's, which this one may not have (a Sentinel's)
+            os.environ.pop(name, None)
+        os.environ.update({k: str(v) for k, v in req["env"].items()})
+        env.__init__(os.environ)  # the same object every run of the file imported
+        _resetting = {}
+        runpy.run_path(sys.argv[0], run_name="__main__")
+        said = _resetting
+    except Exception as e:  # noqa: BLE001: the reset failed; lockbench starts a new adapter
+        return {"ok": False, "error": "reset: " + describe(e)}
+    finally:
+        _resetting = None
+    if "described" not in said or "served" not in said:
+        return {"ok": False, "error": "reset: the adapter did not say ready and serve"}
+    return {"ok": True, **said["described"], "_served": True, "_current": said["served"]}
 
 
 def _answer(handlers, line):

@@ -80,5 +80,9 @@ kit.settled(clients.map((c) => c.status === 'ready' || kit.firstEvent(c, ['ready
                        'check), Lua compare-and-delete release on every node'
                      : 'Mutex: SET NX PX a uuid, Lua compare-and-delete release') +
             (params.refresh === false ? ', no refresh' : ', Lua compare-and-PEXPIRE refresh every 80% of the TTL'));
-  kit.serve(ops);
+  // A reset (lockbench keeps the adapter for another repetition) first ends what this run holds.
+  kit.serve(ops, () => {
+    if (mutex) mutex.stopRefresh();
+    for (const c of clients) c.disconnect();
+  });
 });

@@ -91,6 +91,7 @@ public final class SpringRedisTemplateAdapter {
                 return Boolean.TRUE.equals(removed) ? obj("ok", true, "removed_on", List.of(0))
                                                     : obj("ok", false, "error", "not ours (the compare-and-delete removed nothing)");
             }),
-            null);
+            // A reset (lockbench keeps the adapter for another repetition) first ends this run's connections.
+            () -> factory.destroy());
     }
 }

@@ -73,6 +73,11 @@ public final class SpringLockRegistryAdapter {
                 registry.obtain(req.get("key")).unlock();  // throws when the key was no longer this client's
                 return obj("ok", true, "removed_on", List.of(0));
             }),
-            null);
+            // A reset (lockbench keeps the adapter for another repetition) first ends this run's
+            // registry and its connections.
+            () -> {
+                registry.destroy();
+                factory.destroy();
+            });
     }
 }

@@ -59,4 +59,4 @@ def extend(req):
 ready(f"redis-py {redis.__version__}",
       "SET NX PX with a random token, Lua compare-and-delete release, Lua extend")
 # A reset (lockbench keeps the adapter for another repetition) first closes this run's connections.
-serve(acquire=acquire, release=release, extend=extend, on_close=client.close)
+serve(acquire=acquire, release=release, extend=extend, on_close=client.close, kept=True)

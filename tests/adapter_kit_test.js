@@ -75,7 +75,7 @@ kit.settled([Promise.reject(new Error('a node that did not connect')), Promise.r
   kit.serve(ops, () => new Promise((done) => setImmediate(() => {
     process.stderr.write('closed cleanly\n');
     done();
-  })));
+  })), {kept: true});
 });
 `;
 fs.writeFileSync(path.join(dir, 'fake-adapter.js'), fake);
@@ -174,7 +174,7 @@ test('stdin closed: every queued answer is written, then exit 0', () => {
   assert.deepStrictEqual(idle.lines.length, 1);
 });
 
-test('a reset runs the file again with the new settings; without onClose it is refused', () => {
+test('a reset runs the file again with the new settings; an adapter not kept refuses it', () => {
   const newEnv = {...baseEnv, LOCKBENCH_KEY: 'other', LOCKBENCH_CLIENT: '5', LOCKBENCH_NODES: '127.0.0.1:7101'};
   delete newEnv.LOCKBENCH_SENTINELS;
   // A reset without env (a run's end) only closes; the reset that follows does not close again.
@@ -190,10 +190,9 @@ test('a reset runs the file again with the new settings; without onClose it is r
   assert.deepStrictEqual(p.lines[5], {ok: true, token: 't-k', nodes: [0]});
   assert.strictEqual(p.stderr.split('closed cleanly').length - 1, 2, p.stderr);  // at the run's end, then at stdin's
 
-  const closing = "kit.serve(ops, () => new Promise";
-  assert.ok(fake.includes(closing));
+  assert.ok(fake.includes('{kept: true}'));
   const refused = run([{op: 'reset', env: baseEnv}, {op: 'acquire', key: 'k', ttl_ms: 1, wait_ms: 0}],
-                      {source: fake.replace(closing, 'kit.serve(ops); (() => new Promise')});
+                      {source: fake.replace('{kept: true}', '{kept: false}')});
   assert.strictEqual(refused.status, 0, refused.stderr);
   assert.strictEqual(refused.lines[1].ok, false);
   assert.match(refused.lines[1].error, /reset is not supported/);

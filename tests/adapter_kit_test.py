@@ -91,7 +91,7 @@ ready("fake-lock 1.0", "a dict in memory", fencing=True)
 serve(acquire=acquire, boom=boom, thread_raises=thread_raises, timer_raises=timer_raises,
       lost_while_serving=lost_while_serving, start_heartbeat=start_heartbeat,
       join_heartbeat=join_heartbeat, not_an_answer=not_an_answer, show_env=show_env,
-      on_close=lambda: sys.stderr.write("closed cleanly\n"))
+      on_close=lambda: sys.stderr.write("closed cleanly\n"), kept=True)
 '''
 
 BASE_ENV = {"LOCKBENCH_NODES": "127.0.0.1:7001,127.0.0.1:7002", "LOCKBENCH_KEY": "lock", "LOCKBENCH_CLIENT": "3",
@@ -203,10 +203,9 @@ class AdapterKit(unittest.TestCase):
         self.assertEqual(lines[5], {"ok": True, "token": "t-k", "nodes": [0]}, "the lock of the run before was kept")
         self.assertEqual(p.stderr.count("closed cleanly"), 2, p.stderr)  # at the run's end, then at stdin's
 
-    def test_an_adapter_without_on_close_refuses_a_reset(self):
-        closing = '      on_close=lambda: sys.stderr.write("closed cleanly\\n"))'
-        self.assertIn(closing, FAKE)
-        source = FAKE.replace(closing, ")")
+    def test_an_adapter_not_kept_refuses_a_reset(self):
+        self.assertIn("kept=True)", FAKE)
+        source = FAKE.replace("kept=True)", "kept=False)")
         p, lines = self.run_adapter([{"op": "reset", "env": BASE_ENV},
                                      {"op": "acquire", "key": "k", "ttl_ms": 1, "wait_ms": 0}], source=source)
         self.assertEqual(p.returncode, 0, p.stderr)

@@ -111,7 +111,8 @@ TEST_F(RedissonAdapter, AResetDropsTheRunsConnectionsAndServesTheNextRunsSetting
     ASSERT_EQ(again.value("ok", false), true) << again;
     EXPECT_TRUE(again.value("library", std::string()).starts_with("redisson ")) << again;
     EXPECT_NE(again.value("algorithm", std::string()).find("RFairLock"), std::string::npos) << again;
-    // The lock of the run before is gone with its client; the fair lock takes the key anew.
+    // The run before's lock is still in this server (a repetition has servers of its own):
+    // cleared, the fair lock of the new settings takes the key.
     command(redis_, "DEL k");
     ASSERT_EQ(a.acquire().value("ok", false), true);
     EXPECT_EQ(a.release(), json({{"ok", true}, {"removed_on", {0}}}));

@@ -73,6 +73,6 @@ public final class JedisAdapter {
                                   ? obj("ok", true, "removed_on", List.of(0))
                                   : obj("ok", false, "error", "not ours (the compare-and-delete removed nothing)")),
             // A reset (lockbench keeps the adapter for another repetition) first closes this run's pool.
-            () -> pool.close());
+            () -> pool.close(), true);
     }
 }

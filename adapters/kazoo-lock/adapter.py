@@ -204,8 +204,16 @@ def answer(handler, req):
 ready(f"kazoo {kazoo.version.__version__}",
       "ZooKeeper lock recipe: ephemeral sequential znode, watch the predecessor; held while the session lives",
       fencing=True)
-# When stdin closes, client.stop() closes the session (its znodes go at once rather than when it
-# would expire), and the kit exits without joining a worker that may still wait on a request
-# given up on.
+
+
+def close():
+    """The session closed (its znodes go at once rather than when it would expire), the client's
+    threads ended, and the worker let go without joining it (it may still wait on a request
+    given up on): when stdin closes, and at a kept adapter's reset (the kit runs this file again)."""
+    client.stop()
+    client.close()
+    worker.shutdown(wait=False)
+
+
 serve(acquire=lambda req: answer(acquire, req), release=lambda req: answer(release, req),
-      extend=lambda req: answer(extend, req), on_close=client.stop)
+      extend=lambda req: answer(extend, req), on_close=close, kept=True)

@@ -331,19 +331,26 @@ public final class LockbenchAdapter {
      * Answers requests in order, one at a time, until stdin closes; then onClose (may be null),
      * exit 0. handlers: op name -> handler.
      *
-     * Resets (lockbench keeps adapters across repetitions): {"op": "reset"} at a run's end has
-     * onClose drop the library's connections and state, and the adapter waits, holding nothing;
+     * kept (the three-argument serve) says the adapter may be kept across repetitions
+     * (lockbench's matrix keeps it rather than start a JVM for every client of every run):
+     * onClose drops everything its library holds (connections, threads, state), and running main
+     * again builds everything anew. Then {"op": "reset"} at a run's end has onClose drop the
+     * library's connections and state, and the adapter waits, holding nothing;
      * {"op": "reset", "env": {LOCKBENCH_*: ...}} readies it for another run: env() returns the
      * new settings and the adapter's main runs again, with no arguments (the classes it loaded
      * stay loaded and compiled: that is the start-up saved), its ready and serve making the
      * reset's answer {"ok": true, "library": ..., ...} and the handlers from then on. Its static
-     * initialisers do not run again: keep a run's state in what main builds. An adapter with no
-     * onClose cannot drop what its library holds: a reset answers {"ok": false, ...}, and
-     * lockbench starts a new one instead.
+     * initialisers do not run again: keep a run's state in what main builds. Without kept (or
+     * onClose), a reset answers {"ok": false, ...}, and lockbench starts a new adapter for each run.
      */
     public static void serve(Map<String, Handler> handlers, Runnable onClose) throws IOException {
+        serve(handlers, onClose, false);
+    }
+
+    /** The same; kept: the adapter may be kept across repetitions (above). */
+    public static void serve(Map<String, Handler> handlers, Runnable onClose, boolean kept) throws IOException {
         if (resetting) {
-            resetServed = new Object[] {handlers, onClose};
+            resetServed = new Object[] {handlers, onClose, kept};
             return;
         }
         // The adapter's class: the one whose main is at the bottom of the stack.
@@ -352,6 +359,7 @@ public final class LockbenchAdapter {
             .orElse(null));
         Map<String, Handler> current = handlers;
         Runnable close = onClose;
+        boolean keep = kept;
         boolean closed = false;
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         for (String line; (line = in.readLine()) != null; ) {
@@ -359,8 +367,8 @@ public final class LockbenchAdapter {
             Map<String, Object> answer;
             if (reset == null) {
                 answer = answer(current, line);
-            } else if (close == null || adapter == null) {
-                answer = obj("ok", false, "error", "reset is not supported: the adapter gives serve() no onClose to drop its library's state");
+            } else if (!keep || close == null || adapter == null) {
+                answer = obj("ok", false, "error", "reset is not supported: the adapter does not serve(handlers, onClose, true)");
             } else {
                 try {
                     if (!closed) close.run();
@@ -389,6 +397,7 @@ public final class LockbenchAdapter {
                             Map<String, Handler> served = (Map<String, Handler>) resetServed[0];
                             current = served;
                             close = (Runnable) resetServed[1];
+                            keep = (Boolean) resetServed[2];
                             closed = false;
                             answer = obj("ok", true);
                             answer.putAll(resetDescribed);

@@ -112,25 +112,27 @@ function firstEvent(emitter, events) {
 // Answers requests in order, one at a time, until stdin closes; then onClose() (may be async),
 // and exit 0 once every answer is written. handlers: op name -> function(request) -> answer or promise.
 //
-// Resets (lockbench keeps adapters across repetitions): {"op": "reset"} at a run's end has
+// serve(handlers, onClose, {kept: true}) says the adapter may be kept across repetitions
+// (lockbench's matrix keeps it rather than start a Node.js for every client of every run):
+// onClose() drops everything its library holds (connections, timers, state), and running the
+// adapter's file again builds everything anew. Then {"op": "reset"} at a run's end has
 // onClose() drop the library's connections and state, and the adapter waits, holding nothing;
 // {"op": "reset", "env": {LOCKBENCH_*: ...}} readies it for another run: `env` becomes the new
 // settings and the adapter's own file runs again (the libraries it requires stay loaded: that
 // is the start-up saved), its ready() and serve() making the reset's answer {"ok": true,
-// "library": ..., ...} and the handlers from then on. An adapter that gives serve() no onClose
-// cannot drop what its library holds: a reset answers {"ok": false, ...}, and lockbench starts
-// a new one instead.
+// "library": ..., ...} and the handlers from then on. Without kept (or onClose), a reset
+// answers {"ok": false, ...}, and lockbench starts a new adapter for each run.
 const SETTINGS = ['NODES', 'KEY', 'CLIENT', 'TTL_MS', 'PARAMS', 'COMMAND_TIMEOUT_MS', 'OP_TIMEOUT_MS', 'CONNECT_TIMEOUT_MS',
   'SENTINELS', 'MASTER_NAME', 'ADDRESS_MAP', 'USER', 'PASSWORD', 'DATABASE'].map((n) => `LOCKBENCH_${n}`);
 let current = null;  // {handlers, onClose} of the adapter's latest run of its file
 let resetting = null;  // during a reset: {described, served}
-function serve(handlers, onClose) {
+function serve(handlers, onClose, {kept = false} = {}) {
   if (resetting) {
-    resetting.served = {handlers, onClose};
+    resetting.served = {handlers, onClose, kept};
     if (resetting.described) resetting.finish();
     return;
   }
-  current = {handlers, onClose};
+  current = {handlers, onClose, kept};
   const rl = readline.createInterface({input: process.stdin});
   let queue = Promise.resolve();
   rl.on('line', (line) => {
@@ -150,8 +152,8 @@ function serve(handlers, onClose) {
 }
 
 async function reset(req) {
-  if (typeof current.onClose !== 'function') {
-    return {ok: false, error: 'reset is not supported: the adapter gives serve() no onClose to drop its library\'s state'};
+  if (!current.kept || typeof current.onClose !== 'function') {
+    return {ok: false, error: 'reset is not supported: the adapter does not serve(handlers, onClose, {kept: true})'};
   }
   if (!current.closed) await current.onClose();
   current.closed = true;
@@ -170,7 +172,12 @@ async function reset(req) {
   const late = new Promise((r) => { timer = setTimeout(r, env.opTimeoutMs + env.connectTimeoutMs); });
   await Promise.race([both, late]).finally(() => clearTimeout(timer));
   resetting = null;
-  if (!done.described || !done.served) return {ok: false, error: 'reset: the adapter did not say ready and serve'};
+  if (!done.described || !done.served) {
+    // Half started: its file may still say ready later, as a second adapter on the same pipes.
+    // It ends once this answer is written (lockbench starts another).
+    setImmediate(() => process.exit(1));
+    return {ok: false, error: 'reset: the adapter did not say ready and serve'};
+  }
   current = done.served;
   return {ok: true, ...done.described};
 }

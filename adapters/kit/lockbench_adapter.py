@@ -103,41 +103,42 @@ def lost(detail):
 _SETTINGS = ["LOCKBENCH_" + n for n in ("NODES", "KEY", "CLIENT", "TTL_MS", "PARAMS", "COMMAND_TIMEOUT_MS", "OP_TIMEOUT_MS",
                                          "CONNECT_TIMEOUT_MS", "SENTINELS", "MASTER_NAME", "ADDRESS_MAP", "USER",
                                          "PASSWORD", "DATABASE")]
-_closed = [None]  # the on_close already called (at a run's end), not to be called twice
 _resetting = None  # during a reset: what the adapter's file, run again, said and served
 
 
-def serve(on_close=None, **handlers):
+def serve(on_close=None, kept=False, **handlers):
     """Answers requests in order, one at a time, until stdin closes; then on_close(), exit 0.
 
     handlers: op name -> function(request dict) -> answer dict.
 
-    Resets (lockbench keeps adapters across repetitions): {"op": "reset"} at a run's end has
-    on_close() drop the library's connections and state, and the adapter waits, holding
-    nothing; {"op": "reset", "env": {LOCKBENCH_*: ...}} readies it for another run: `env` takes
-    the new settings and the adapter's own file runs again (the modules it imports stay loaded:
-    that is the start-up saved), its ready() and serve() making the reset's answer {"ok": true,
-    "library": ..., ...} and the handlers from then on. An adapter with no on_close cannot drop
-    what its library holds: a reset answers {"ok": false, ...}, and lockbench starts a new one
-    instead.
+    kept=True says the adapter may be kept across repetitions (lockbench's matrix keeps it
+    rather than start a Python for every client of every run): on_close() drops everything
+    its library holds (connections, threads, state), and running the adapter's file again
+    builds everything anew. Then {"op": "reset"} at a run's end has on_close() drop it all,
+    the adapter waiting and holding nothing; {"op": "reset", "env": {LOCKBENCH_*: ...}} readies
+    it for another run: `env` takes the new settings and the adapter's file runs again (the
+    modules it imports stay loaded: that is the start-up saved), its ready() and serve() making
+    the reset's answer {"ok": true, "library": ..., ...} and the handlers from then on. Without
+    kept (or on_close), a reset answers {"ok": false, ...}, and lockbench starts a new adapter
+    for each run.
     """
     if _resetting is not None:  # the file run again by a reset: its handlers, taken there
-        _resetting["served"] = (on_close, handlers)
+        _resetting["served"] = {"on_close": on_close, "kept": kept, "handlers": handlers, "closed": False}
         return
-    current = (on_close, handlers)
+    current = {"on_close": on_close, "kept": kept, "handlers": handlers, "closed": False}
     for line in sys.stdin:
         answer = _reset(current, line)
         if answer is None:
-            answer = _answer(current[1], line)
-        elif answer.pop("_served", None):
-            current = answer.pop("_current")
+            answer = _answer(current["handlers"], line)
+        elif "_served" in answer:
+            current = answer.pop("_served")
         try:
             say(answer)
         except (TypeError, ValueError) as e:  # an answer JSON cannot carry
             say({"ok": False, "error": describe(e)})
-    if current[0] is not None and _closed[0] is not current[0]:
+    if current["on_close"] is not None and not current["closed"]:
         try:
-            current[0]()
+            current["on_close"]()
         except Exception:  # noqa: BLE001: the answers are all given; the exit stays clean
             traceback.print_exc(file=sys.stderr)
     _exit(0)
@@ -152,13 +153,12 @@ def _reset(current, line):
         return None
     if not isinstance(req, dict) or req.get("op") != "reset":
         return None
-    on_close = current[0]
-    if on_close is None:
-        return {"ok": False, "error": "reset is not supported: the adapter gives serve() no on_close to drop its library's state"}
+    if not current["kept"] or current["on_close"] is None:
+        return {"ok": False, "error": "reset is not supported: the adapter does not serve(kept=True, on_close=...)"}
     try:
-        if _closed[0] is not on_close:  # not yet closed since this run's file served
-            on_close()
-            _closed[0] = on_close
+        if not current["closed"]:
+            current["on_close"]()
+            current["closed"] = True
         if "env" not in req:  # the run's end: nothing held until the next
             return {"ok": True}
         if not isinstance(req["env"], dict):
@@ -176,7 +176,7 @@ def _reset(current, line):
         _resetting = None
     if "described" not in said or "served" not in said:
         return {"ok": False, "error": "reset: the adapter did not say ready and serve"}
-    return {"ok": True, **said["described"], "_served": True, "_current": said["served"]}
+    return {"ok": True, **said["described"], "_served": said["served"]}
 
 
 def _answer(handlers, line):

@@ -67,5 +67,5 @@ kit.settled([kit.firstEvent(client, ['ready', 'error'])]).then(() => {
   kit.ready(`node-redis-warlock ${require('node-redis-warlock/package.json').version}`,
             'SET NX PX with a uuid v1 token, Lua compare-and-delete release; no renewal');
   // A reset (lockbench keeps the adapter for another repetition) first ends what this run holds.
-  kit.serve(ops, () => client.disconnect());
+  kit.serve(ops, () => client.disconnect(), {kept: true});
 });

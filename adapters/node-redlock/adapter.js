@@ -108,5 +108,5 @@ kit.settled(connected).then(async () => {
     ? 'Redlock: SET NX PX by Lua on every node, majority; validity counted from before its own retries, never checked'
     : 'Redlock: SET NX PX by Lua on every node, majority and validity > 0 within each attempt; Lua compare-and-delete release');
   // A reset (lockbench keeps the adapter for another repetition) first ends what this run holds.
-  kit.serve(ops, () => { for (const c of clients) c.disconnect(); });
+  kit.serve(ops, () => { for (const c of clients) c.disconnect(); }, {kept: true});
 });

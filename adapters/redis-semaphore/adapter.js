@@ -84,5 +84,5 @@ kit.settled(clients.map((c) => c.status === 'ready' || kit.firstEvent(c, ['ready
   kit.serve(ops, () => {
     if (mutex) mutex.stopRefresh();
     for (const c of clients) c.disconnect();
-  });
+  }, {kept: true});
 });

@@ -110,7 +110,7 @@ public final class RedissonAdapter {
             // A reset (lockbench keeps the adapter for another repetition) first ends this run's
             // clients, with no Netty quiet period (the default would hold it 2 s); at stdin's
             // end the kit halts the JVM.
-            () -> clients.forEach(c -> c.shutdown(0, 2, TimeUnit.SECONDS)));
+            () -> clients.forEach(c -> c.shutdown(0, 2, TimeUnit.SECONDS)), true);
     }
 
     // One client's configuration: of one node, or (node null) of the master Sentinel names.

@@ -92,6 +92,6 @@ public final class SpringRedisTemplateAdapter {
                                                     : obj("ok", false, "error", "not ours (the compare-and-delete removed nothing)");
             }),
             // A reset (lockbench keeps the adapter for another repetition) first ends this run's connections.
-            () -> factory.destroy());
+            () -> factory.destroy(), true);
     }
 }

@@ -78,6 +78,6 @@ public final class SpringLockRegistryAdapter {
             () -> {
                 registry.destroy();
                 factory.destroy();
-            });
+            }, true);
     }
 }

@@ -80,7 +80,8 @@ class LostLock(logging.Handler):
             lost("tooz heartbeat: " + str(record.exc_info and record.exc_info[1]))
 
 
-logging.getLogger("tooz.drivers.redis").addHandler(LostLock())
+lost_lock = LostLock()
+logging.getLogger("tooz.drivers.redis").addHandler(lost_lock)
 coordinator = coordination.get_coordinator(backend_url(), f"lockbench-client-{env.client}".encode())
 try:
     coordinator.start(start_heart=bool(env.params.get("heartbeat", False)))
@@ -113,4 +114,14 @@ def extend(req):
 ready(f"tooz {importlib.metadata.version('tooz')}",
       "redis-py's Lock: SET NX PX (whole seconds) with a random token, Lua compare-and-delete release; "
       "heartbeat() renews to lock_timeout" + (", every half TTL" if env.params.get("heartbeat") else " (not called: no heart)"))
-serve(acquire=acquire, release=release, extend=extend, on_close=coordinator.stop)
+
+
+def close():
+    """The coordinator stopped (its heartbeat with it) and this run's handler taken off tooz's
+    logger (a kept adapter runs this file again, which adds its own): when stdin closes, and at
+    a kept adapter's reset."""
+    coordinator.stop()
+    logging.getLogger("tooz.drivers.redis").removeHandler(lost_lock)
+
+
+serve(acquire=acquire, release=release, extend=extend, on_close=close, kept=True)

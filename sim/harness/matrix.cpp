@@ -254,9 +254,13 @@ public:
             std::optional<AdapterPool>& pool;
             bool progress;
             ~SayCounts() {
-                if (pool && progress && pool->started() > 0)
+                if (!pool) return;
+                pool->end_all();  // the CPU of every adapter is counted once it has ended
+                if (progress && pool->started() > 0)
                     std::cerr << "adapters: " << pool->started() << " started, " << pool->reused() << " reused"
-                              << (pool->refused() ? ", " + std::to_string(pool->refused()) + " could not be reset" : "") << "\n";
+                              << (pool->refused() ? ", " + std::to_string(pool->refused()) + " could not be reset" : "")
+                              << "; " << std::lround(pool->cpu_seconds()) << " CPU-seconds in all (kept adapters are in "
+                              << "no run's timing.json)\n";
             }
         } say_counts{pool, opts_.progress};
         std::vector<Running> running, ended;

@@ -13,6 +13,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
+#include <sstream>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -110,6 +113,22 @@ std::optional<int> ended(pid_t pid) {
 
 // Adapters of the same command in the same folder are alike: a run's params reach the
 // adapter's file anew at each reset (a library version they choose among them).
+// The CPU seconds process `pid` and the children it reaped have used so far (/proc/PID/stat:
+// utime, stime, cutime, cstime); 0 if it cannot be read.
+double process_cpu_seconds(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto close = text.rfind(')');
+    if (close == std::string::npos) return 0;
+    std::istringstream rest(text.substr(close + 2));
+    std::vector<std::string> f;  // f[0] is field 3 (state)
+    for (std::string x; f.size() < 15 && rest >> x;) f.push_back(x);
+    if (f.size() < 15) return 0;
+    double ticks = 0;
+    for (int i = 11; i <= 14; ++i) ticks += std::strtod(f[static_cast<size_t>(i)].c_str(), nullptr);  // fields 14 to 17
+    return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
 std::string pool_key(const Json& take) {
     return Json::array({take.value("command", Json::array()), take.value("cwd", "")}).dump();
 }
@@ -129,7 +148,8 @@ std::optional<PooledAdapter> take_pooled_adapter(const AdapterSpec& spec, bool f
         close_connection(a);
         return std::nullopt;
     }
-    const Json take = {{"take", {{"command", spec.command}, {"cwd", spec.cwd.string()}, {"env", spec.env}, {"fresh_only", fresh_only}}}};
+    const Json take = {{"take", {{"command", spec.command}, {"cwd", spec.cwd.string()}, {"env", spec.env}, {"fresh_only", fresh_only},
+                                 {"stderr_to", spec.stderr_path.string()}}}};
     std::string text;
     std::vector<int> fds;
     if (!send_message(a.socket, take.dump()) || !receive_message(a.socket, text, &fds) || fds.size() != 2) {
@@ -148,8 +168,8 @@ std::optional<PooledAdapter> take_pooled_adapter(const AdapterSpec& spec, bool f
     return a;
 }
 
-void give_back_pooled_adapter(PooledAdapter& a) {
-    ask(a, {{"give", a.id}});
+void give_back_pooled_adapter(PooledAdapter& a, const std::string& run) {
+    ask(a, {{"give", a.id}, {"run", run}});
     close_connection(a);
 }
 
@@ -158,9 +178,36 @@ void drop_pooled_adapter(PooledAdapter& a, const char* refused) {
     close_connection(a);
 }
 
-int pooled_adapter_status(PooledAdapter& a) {
-    const Json r = ask(a, {{"status", a.id}});
-    return r.is_object() ? r.value("status", 0) : 0;
+std::optional<int> pooled_adapter_status(PooledAdapter& a, bool end) {
+    const Json r = ask(a, {{"status", a.id}, {"end", end}});
+    if (!r.is_object()) return SIGKILL;  // the pool is gone, and its adapters with it
+    if (!r.contains("status")) return std::nullopt;
+    return r.value("status", 0);
+}
+
+PoolRun::PoolRun(const std::string& run) {
+    const char* pool = std::getenv(kAdapterPoolVar);
+    if (!pool || !*pool) return;
+    AdapterSpec spec;
+    spec.pool = pool;
+    PooledAdapter a;  // only its connection: the same socket, a message of another kind
+    sockaddr_un addr{};
+    const std::string path = spec.pool.string();
+    if (path.size() >= sizeof addr.sun_path) return;
+    a.socket = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    addr.sun_family = AF_UNIX;
+    std::memcpy(addr.sun_path, path.c_str(), path.size());
+    if (a.socket < 0 || ::connect(a.socket, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 ||
+        !ask(a, {{"run", run}}).is_object()) {
+        close_connection(a);
+        return;
+    }
+    socket_ = a.socket;
+}
+
+void PoolRun::end() {
+    if (socket_ >= 0) ::close(socket_);
+    socket_ = -1;
 }
 
 AdapterPool::AdapterPool(fs::path dir) : dir_(std::move(dir)), socket_path_(dir_ / "adapters.sock") {
@@ -178,22 +225,31 @@ AdapterPool::AdapterPool(fs::path dir) : dir_(std::move(dir)), socket_path_(dir_
     thread_ = std::thread([this] { loop(); });
 }
 
-AdapterPool::~AdapterPool() {
+AdapterPool::~AdapterPool() { end_all(); }
+
+void AdapterPool::end_all() {
+    if (!thread_.joinable()) return;
     ::unsetenv(kAdapterPoolVar);
     if (::write(wake_[1], "x", 1) < 0) {
     }
-    if (thread_.joinable()) thread_.join();
+    thread_.join();
     for (auto& [id, a] : adapters_) {
         ::close(a.to);  // its stdin's end: its cue to exit; then its group is killed
         ::close(a.from);
+        cpu_s_ = cpu_s_ + process_cpu_seconds(a.pid);
         ::kill(-a.pid, SIGKILL);
         ::waitpid(a.pid, nullptr, 0);
     }
     adapters_.clear();
+    end_retiring(true);
     reap_retired(true);
     for (int c : connections_) ::close(c);
-    for (int fd : {listen_fd_, wake_[0], wake_[1]})
-        if (fd >= 0) ::close(fd);
+    connections_.clear();
+    for (int* fd : {&listen_fd_, &wake_[0], &wake_[1]})
+        if (*fd >= 0) {
+            ::close(*fd);
+            *fd = -1;
+        }
     ::unlink(socket_path_.c_str());
 }
 
@@ -201,7 +257,8 @@ void AdapterPool::loop() {
     for (;;) {
         std::vector<pollfd> fds{{wake_[0], POLLIN, 0}, {listen_fd_, POLLIN, 0}};
         for (int c : connections_) fds.push_back({c, POLLIN, 0});
-        const int r = ::poll(fds.data(), fds.size(), 1000);
+        const int r = ::poll(fds.data(), fds.size(), retiring_.empty() ? 1000 : 20);
+        end_retiring(false);
         reap_retired(false);
         if (r < 0 && errno == EINTR) continue;
         if (r < 0 || fds[0].revents) return;
@@ -220,11 +277,21 @@ void AdapterPool::on_message(int conn) {
         handle(conn, text);
         return;
     }
-    // Gone without giving back what it took (a client killed, a client that failed): ended.
+    // Gone without giving back what it took (a client killed, a client that failed): ended,
+    // what it wrote for that client's run copied into the run's file, as the client would have.
     std::vector<int> held;
     for (const auto& [id, a] : adapters_)
         if (a.owner == conn) held.push_back(id);
-    for (int id : held) retire(id);
+    for (int id : held) {
+        copy_stderr(adapters_.at(id));
+        retire(id);
+    }
+    // A run whose nemesis has stopped: what its clients gave back is free for another run.
+    if (const auto run = runs_.find(conn); run != runs_.end()) {
+        for (auto& [id, a] : adapters_)
+            if (a.owner == kQuarantined && a.run == run->second) a.owner = -1;
+        runs_.erase(run);
+    }
     ::close(conn);
     std::erase(connections_, conn);
 }
@@ -232,9 +299,18 @@ void AdapterPool::on_message(int conn) {
 void AdapterPool::handle(int conn, const std::string& text) {
     const Json m = Json::parse(text, nullptr, false);
     if (!m.is_object()) return;
+    if (m.contains("run") && !m.contains("give")) {  // a run's own connection, open until its nemesis has stopped
+        runs_[conn] = m.value("run", "");
+        send_message(conn, Json({{"ok", true}}).dump());
+        return;
+    }
     if (m.contains("take")) {
         const Json& take = m.at("take");
         const std::string key = pool_key(take);
+        if (own_kinds_.contains(key)) {  // one of its kind said it cannot be kept
+            send_message(conn, Json({{"own", true}}).dump());
+            return;
+        }
         Adapter* chosen = nullptr;
         if (!take.value("fresh_only", false))
             for (auto it = adapters_.begin(); it != adapters_.end() && !chosen;) {
@@ -270,11 +346,13 @@ void AdapterPool::handle(int conn, const std::string& text) {
             ++reused_;
         }
         chosen->owner = conn;
+        chosen->copy_to = take.value("stderr_to", "");
         if (!fresh) ::kill(-chosen->pid, SIGCONT);  // stopped while idle
         std::error_code ec;
         const std::uintmax_t from = fs::file_size(chosen->err, ec);
+        chosen->copy_from = ec ? 0 : from;
         const Json reply = {{"id", chosen->id}, {"pid", chosen->pid}, {"fresh", fresh}, {"stderr", chosen->err.string()},
-                            {"stderr_from", ec ? 0 : from}};
+                            {"stderr_from", chosen->copy_from}};
         if (!send_message(conn, reply.dump(), {chosen->to, chosen->from})) retire(chosen->id);
         return;
     }
@@ -285,7 +363,12 @@ void AdapterPool::handle(int conn, const std::string& text) {
         return;
     }
     if (m.contains("give")) {
-        it->second.owner = -1;
+        // Idle once its run's nemesis has stopped: until then a fault on the client that gave
+        // it back (or the heal) still signals its group, which must not be another run's.
+        const std::string run = m.value("run", "");
+        const bool run_going = std::ranges::any_of(runs_, [&](const auto& r) { return r.second == run; });
+        it->second.owner = run_going ? kQuarantined : -1;
+        it->second.run = run;
         it->second.idle_since = ++idle_clock_;
         // Idle, it holds nothing (the client had its library drop it) and is stopped: a timer
         // its library left running costs no CPU and reaches no server meanwhile.
@@ -305,15 +388,34 @@ void AdapterPool::handle(int conn, const std::string& text) {
         send_message(conn, Json({{"ok", true}}).dump());
     } else if (m.contains("drop")) {
         const std::string refused = m.value("refused", "");
-        if (refused == "reset") ++refused_reset_;
+        if (refused == "reset" || refused == "broken") ++refused_reset_;
         if (refused == "close") ++refused_close_;
+        if (refused == "reset" || refused == "close") {
+            // It says it cannot be kept: its kind is started by each client from now on. One
+            // that refused the close ends as it would without a pool: its stdin's end, then
+            // 500 ms to exit (its library's own clean-up), then killed.
+            own_kinds_.insert(it->second.key);
+            if (refused == "close") {
+                Adapter a = it->second;
+                adapters_.erase(it);
+                ::close(a.to);
+                ::close(a.from);
+                ::kill(-a.pid, SIGCONT);
+                retiring_.emplace_back(a.pid, monotonic_ns() + 500'000'000LL);
+                send_message(conn, Json({{"ok", true}}).dump());
+                return;
+            }
+        }
         retire(id);
         send_message(conn, Json({{"ok", true}}).dump());
     } else {
-        // It closed its stdout: 200 ms to exit, else it is killed; reaped later, as any retired.
-        std::optional<int> status;
-        for (int i = 0; i < 40 && !(status = ended(it->second.pid)); ++i)
-            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        // It closed its stdout: asked again until it has ended (the client waits, not the pool),
+        // or killed when the client has waited enough; reaped later, as any retired.
+        std::optional<int> status = ended(it->second.pid);
+        if (!status && !m.value("end", false)) {
+            send_message(conn, Json({{"running", true}}).dump());
+            return;
+        }
         retire(id);
         send_message(conn, Json({{"status", status.value_or(SIGKILL)}}).dump());
     }
@@ -322,11 +424,31 @@ void AdapterPool::handle(int conn, const std::string& text) {
 void AdapterPool::retire(int id) {
     const auto it = adapters_.find(id);
     if (it == adapters_.end()) return;
+    cpu_s_ = cpu_s_ + process_cpu_seconds(it->second.pid);
     ::kill(-it->second.pid, SIGKILL);
     ::close(it->second.to);
     ::close(it->second.from);
     retired_.emplace_back(it->second.pid, monotonic_ns());
     adapters_.erase(it);
+}
+
+void AdapterPool::copy_stderr(const Adapter& a) {
+    if (a.copy_to.empty()) return;
+    std::ifstream in(a.err, std::ios::binary);
+    in.seekg(static_cast<std::streamoff>(a.copy_from));
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!text.empty()) std::ofstream(a.copy_to, std::ios::app | std::ios::binary) << text;
+}
+
+void AdapterPool::end_retiring(bool all) {
+    const long long now = monotonic_ns();
+    std::erase_if(retiring_, [&](const std::pair<pid_t, long long>& r) {
+        if (!all && !ended(r.first) && now < r.second) return false;
+        cpu_s_ = cpu_s_ + process_cpu_seconds(r.first);
+        ::kill(-r.first, SIGKILL);
+        retired_.emplace_back(r.first, now);
+        return true;
+    });
 }
 
 void AdapterPool::reap_retired(bool all) {

@@ -25,6 +25,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -58,27 +59,48 @@ inline std::filesystem::path adapter_group_file(const std::filesystem::path& bar
 // folder and params (unless `fresh_only`), else one the pool starts with spec's environment.
 // nullopt if the pool cannot be reached (the client then starts its own).
 std::optional<PooledAdapter> take_pooled_adapter(const AdapterSpec& spec, bool fresh_only);
-// Gives it back, whole, for another repetition.
-void give_back_pooled_adapter(PooledAdapter& a);
+// Gives it back, whole, for another repetition once run `run` (its barrier's prefix) is over.
+void give_back_pooled_adapter(PooledAdapter& a, const std::string& run);
 // Has the pool end it (its group killed). Why, if it refused a reset: "reset" (for this run:
 // another is started), "close" (at this run's end: it could not say it dropped its library's
 // connections, so it is not kept).
 void drop_pooled_adapter(PooledAdapter& a, const char* refused = nullptr);
-// Its wait status, once it ended on its own (the pool is its parent and reaps it).
-int pooled_adapter_status(PooledAdapter& a);
+// Its wait status if it has ended (the pool is its parent and reaps it), else nullopt; `end`:
+// have the pool kill it first.
+std::optional<int> pooled_adapter_status(PooledAdapter& a, bool end);
+
+// A run's connection to the matrix's pool (none without one), from before its clients start
+// until its nemesis has stopped: what its clients give back is handed to no other run before,
+// since until then a fault or the heal on a client still signals that adapter's group.
+class PoolRun {
+public:
+    explicit PoolRun(const std::string& run);
+    ~PoolRun() { end(); }
+    PoolRun(const PoolRun&) = delete;
+    PoolRun& operator=(const PoolRun&) = delete;
+    void end();
+
+private:
+    int socket_ = -1;
+};
 
 class AdapterPool {
 public:
     // Listens on dir/adapters.sock (dir must exist) and sets LOCKBENCH_ADAPTER_POOL in this
     // process's environment, which every process it starts from here on inherits.
     explicit AdapterPool(std::filesystem::path dir);
-    ~AdapterPool();  // unsets the variable; ends every adapter and reaps it
+    ~AdapterPool();  // end_all()
+    // Unsets the variable, ends every adapter and reaps it (once; the destructor does it too).
+    void end_all();
     AdapterPool(const AdapterPool&) = delete;
     AdapterPool& operator=(const AdapterPool&) = delete;
 
     int started() const { return started_; }  // adapters it started
     int reused() const { return reused_ - refused_reset_; }  // times one that had served before served again
     int refused() const { return refused_reset_ + refused_close_; }  // times one could not be reset
+    // The CPU seconds of the adapters it has ended (all of them, once it is destroyed): the
+    // runs' own timing.json counts only what each run reaped, and it reaps no kept adapter.
+    double cpu_seconds() const { return cpu_s_; }
 
 private:
     struct Adapter {
@@ -87,13 +109,19 @@ private:
         pid_t pid;
         int to, from;
         std::filesystem::path err;
-        int owner = -1;            // the connection that holds it; -1 idle
+        int owner = -1;            // the connection that holds it; -1 idle; kQuarantined: given back, its run still going
+        std::string run;           // the run that gave it back
+        std::string copy_to;       // the run's file for its stderr, and where in its own file that run began
+        std::uintmax_t copy_from = 0;
         long long idle_since = 0;  // when given back, in gives
     };
     void loop();
     void on_message(int conn);
     void handle(int conn, const std::string& text);
     void retire(int id);            // kill its group; reaped later (its pid stays its own meanwhile)
+    void copy_stderr(const Adapter& a);  // what it wrote since taken, into its run's file
+    void end_retiring(bool all);    // those past their 500 ms, or ended, killed and set to be reaped
+    static constexpr int kQuarantined = -2;
     void reap_retired(bool all);
 
     std::filesystem::path dir_;
@@ -104,12 +132,16 @@ private:
     std::vector<int> connections_;
     std::map<int, Adapter> adapters_;
     std::vector<std::pair<pid_t, long long>> retired_;  // pid, when killed (ns)
+    std::vector<std::pair<pid_t, long long>> retiring_;  // pid, when to kill it (ns): stdin closed, exiting
+    std::map<int, std::string> runs_;                    // a run's connection: its name (its barrier)
+    std::set<std::string> own_kinds_;                    // kinds that said they cannot be kept
     int next_id_ = 1;
     long long idle_clock_ = 0;
     std::atomic<int> started_{0};
     std::atomic<int> reused_{0};
     std::atomic<int> refused_reset_{0};
     std::atomic<int> refused_close_{0};
+    std::atomic<double> cpu_s_{0};
 };
 
 }  // namespace lockbench

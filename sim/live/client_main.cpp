@@ -40,7 +40,7 @@ std::unique_ptr<ExternalLock> make_external(const RunSpec& run, const std::strin
                                             int client, const fs::path& project_dir,
                                             const std::optional<SentinelPorts>& discovery,
                                             const std::map<std::string, std::string>& service_env, const fs::path& stderr_path = {},
-                                            bool may_pool = false) {
+                                            const std::string& pool_run = {}) {
     std::string nodes;
     for (int p : ports) nodes += (nodes.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(p);
     const long long ttl_ms = run.params.integer("ttl_ms");
@@ -62,9 +62,13 @@ std::unique_ptr<ExternalLock> make_external(const RunSpec& run, const std::strin
                   std::chrono::milliseconds(kOpWaitBudgets * 10 * t.command_ms), stderr_path, run.params.flag("fence")};
     for (const auto& [name, value] : service_env) a.env[name] = value;
     a.probe_key_ttl = run.params.flag("probe_key_ttl");
-    // A matrix's adapter pool (adapter_pool.h), for a run's client; empty where the run set it
-    // so (a client whose clock is shifted: the shim is in this process's environment).
-    if (const char* pool = std::getenv(kAdapterPoolVar); may_pool && pool && *pool) a.pool = pool;
+    // A matrix's adapter pool (adapter_pool.h), for a run's client (`pool_run`, the run as the
+    // pool knows it); empty where the run set it so (a client whose clock is shifted: the shim
+    // is in this process's environment).
+    if (const char* pool = std::getenv(kAdapterPoolVar); !pool_run.empty() && pool && *pool) {
+        a.pool = pool;
+        a.pool_run = pool_run;
+    }
     a.command_timeout = std::chrono::milliseconds(t.command_ms);
     if (discovery) {
         std::string sentinels;
@@ -164,7 +168,7 @@ int client_main(const fs::path& spec_file) {
     if (!run.command.empty()) {
         try {
             const auto lock = make_external(run, spec.lock_key, spec.lock_ports, spec.client, spec.project_dir,
-                                            spec.discovery, spec.adapter_env, spec.adapter_stderr, true);
+                                            spec.discovery, spec.adapter_env, spec.adapter_stderr, spec.start_barrier);
             if (!spec.adapter_described.empty()) std::ofstream(spec.adapter_described) << lock->described().dump() << "\n";
             // The group a pooled adapter leads, for the nemesis to pause and kill beside ours;
             // read by the run once every client is ready.

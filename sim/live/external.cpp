@@ -223,6 +223,12 @@ ExternalLock::ExternalLock(AdapterSpec spec, std::string key, long long ttl_ms)
         if (auto lease = take_pooled_adapter(spec_, false)) {
             pooled_ = std::move(*lease);
             if (start_pooled()) return;
+            // None could be had: the client's own, as without a pool.
+            pooled_.reset();
+            pool_stderr_.clear();
+            stderr_to_.clear();
+            pid_ = -1;
+            to_ = from_ = -1;
         }
     }
     if (std::error_code ec; !spec_.stderr_path.empty()) {
@@ -283,7 +289,7 @@ bool ExternalLock::start_pooled() {
 // Ends the pooled adapter: the pool kills its group; its stderr so far goes to the run's file.
 void ExternalLock::drop_pooled(const char* refused) {
     copy_pooled_stderr();
-    if (pooled_) drop_pooled_adapter(*pooled_, refused ? refused : resetting_ && !pooled_->fresh ? "reset" : nullptr);
+    if (pooled_) drop_pooled_adapter(*pooled_, refused ? refused : resetting_ && !pooled_->fresh ? "broken" : nullptr);
     pid_ = -1;
     for (int* fd : {&to_, &from_})
         if (*fd >= 0) {
@@ -343,7 +349,7 @@ ExternalLock::~ExternalLock() {
         }
         for (int* fd : {&to_, &from_})
             if (*fd >= 0) ::close(*fd);
-        if (pid_ > 0) give_back_pooled_adapter(*pooled_);
+        if (pid_ > 0) give_back_pooled_adapter(*pooled_, spec_.pool_run);
         return;
     }
     if (to_ >= 0) ::close(to_);  // EOF on its stdin: the adapter's cue to exit
@@ -368,7 +374,7 @@ void ExternalLock::fail(const std::string& what, bool with_last_line) {
     std::string msg = "adapter " + spec_.name + " (" + excerpt_text(cmd, 200) + "): " + what;
     if (with_last_line)
         msg += last_line_.empty() ? "; it printed nothing" : "; the last thing it printed: " + adapter_text(last_line_);
-    if (const std::string said = stderr_tail(spec_.stderr_path, stderr_from_); !said.empty())
+    if (const std::string said = stderr_tail(pooled_ ? pool_stderr_ : spec_.stderr_path, stderr_from_); !said.empty())
         msg += "; its stderr ends: " + adapter_text(said);
     gone_why_ = msg;  // what every later call says
     // Whatever it was doing, it is done: no adapter outlives a broken conversation, and no
@@ -395,10 +401,12 @@ void ExternalLock::fail(const std::string& what, bool with_last_line) {
 int ExternalLock::reap() {
     int status = 0;
     if (pid_ <= 0) return status;  // already reaped: waitpid(-1) or kill(-1) would strike others
-    if (pooled_) {  // the pool's child: the pool reaps it and says how it ended
-        status = pooled_adapter_status(*pooled_);
+    if (pooled_) {  // the pool's child: the pool says how it ended (200 ms to exit, else killed)
+        std::optional<int> ended;
+        for (int i = 0; i < 40 && !(ended = pooled_adapter_status(*pooled_, i == 39)); ++i)
+            std::this_thread::sleep_for(5ms);
         pid_ = -1;
-        return status;
+        return ended.value_or(SIGKILL);
     }
     for (int i = 0; i < 40 && ::waitpid(pid_, &status, WNOHANG) == 0; ++i) {
         std::this_thread::sleep_for(5ms);

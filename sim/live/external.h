@@ -58,6 +58,7 @@ struct AdapterSpec {
     // The adapter pool's socket (adapter_pool.h), if the adapter may be one that served an
     // earlier repetition; empty: the client starts its own.
     std::filesystem::path pool;
+    std::string pool_run;  // the run it serves (its start barrier's prefix), as the pool knows it
 };
 
 // An adapter process just started: its pid and the ends of its stdin and stdout pipes.

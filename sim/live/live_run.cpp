@@ -399,6 +399,9 @@ RunOutcome run_live(const Scenario& s, const RunSpec& run, std::uint64_t seed, c
     if (nodes.sentinels) settle_sentinels(nodes, node_dir, run_dir);
     started();
     StartBarrier barrier(tmp / (run.name + ".start"));
+    // Open until the nemesis has stopped: an adapter a client gives back before then is not
+    // another run's yet (adapter_pool.h).
+    PoolRun pool_run(barrier.prefix().string());
     const Launch launch{seed, barrier.prefix(), &nemesis, &client_clocks, proxies ? &*proxies : nullptr,
                         opts.project_dir, run.command.empty() ? fs::path() : described_by_client};
     std::vector<ChildProcess> clients = spawn_clients(s, run, nodes, launch, run_dir, tmp, opts.self_exe);
@@ -430,6 +433,7 @@ RunOutcome run_live(const Scenario& s, const RunSpec& run, std::uint64_t seed, c
     wait_until_clients_end(clients, run, tmp, run_dir);
     clock.mark("workload");
     nemesis.stop();
+    pool_run.end();
     clock.mark("heal");
     std::vector<ClientFailure> failed_clients = reap_clients(clients, run, tmp, nemesis);
     if (!described_by_client.empty() && !run.command.empty()) {

@@ -111,8 +111,6 @@ std::optional<int> ended(pid_t pid) {
     return info.si_code == CLD_EXITED ? (info.si_status & 0xff) << 8 : info.si_status & 0x7f;
 }
 
-// Adapters of the same command in the same folder are alike: a run's params reach the
-// adapter's file anew at each reset (a library version they choose among them).
 // The CPU seconds process `pid` and the children it reaped have used so far (/proc/PID/stat:
 // utime, stime, cutime, cstime); 0 if it cannot be read.
 double process_cpu_seconds(pid_t pid) {
@@ -129,25 +127,31 @@ double process_cpu_seconds(pid_t pid) {
     return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
+// Adapters of the same command in the same folder are alike: a run's params reach the
+// adapter's file anew at each reset (a library version they choose among them).
 std::string pool_key(const Json& take) {
     return Json::array({take.value("command", Json::array()), take.value("cwd", "")}).dump();
+}
+
+// A connection to the pool at `path`; -1 if none can be made.
+int connect_to_pool(const std::string& path) {
+    sockaddr_un addr{};
+    if (path.size() >= sizeof addr.sun_path) return -1;
+    const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    addr.sun_family = AF_UNIX;
+    std::memcpy(addr.sun_path, path.c_str(), path.size());
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0) return fd;
+    ::close(fd);
+    return -1;
 }
 
 }  // namespace
 
 std::optional<PooledAdapter> take_pooled_adapter(const AdapterSpec& spec, bool fresh_only) {
-    const std::string path = spec.pool.string();
-    sockaddr_un addr{};
-    if (path.size() >= sizeof addr.sun_path) return std::nullopt;
     PooledAdapter a;
-    a.socket = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    a.socket = connect_to_pool(spec.pool.string());
     if (a.socket < 0) return std::nullopt;
-    addr.sun_family = AF_UNIX;
-    std::memcpy(addr.sun_path, path.c_str(), path.size());
-    if (::connect(a.socket, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
-        close_connection(a);
-        return std::nullopt;
-    }
     const Json take = {{"take", {{"command", spec.command}, {"cwd", spec.cwd.string()}, {"env", spec.env}, {"fresh_only", fresh_only},
                                  {"stderr_to", spec.stderr_path.string()}}}};
     std::string text;
@@ -188,17 +192,9 @@ std::optional<int> pooled_adapter_status(PooledAdapter& a, bool end) {
 PoolRun::PoolRun(const std::string& run) {
     const char* pool = std::getenv(kAdapterPoolVar);
     if (!pool || !*pool) return;
-    AdapterSpec spec;
-    spec.pool = pool;
     PooledAdapter a;  // only its connection: the same socket, a message of another kind
-    sockaddr_un addr{};
-    const std::string path = spec.pool.string();
-    if (path.size() >= sizeof addr.sun_path) return;
-    a.socket = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    addr.sun_family = AF_UNIX;
-    std::memcpy(addr.sun_path, path.c_str(), path.size());
-    if (a.socket < 0 || ::connect(a.socket, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 ||
-        !ask(a, {{"run", run}}).is_object()) {
+    a.socket = connect_to_pool(pool);
+    if (a.socket < 0 || !ask(a, {{"run", run}}).is_object()) {
         close_connection(a);
         return;
     }

@@ -7,10 +7,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdlib>
 
 #include <filesystem>
 #include <string>
 #include <optional>
+#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -42,6 +44,16 @@ char task_state(const std::filesystem::path& stat) {
 }  // namespace
 
 char process_state(pid_t pid) { return task_state("/proc/" + std::to_string(pid) + "/stat"); }
+
+double process_cpu_seconds(pid_t pid) {
+    std::istringstream fields(stat_fields("/proc/" + std::to_string(pid) + "/stat"));
+    std::vector<std::string> f;  // f[0] is field 3 (state)
+    for (std::string x; f.size() < 15 && fields >> x;) f.push_back(x);
+    if (f.size() < 15) return 0;
+    double ticks = 0;
+    for (size_t i = 11; i <= 14; ++i) ticks += std::strtod(f[i].c_str(), nullptr);  // fields 14 to 17
+    return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
 
 namespace {
 

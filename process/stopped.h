@@ -34,6 +34,10 @@ std::vector<pid_t> processes_related(Related how, pid_t of);
 // (the process is gone).
 char process_state(pid_t pid);
 
+// The CPU seconds process `pid` and the children it reaped have used so far (utime, stime,
+// cutime and cstime of /proc/<pid>/stat); 0 if it cannot be read.
+double process_cpu_seconds(pid_t pid);
+
 // Waits until child `pid` of this process has exited, at most `timeout`, without reaping it:
 // until it is reaped its pid, and so its group's id, is nobody else's to get, and a signal
 // to the group strikes no stranger. True once it has exited.

@@ -14,14 +14,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <iterator>
-#include <sstream>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
+#include "process/stopped.h"
 #include "sim/engine/clock.h"
 #include "sim/live/external.h"
+#include "sim/live/server_home.h"
 
 namespace lockbench {
 namespace {
@@ -109,22 +109,6 @@ std::optional<int> ended(pid_t pid) {
     if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0)
         return std::nullopt;
     return info.si_code == CLD_EXITED ? (info.si_status & 0xff) << 8 : info.si_status & 0x7f;
-}
-
-// The CPU seconds process `pid` and the children it reaped have used so far (/proc/PID/stat:
-// utime, stime, cutime, cstime); 0 if it cannot be read.
-double process_cpu_seconds(pid_t pid) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const auto close = text.rfind(')');
-    if (close == std::string::npos) return 0;
-    std::istringstream rest(text.substr(close + 2));
-    std::vector<std::string> f;  // f[0] is field 3 (state)
-    for (std::string x; f.size() < 15 && rest >> x;) f.push_back(x);
-    if (f.size() < 15) return 0;
-    double ticks = 0;
-    for (int i = 11; i <= 14; ++i) ticks += std::strtod(f[static_cast<size_t>(i)].c_str(), nullptr);  // fields 14 to 17
-    return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
 // Adapters of the same command in the same folder are alike: a run's params reach the
@@ -430,9 +414,7 @@ void AdapterPool::retire(int id) {
 
 void AdapterPool::copy_stderr(const Adapter& a) {
     if (a.copy_to.empty()) return;
-    std::ifstream in(a.err, std::ios::binary);
-    in.seekg(static_cast<std::streamoff>(a.copy_from));
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string text = read_from(a.err, a.copy_from);
     if (!text.empty()) std::ofstream(a.copy_to, std::ios::app | std::ios::binary) << text;
 }
 

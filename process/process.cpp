@@ -29,6 +29,7 @@
 #include <cstring>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 #include <utility>
@@ -154,6 +155,31 @@ int kill_children_once() {
 }  // namespace
 
 void adopt_orphans() { prctl(PR_SET_CHILD_SUBREAPER, 1); }
+
+// A guard (kill_own_group_when_gone) outlives the process it watches, so it ends as an orphan of
+// the nearest subreaper: the run, and, once the run is gone, the matrix above it, which starts
+// no guard itself and never waits for one. Its zombies are reaped here by pid; the status of a
+// child that a ChildProcess of this process waits for is never taken.
+void reap_orphaned_guards() {
+    const pid_t self = getpid();
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+        const long pid = digits_of(entry.path().filename().c_str());
+        if (pid <= 0) continue;
+        std::ifstream in(entry.path() / "stat");
+        std::string stat;
+        if (!std::getline(in, stat)) continue;
+        // "pid (comm) state ppid ...": the comm may hold spaces and parentheses.
+        const size_t open_paren = stat.find('('), close_paren = stat.rfind(')');
+        if (open_paren == std::string::npos || close_paren == std::string::npos) continue;
+        if (stat.compare(open_paren + 1, close_paren - open_paren - 1, "lockbench-guard") != 0) continue;
+        std::istringstream rest(stat.substr(close_paren + 1));
+        char state = 0;
+        pid_t ppid = 0;
+        if (rest >> state >> ppid && state == 'Z' && ppid == self)
+            ::waitpid(static_cast<pid_t>(pid), nullptr, WNOHANG);
+    }
+}
 
 // Until a pass finds none: a child killed in one pass may have had children of its own, which
 // come to this process as it dies.

@@ -67,6 +67,9 @@ std::optional<std::string> find_on_path(const std::string& program);
 // Makes this process the subreaper of what it starts (PR_SET_CHILD_SUBREAPER): a descendant
 // whose parent ends, a daemon that left its group with setsid among them, becomes its child.
 void adopt_orphans();
+// Reaps the zombies of the guards (kill_own_group_when_gone) that came to this process as
+// orphans; a process that adopts orphans and lives long (a matrix) calls it now and then.
+void reap_orphaned_guards();
 // SIGKILLs every child of this process until none is left alive: with adopt_orphans(),
 // everything it started, whatever group it is in. Async-signal-safe; reaps none of them (a
 // zombie is dead: its status stays for whoever waits on it).

@@ -417,6 +417,48 @@ TEST(ChildProcess, RunsInItsOwnGroupWithRedirectedOutputAndExtraEnvironment) {
     fs::remove_all(dir);
 }
 
+// The guard of a process that ended comes to the subreaper above it as a zombie: a matrix that
+// ran thousands of repetitions held hundreds of them until it ended. reap_orphaned_guards()
+// takes them. In a helper process, so that this test's own process adopts nothing.
+TEST(ChildProcess, AnOrphanedGuardIsReapedByTheSubreaperItCameTo) {
+    const pid_t helper = fork();
+    ASSERT_GE(helper, 0);
+    if (helper == 0) {
+        adopt_orphans();
+        const pid_t watched = fork();
+        if (watched == 0) {
+            setpgid(0, 0);  // a guard watches a group's leader
+            kill_own_group_when_gone();
+            _exit(0);
+        }
+        waitpid(watched, nullptr, 0);
+        // Each zombie guard of ours, by pid, from /proc.
+        const auto zombie_guards = [] {
+            int n = 0;
+            for (const auto& e : fs::directory_iterator("/proc")) {
+                std::string stat;
+                std::getline(std::ifstream(e.path() / "stat"), stat);
+                const size_t close_paren = stat.rfind(')');
+                if (stat.find("(lockbench-guard)") == std::string::npos || close_paren == std::string::npos) continue;
+                std::istringstream rest(stat.substr(close_paren + 1));
+                char state = 0;
+                pid_t ppid = 0;
+                if (rest >> state >> ppid && state == 'Z' && ppid == getpid()) ++n;
+            }
+            return n;
+        };
+        int before = 0;
+        for (int i = 0; i < 500 && (before = zombie_guards()) == 0; ++i) usleep(10'000);
+        reap_orphaned_guards();
+        _exit(before != 1 ? 1 : zombie_guards() != 0 ? 2 : 0);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(helper, &status, 0), helper);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_NE(WEXITSTATUS(status), 1) << "the guard never came to the subreaper as a zombie";
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "the zombie guard is still there";
+}
+
 // Forks a helper that spawns `sleep 1000` with ChildProcess and then waits forever; returns
 // the helper's pid and the sleeper's.
 std::pair<pid_t, pid_t> helper_with_sleeping_child(bool install_cleanup) {

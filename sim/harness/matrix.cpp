@@ -360,7 +360,10 @@ private:
     static size_t wait_any(std::vector<Running>& running) {
         for (;;) {
             for (size_t i = 0; i < running.size(); ++i)
-                if (!running[i].child.running()) return i;
+                if (!running[i].child.running()) {
+                    reap_orphaned_guards();  // its clients' guards, come to us with its end
+                    return i;
+                }
             std::this_thread::sleep_for(std::chrono::milliseconds(20));
         }
     }

@@ -1050,7 +1050,7 @@ Subcommand add_verdict(CLI::App& app) {
                                                   "N times, into a results tree with a one-page report");
     add_lock_options(sub, *a);
     sub->add_option("--repeat", a->repeat, "repetitions per case (default 3)")->check(CLI::Range(std::numeric_limits<int>::min(), kMaxRepeat));
-    sub->add_option("--out", a->out, "where (default: results/verdict-<lock>); run again to resume")->check(non_empty_path());
+    sub->add_option("--out", a->out, "where (default: results/verdict-<lock>); run again to resume, or, with other cases, --repeat or record, to make it afresh")->check(non_empty_path());
     sub->add_option("--case", a->cases, "only this case (repeatable): a quick look, not the whole row");
     sub->add_option("--discover", a->discover, "then search live for this many seconds: fault schedules of one or two faults, "
                     "most likely first; each new failure class shrunk, replayed, kept as a witness (verdict.json: discovered)")

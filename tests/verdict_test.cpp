@@ -101,6 +101,34 @@ TEST_F(VerdictTest, AVerdictThatDiffersFromTheRecordExitsOneNamingTheCase) {
     EXPECT_EQ(r.out.find("differs: baseline"), std::string::npos) << r.out;
 }
 
+// README's steps 5 and 6 in turn, into the same folder: the row read, then recorded in the
+// lock file. The record is part of the runs' expectations, so the folder holds other settings
+// now; the verdict is made afresh (saying so), not refused, and a record that differs exits 1.
+// Another lock's tree in that folder is still refused, and nothing of it is removed.
+TEST_F(VerdictTest, RecordingTheRowThenAskingAgainMakesTheVerdictAfresh) {
+    const fs::path lock = team_lock({{"expected", nlohmann::json::object()}}), out = dir() / "verdict";  // no row yet
+    const std::vector<std::string> ask{"verdict", lock.string(), "--case", "gc-pause", "--repeat", "1", "--out", out.string()};
+    Result r = run(ask);
+    ASSERT_EQ(r.exit_code(), 0) << r.describe();
+    team_lock({{"expected", {{"gc-pause", "2 holders"}}}});
+    r = run(ask);
+    EXPECT_EQ(r.exit_code(), 0) << r.describe();
+    EXPECT_NE(r.err.find(out.string() + " holds a verdict of team-lock made with other settings"), std::string::npos) << r.err;
+    team_lock({{"expected", {{"gc-pause", "safe"}}}});
+    r = run(ask);
+    EXPECT_EQ(r.exit_code(), 1) << r.describe();
+    EXPECT_NE(r.out.find("differs: gc-pause: the lock file records safe; got 2 holders 1/1"), std::string::npos) << r.out;
+    // The same settings again resume: nothing is made afresh.
+    r = run(ask);
+    EXPECT_EQ(r.exit_code(), 1) << r.describe();
+    EXPECT_EQ(r.err.find("made afresh"), std::string::npos) << r.err;
+    // Another lock's verdict there is not this one's to replace.
+    r = run({"verdict", "token-lua", "--case", "gc-pause", "--repeat", "1", "--out", out.string()});
+    EXPECT_EQ(r.exit_code(), 2) << r.describe();
+    EXPECT_NE(r.err.find("holds results of another matrix"), std::string::npos) << r.err;
+    EXPECT_TRUE(fs::exists(out / "verdict.json"));
+}
+
 // Two versions of one library side by side (here two locks, for speed): the other's verdict
 // in OUT/versus-<name>, then each class that runs here beside there, the differing ones marked,
 // and verdict.json's "versus" saying the same.

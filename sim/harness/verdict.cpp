@@ -1,11 +1,13 @@
 #include "sim/harness/verdict.h"
 
 #include <algorithm>
+#include <iostream>
 #include <map>
 
 #include "sim/harness/compose.h"
 #include "sim/harness/matrix.h"
 #include "sim/harness/matrix_spec.h"
+#include "sim/harness/matrix_tree.h"
 #include "sim/harness/results_folder.h"
 
 namespace fs = std::filesystem;
@@ -301,6 +303,27 @@ Json versus(const Json& mine, const Json& theirs, const std::string& theirs_path
             {"same", same}};
 }
 
+namespace {
+
+// A verdict's folder is that verdict's own. One that holds this lock's verdict made under
+// other settings (other cases, another --repeat, or the lock file's record changed: a run's
+// expectations carry it) is emptied and made afresh, saying so, as `scripts/run` starts afresh;
+// refused, recording a lock's row (step 6 of README's "Your own lock") would leave its next
+// verdict nowhere to go. The same settings resume; a folder that is not an earlier verdict of
+// this lock is left to prepare_out, which refuses it. Its lock file stays: this process holds it.
+void start_afresh_if_other_settings(const fs::path& out, const MatrixSpec& spec, const LockFile& lock) {
+    if (!fs::is_regular_file(header_path(out))) return;
+    const Json header = read_results_header(out);
+    const Json locks = header.at("spec").value("locks", Json::object());
+    if (header.at("spec_id") == spec.id || !locks.is_object() || locks.size() != 1 || !locks.contains(lock.name)) return;
+    std::cerr << "lockbench: " << out.string() << " holds a verdict of " << lock.name
+              << " made with other settings (its cases, --repeat, or the lock file's record): made afresh\n";
+    for (const auto& entry : fs::directory_iterator(out))
+        if (entry.path().filename() != kLockFileName) fs::remove_all(entry.path());
+}
+
+}  // namespace
+
 Json run_verdict(const LockFile& lock, const std::vector<CaseFile>& cases, const std::vector<LockFile>& reference,
                  const VerdictOptions& opts) {
     std::vector<Scenario> scenarios;
@@ -313,6 +336,7 @@ Json run_verdict(const LockFile& lock, const std::vector<CaseFile>& cases, const
     if (scenarios.empty()) throw std::runtime_error(lock.label() + ": no case of the catalog applies to it (`lockbench list --lock` says why)");
     const Json locks = {{lock.name, {{"description", lock.description}, {"lock_file", lock.path}, {"facts", lock_facts(lock)}}}};
     const MatrixSpec spec = matrix_spec_of(scenarios, to_json(missing), locks, opts.repeat);
+    start_afresh_if_other_settings(opts.out, spec, lock);
     run_matrix(spec, {opts.out, Shard{0, 1}, opts.self_exe, opts.progress, opts.project_dir, std::nullopt, opts.jobs});
     Json verdict = verdict_of_tree(opts.out, lock, cases, reference);
     write_atomically(opts.out / kVerdictFile, verdict.dump(2) + "\n");

@@ -1,8 +1,10 @@
-"""The two checkers the docs_links and comment_paths tests run, shown able to fail: on small
+"""The checkers the docs_links, comment_paths and last_run_page tests run, shown able to fail: on small
 trees written here, scripts/check-docs-links reports a missing file, a missing heading and a
 broken reference, and not a good link, a web link or a link in code; scripts/check-comment-paths
 reports a stale path in a comment or docstring of each language, and not a path that exists,
-matches its glob or placeholder, lies in code's strings, or is one that git ignores.
+matches its glob or placeholder, lies in code's strings, or is one that git ignores;
+scripts/last-run writes the page of what a scripts/run measured from the trees' own counts and
+refuses a page that is not its file's.
 
     /usr/bin/python3 tests/docs_checks_test.py   (ctest: docs_checks_test)
 """
@@ -20,6 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PY = "/usr/bin/python3"
 DOCS_LINKS = os.path.join(ROOT, "scripts", "check-docs-links")
 COMMENT_PATHS = os.path.join(ROOT, "scripts", "check-comment-paths")
+LAST_RUN = os.path.join(ROOT, "scripts", "last-run")
 
 
 def run(*args):
@@ -199,6 +202,51 @@ class CommentPaths(unittest.TestCase):
         rc, _, err = run(COMMENT_PATHS, "--root", os.path.join(self.dir, "nothing"))
         self.assertEqual(rc, 2)
         self.assertIn("nothing", err)
+
+
+
+class LastRun(unittest.TestCase):
+    """scripts/last-run: the page of the main job's measurements, which the manual points to."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="last-run-")
+        self.addCleanup(shutil.rmtree, self.dir)
+        cells = [{"id": f"c{i}", "reps": [{}, {}]} for i in range(3)]
+        write(self.dir, "catalog/summary.json",
+              '{"repeat": 3, "budget": {"seconds": 818, "repetitions_per_cell": 2}, "cells": %s}' % str(cells).replace("'", '"'))
+        os.makedirs(os.path.join(self.dir, "catalog", "not-as-written", "gc-pause", "redis-py", "rep-1.attempt-1"))
+        write(self.dir, "sweep-gc-pause/summary.json", '{"repeat": 3, "cells": [{"reps": [{}, {}, {}]}]}')
+
+    def test_the_page_counts_from_the_trees_and_says_what_scripts_run_measured(self):
+        rc, out, err = run(LAST_RUN, self.dir, "commit=abcd1234", "fork_exec_ms_before=0.79", "matrix_s=571",
+                           "budget_s=13:38", "total_s=629", "exit_status=0")
+        self.assertEqual((rc, err), (0, ""))
+        with open(os.path.join(self.dir, "last-run.md"), encoding="utf-8") as f:
+            page = f.read()
+        self.assertIn("| commit | abcd1234 |", page)
+        self.assertIn("3 cells, 2 of 3 repetitions each (6 in all) (the time budget set it), in 9 min 31 s of a "
+                      "budget of 13 min 38 s; 1 attempts not as written, run again", page)
+        self.assertIn("fork and exec 0.79 ms before", page)
+        self.assertIn("| whole job | 10 min 29 s, not measured of CPU", page)
+        self.assertIn("| exit status | 0: every expectation held", page)
+        self.assertEqual(run(LAST_RUN, self.dir, "--check")[0], 0)
+
+    def test_a_page_edited_by_hand_fails_the_check(self):
+        self.assertEqual(run(LAST_RUN, self.dir, "matrix_s=571")[0], 0)
+        path = os.path.join(self.dir, "last-run.md")
+        with open(path, encoding="utf-8") as f:
+            page = f.read()
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(page.replace("9 min 31 s", "8 min 0 s"))
+        rc, out, err = run(LAST_RUN, self.dir, "--check")
+        self.assertEqual(rc, 1)
+        self.assertIn("last-run.md: not what last-run.json makes", out[0])
+
+    def test_an_unknown_figure_is_refused_and_nothing_is_written(self):
+        rc, out, err = run(LAST_RUN, self.dir, "matrix_s=571", "rounds=3")
+        self.assertEqual(rc, 2)
+        self.assertIn("rounds=3: not NAME=VALUE", err)
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "last-run.md")))
 
 
 if __name__ == "__main__":

@@ -4,7 +4,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +20,7 @@
 #include "process/stopped.h"
 #include "sim/engine/clock.h"
 #include "sim/live/external.h"
+#include "sim/live/pool_socket.h"
 #include "sim/live/server_home.h"
 
 namespace lockbench {
@@ -29,7 +29,6 @@ namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
-constexpr size_t kMaxMessage = 1 << 16;
 // Idle adapters kept: of one kind, more than a case's clients times the repetitions side by
 // side need; of all kinds, enough for a catalog's locks in turn. The oldest idle goes first.
 constexpr size_t kIdlePerKey = 24;
@@ -40,55 +39,6 @@ constexpr size_t kIdleAll = 96;
 constexpr long long kReapAfterNs = 30'000'000'000LL;
 // Past this its stderr file is retired with it (the adapter's files are capped at 16 MiB).
 constexpr std::uintmax_t kRetireStderrBytes = 8u << 20;
-
-bool send_message(int fd, const std::string& text, const std::vector<int>& fds = {}) {
-    iovec iov{const_cast<char*>(text.data()), text.size()};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)] = {};
-    if (!fds.empty()) {
-        msg.msg_control = control;
-        msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
-        cmsghdr* c = CMSG_FIRSTHDR(&msg);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
-        std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
-    }
-    for (;;) {
-        const ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR) continue;
-        return n == static_cast<ssize_t>(text.size());
-    }
-}
-
-// One message, with the descriptors it carried; false at the connection's end or an error.
-bool receive_message(int fd, std::string& text, std::vector<int>* fds = nullptr) {
-    std::string buf(kMaxMessage, '\0');
-    iovec iov{buf.data(), buf.size()};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)] = {};
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    ssize_t n;
-    do n = ::recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
-    while (n < 0 && errno == EINTR);
-    if (n <= 0) return false;
-    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
-        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-            const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-            std::vector<int> got(count);
-            std::memcpy(got.data(), CMSG_DATA(c), sizeof(int) * count);
-            if (fds) fds->insert(fds->end(), got.begin(), got.end());
-            else
-                for (int f : got) ::close(f);
-        }
-    text.assign(buf.data(), static_cast<size_t>(n));
-    return true;
-}
 
 // A request and its answer on `a`'s connection; a discarded Json if the pool is gone.
 Json ask(PooledAdapter& a, const Json& request) {
@@ -115,19 +65,6 @@ std::optional<int> ended(pid_t pid) {
 // adapter's file anew at each reset (a library version they choose among them).
 std::string pool_key(const Json& take) {
     return Json::array({take.value("command", Json::array()), take.value("cwd", "")}).dump();
-}
-
-// A connection to the pool at `path`; -1 if none can be made.
-int connect_to_pool(const std::string& path) {
-    sockaddr_un addr{};
-    if (path.size() >= sizeof addr.sun_path) return -1;
-    const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    if (fd < 0) return -1;
-    addr.sun_family = AF_UNIX;
-    std::memcpy(addr.sun_path, path.c_str(), path.size());
-    if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0) return fd;
-    ::close(fd);
-    return -1;
 }
 
 }  // namespace
@@ -191,16 +128,9 @@ void PoolRun::end() {
 }
 
 AdapterPool::AdapterPool(fs::path dir) : dir_(std::move(dir)), socket_path_(dir_ / "adapters.sock") {
-    sockaddr_un addr{};
     const std::string path = socket_path_.string();
-    if (path.size() >= sizeof addr.sun_path) throw std::runtime_error("adapter pool: socket path too long: " + path);
-    listen_fd_ = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    addr.sun_family = AF_UNIX;
-    std::memcpy(addr.sun_path, path.c_str(), path.size());
-    ::unlink(path.c_str());
-    if (listen_fd_ < 0 || ::bind(listen_fd_, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 ||
-        ::listen(listen_fd_, 64) != 0 || ::pipe2(wake_, O_CLOEXEC) != 0)
-        throw std::runtime_error("adapter pool: " + path + ": " + std::strerror(errno));
+    listen_fd_ = listen_on(path, "adapter pool");
+    if (::pipe2(wake_, O_CLOEXEC) != 0) throw std::runtime_error("adapter pool: " + path + ": " + std::strerror(errno));
     ::setenv(kAdapterPoolVar, path.c_str(), 1);
     thread_ = std::thread([this] { loop(); });
 }

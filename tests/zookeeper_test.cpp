@@ -24,6 +24,7 @@
 #include "process/process.h"
 #include "sim/live/lock_service.h"
 #include "sim/live/redis_node.h"
+#include "sim/live/server_pool.h"
 #include "sim/live/zookeeper.h"
 #include "proc_util.h"
 
@@ -69,6 +70,7 @@ std::string read_all(const fs::path& path) {
 
 // Runs /usr/bin/python3 with kazoo on `script`; returns its stdout once it has exited.
 std::string run_python(const fs::path& dir, const std::string& script, std::vector<std::string> args = {}) {
+    fs::remove(dir / "py.out");  // this run's alone
     args.insert(args.begin(), {"/usr/bin/python3", "-c", script});
     ChildProcess child = ChildProcess::spawn({args, (dir / "py.out").string(), (dir / "py.err").string(), {}});
     const auto status = child.wait_for(60s);
@@ -236,6 +238,177 @@ TEST_F(ZooKeeperTest, CuttingTheLeadersPeerLinksElectsAnotherLeader) {
             EXPECT_NE(conf.find(":" + std::to_string(hub.find(via)->port()) + ":"), std::string::npos) << via << "\n" << conf;
         }
     }
+}
+
+// ---- Kept across repetitions: wiped back to its state as new (sim/live/server_pool.h) ------------
+
+// What a server says of itself, as the wipe's proof compares it, with the znodes a client sees.
+struct AsSeen {
+    std::vector<std::string> per_server;  // "znodes ephemerals watches mode", by server
+    long long sessions = -1;              // the leader's count
+    std::string tree;                     // every znode, as kazoo lists them
+    bool operator==(const AsSeen&) const = default;
+};
+
+std::string hosts_of(LockService& zk) {
+    std::string hosts;
+    for (LockServer* s : zk.servers()) hosts += (hosts.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(s->port());
+    return hosts;
+}
+
+long long mntr_figure(int port, const std::string& name) {
+    const auto mntr = four_letter_word(port, "mntr", 1s).value_or("");
+    const auto at = mntr.find(name + "\t");
+    return at == std::string::npos ? -1 : std::stoll(mntr.substr(at + name.size() + 1));
+}
+
+AsSeen as_seen(LockService& zk, const fs::path& dir) {
+    AsSeen seen;
+    for (LockServer* s : zk.servers())
+        seen.per_server.push_back(std::to_string(mntr_figure(s->port(), "zk_znode_count")) + " " +
+                                  std::to_string(mntr_figure(s->port(), "zk_ephemerals_count")) + " " +
+                                  std::to_string(mntr_figure(s->port(), "zk_watch_count")) + " " + mode_of(s));
+    seen.sessions = mntr_figure(zk.servers()[static_cast<size_t>(*zk.leader())]->port(), "zk_global_sessions");
+    seen.tree = run_python(dir, R"(
+import sys
+from kazoo.client import KazooClient
+zk = KazooClient(hosts=sys.argv[1], timeout=5.0)
+zk.start()
+def walk(path):
+    for child in sorted(zk.get_children(path)):
+        full = (path.rstrip("/") + "/" + child)
+        print(full)
+        walk(full)
+walk("/")
+zk.stop()
+zk.close()
+)", {hosts_of(zk)});
+    return seen;
+}
+
+// A run leaves znodes of every kind (persistent, sequential, ephemeral, with data and a watch
+// on them) and a session whose client died without closing it (kill -9: it ends only when its
+// timeout runs out); wipe() removes all of it and proves it by asking every server, and the
+// ensemble then says what it said right after its start.
+TEST_F(ZooKeeperTest, AKeptEnsembleIsWipedBackToItsStateAsNew) {
+    ServiceConfig config;
+    config.size = 3;
+    config.dir = run_dir;
+    config.kept = true;
+    auto zk = start_service(Service::zookeeper, config);
+    ASSERT_TRUE(eventually([&] { return zk->leader().has_value(); }));
+    const AsSeen as_new = as_seen(*zk, run_dir);
+    ASSERT_NE(as_new.tree.find("/zookeeper/config"), std::string::npos) << as_new.tree;
+    run_python(run_dir, R"(
+import os, sys
+from kazoo.client import KazooClient
+zk = KazooClient(hosts=sys.argv[1], timeout=5.0)
+zk.start()
+zk.create("/locks/lockbench/lease-", b"c3.17", sequence=True, makepath=True)
+zk.create("/locks/lockbench/lease-", b"c1.2", sequence=True, ephemeral=True)
+zk.get("/locks", watch=lambda event: None)
+gone = KazooClient(hosts=sys.argv[1], timeout=1.0)
+gone.start()
+gone.create("/dangling", ephemeral=True)
+gone.exists("/locks/lockbench", watch=lambda event: None)
+os._exit(0)  # neither session closed: each ends with its timeout, as a killed client's does
+)", {hosts_of(*zk)});
+    EXPECT_NE(as_seen(*zk, run_dir), as_new);
+    const auto refused = zk->wipe();
+    EXPECT_FALSE(refused) << *refused;
+    const AsSeen after = as_seen(*zk, run_dir);
+    EXPECT_EQ(after.per_server, as_new.per_server);
+    EXPECT_EQ(after.sessions, 0);
+    EXPECT_EQ(after.tree, as_new.tree);
+}
+
+// A znode the wipe may not delete (a client's own ACL on its parent) leaves the ensemble unproved:
+// wipe() says which, and the pool then ends the ensemble rather than keep it.
+TEST_F(ZooKeeperTest, AZnodeTheWipeCannotDeleteKeepsTheEnsembleFromBeingKept) {
+    ServiceConfig config;
+    config.size = 1;
+    config.dir = run_dir;
+    config.kept = true;
+    auto zk = start_service(Service::zookeeper, config);
+    run_python(run_dir, R"(
+import sys
+from kazoo.client import KazooClient
+from kazoo.security import make_digest_acl
+zk = KazooClient(hosts=sys.argv[1], timeout=5.0)
+zk.start()
+zk.add_auth("digest", "owner:secret")
+zk.create("/guarded", acl=[make_digest_acl("owner", "secret", all=True)])
+zk.create("/guarded/x", acl=[make_digest_acl("owner", "secret", all=True)])
+zk.stop()
+zk.close()
+)", {hosts_of(*zk)});
+    const auto refused = zk->wipe();
+    ASSERT_TRUE(refused);
+    EXPECT_EQ(*refused, "could not delete /guarded: not authenticated");  // its children may not even be listed
+    // A service started to be used once has nothing to compare with: it is never kept.
+    config.kept = false;
+    config.dir = run_dir / "once";
+    auto once = start_service(Service::zookeeper, config);
+    EXPECT_EQ(once->wipe(), "not started to be kept");
+}
+
+// The matrix's pool (sim/live/server_pool.h), from a run's side: a kept service takes no fault,
+// answers who leads, goes back to the pool when the run lets it go, and serves the next run of
+// the same shape (the same servers) once its wipe is proved; one whose wipe fails is ended, and
+// the next run gets new servers.
+TEST_F(ZooKeeperTest, ThePoolGivesAWipedEnsembleToTheNextRunAndEndsOneItCannotWipe) {
+    ServerPool pool(run_dir);
+    ServiceConfig config;
+    config.size = 1;
+    config.dir = run_dir / "run";
+    auto first = take_kept_service(Service::zookeeper, config);
+    ASSERT_TRUE(first);
+    LockServer* server = first->servers().at(0);
+    const int port = server->port();
+    EXPECT_EQ(first->leader(), 0);
+    EXPECT_THROW(server->pause(), std::logic_error);
+    EXPECT_THROW(server->kill(), std::logic_error);
+    run_python(run_dir, R"(
+import sys
+from kazoo.client import KazooClient
+zk = KazooClient(hosts=sys.argv[1], timeout=5.0)
+zk.start()
+zk.create("/locks/lockbench", b"left by the run", makepath=True)
+zk.stop()
+zk.close()
+)", {hosts_of(*first)});
+    first.reset();  // the run is over: wiped, then idle
+    ASSERT_TRUE(eventually([&] { return pool.idle() == 1; }));
+    auto second = take_kept_service(Service::zookeeper, config);
+    ASSERT_TRUE(second);
+    EXPECT_EQ(second->servers().at(0)->port(), port);
+    EXPECT_EQ(pool.started(), 1);
+    EXPECT_EQ(pool.reused(), 1);
+    EXPECT_EQ(run_python(run_dir, R"(
+import sys
+from kazoo.client import KazooClient
+zk = KazooClient(hosts=sys.argv[1], timeout=5.0)
+zk.start()
+print(zk.exists("/locks") is None)
+zk.add_auth("digest", "owner:secret")
+from kazoo.security import make_digest_acl
+zk.create("/guarded", acl=[make_digest_acl("owner", "secret", all=True)])
+zk.create("/guarded/x", acl=[make_digest_acl("owner", "secret", all=True)])
+zk.stop()
+zk.close()
+)", {hosts_of(*second)}), "True\n");
+    const pid_t dirty = second->servers().at(0)->pid();
+    second.reset();
+    ASSERT_TRUE(eventually([&] { return pool.not_kept() == 1; }));
+    auto third = take_kept_service(Service::zookeeper, config);
+    ASSERT_TRUE(third);
+    EXPECT_EQ(pool.started(), 2);
+    EXPECT_EQ(pool.not_kept(), 1);
+    EXPECT_EQ(pool.reasons(), (std::vector<std::string>{"could not delete /guarded: not authenticated"}));
+    EXPECT_TRUE(eventually([&] { return process_gone(dirty); }));
+    third.reset();
+    pool.end_all();
+    EXPECT_EQ(std::getenv(kServerPoolVar), nullptr);
 }
 
 TEST_F(ZooKeeperTest, DestroyingTheServiceLeavesNoJvm) {

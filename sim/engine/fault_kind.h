@@ -75,6 +75,7 @@ struct WorldNeeds {
     bool stops_server = false;   // a lock server's process is stopped (the simulator has none)
     bool loses_messages = false; // a request may never be answered (a command times out)
     bool stalls_disk = false;    // a lock server's flushes to disk wait (the simulator has no disk)
+    bool crashes_server = false; // a lock server is killed (and maybe restarted)
     long long delay_ms = 0;      // the longest a message is delayed
 };
 

@@ -21,6 +21,7 @@
 #include "sim/harness/results_folder.h"
 #include "sim/harness/runner.h"
 #include "sim/live/adapter_pool.h"
+#include "sim/live/server_pool.h"
 #include "sim/live/redis_node.h"  // redis_server_binary
 
 namespace fs = std::filesystem;
@@ -250,19 +251,37 @@ public:
         const RemoveLogs remove_pool{pooled ? make_run_temp_dir() : fs::path()};
         std::optional<AdapterPool> pool;
         if (pooled) pool.emplace(remove_pool.dir);
+        // Servers kept across repetitions (server_pool.h), unless LOCKBENCH_FRESH_SERVERS=1.
+        const char* fresh_servers = std::getenv("LOCKBENCH_FRESH_SERVERS");
+        const bool keep_servers = !spec_.simulated && !(fresh_servers && std::string(fresh_servers) == "1");
+        const RemoveLogs remove_servers{keep_servers ? make_run_temp_dir() : fs::path()};
+        std::optional<ServerPool> servers;
+        if (keep_servers) servers.emplace(remove_servers.dir);
         struct SayCounts {
             std::optional<AdapterPool>& pool;
+            std::optional<ServerPool>& servers;
             bool progress;
             ~SayCounts() {
-                if (!pool) return;
-                pool->end_all();  // the CPU of every adapter is counted once it has ended
-                if (progress && pool->started() > 0)
-                    std::cerr << "adapters: " << pool->started() << " started, " << pool->reused() << " reused"
-                              << (pool->refused() ? ", " + std::to_string(pool->refused()) + " could not be reset" : "")
-                              << "; " << std::lround(pool->cpu_seconds()) << " CPU-seconds in all (kept adapters are in "
-                              << "no run's timing.json)\n";
+                if (pool) {
+                    pool->end_all();  // the CPU of every adapter is counted once it has ended
+                    if (progress && pool->started() > 0)
+                        std::cerr << "adapters: " << pool->started() << " started, " << pool->reused() << " reused"
+                                  << (pool->refused() ? ", " + std::to_string(pool->refused()) + " could not be reset" : "")
+                                  << "; " << std::lround(pool->cpu_seconds()) << " CPU-seconds in all (kept adapters are in "
+                                  << "no run's timing.json)\n";
+                }
+                if (servers) {
+                    servers->end_all();
+                    if (progress && servers->started() > 0) {
+                        std::cerr << "servers: " << servers->started() << " services started, " << servers->reused()
+                                  << " reused after a wipe proved, " << servers->not_kept() << " not kept";
+                        for (const std::string& why : servers->reasons()) std::cerr << " (" << why << ")";
+                        std::cerr << "; " << std::lround(servers->cpu_seconds())
+                                  << " CPU-seconds in all (kept servers are in no run's timing.json)\n";
+                    }
+                }
             }
-        } say_counts{pool, opts_.progress};
+        } say_counts{pool, servers, opts_.progress};
         std::vector<Running> running, ended;
         for (size_t next = 0; next < todo_.size() || !running.empty() || !ended.empty();) {
             if (next < todo_.size() && !stopped_ && !at_round_start_checked(next)) continue;

@@ -26,6 +26,8 @@
 #include "sim/live/phase_clock.h"
 #include "sim/live/redis_node.h"
 #include "sim/live/sentinel.h"
+#include "sim/live/server_home.h"
+#include "sim/live/server_pool.h"
 #include "sim/live/start_barrier.h"
 
 namespace fs = std::filesystem;
@@ -115,21 +117,24 @@ std::vector<std::string> clock_env(const std::vector<ClockControl>& clocks, int 
 
 // A service whose servers the run does not start itself (service.h: run_starts_nodes): it starts them on free ports (each has several), under
 // the clock shim where a fault skews them, their peer links through `peers` when given.
+// `keep`: none of the run's faults reaches a server, so the matrix's pool may give it servers
+// kept from an earlier run (sim/live/server_pool.h) rather than have it start its own.
 void start_service(Nodes& n, const RunSpec& run, const fs::path& dir, const std::vector<ClockControl>& clocks,
-                   ProxyHub* peers) {
+                   ProxyHub* peers, bool keep) {
     ServiceConfig config{run.nodes, dir, {}, peers, run.server_settings, run.pgbouncer, run.server, run.params.integer("ttl_ms")};
     for (int i = 0; i < run.nodes; ++i) config.env.push_back(clock_env(clocks, i));
-    n.service = lockbench::start_service(run.service, config);
+    if (keep) n.service = take_kept_service(run.service, config);
+    if (!n.service) n.service = lockbench::start_service(run.service, config);
     n.servers = n.service->servers();
 }
 
 Nodes start_nodes(const RunSpec& run, std::optional<int> base_port, const fs::path& dir,
-                  const std::vector<ClockControl>& clocks, ProxyHub* peers) {
+                  const std::vector<ClockControl>& clocks, ProxyHub* peers, bool keep) {
     const auto port = [&](int i) { return base_port ? std::optional<int>(*base_port + i) : std::nullopt; };
     Nodes n;
     const int count = run.nodes;
     if (!service_info(run.service).run_starts_nodes) {
-        start_service(n, run, dir, clocks, peers);
+        start_service(n, run, dir, clocks, peers, keep);
         n.store.emplace(RedisNodeConfig{"store", port(count)}, dir);
         return n;
     }
@@ -333,17 +338,16 @@ long long export_store(const RedisNode& store, const fs::path& run_dir) {
 void keep_server_logs(const std::vector<LockServer*>& servers, const fs::path& run_dir) {
     fs::create_directories(run_dir / "servers");
     for (const LockServer* s : servers) {
-        std::error_code ignored;
-        fs::copy_file(s->log_path(), run_dir / "servers" / (s->name() + ".log"), fs::copy_options::overwrite_existing, ignored);
+        std::ofstream(run_dir / "servers" / (s->name() + ".log"), std::ios::binary) << read_from(s->log_path(), s->log_from());
     }
 }
 
 // The nodes on the scenario's base_port when it gives one: a port in use there is the file's
 // field to change, and the message says which.
 Nodes start_scenario_nodes(const Scenario& s, const RunSpec& run, const fs::path& dir,
-                           const std::vector<ClockControl>& clocks, ProxyHub* peers) {
+                           const std::vector<ClockControl>& clocks, ProxyHub* peers, bool keep) {
     try {
-        return start_nodes(run, s.base_port, dir, clocks, peers);
+        return start_nodes(run, s.base_port, dir, clocks, peers, keep);
     } catch (const PortInUse& e) {
         if (!s.base_port) throw;
         throw std::runtime_error(s.path + ": base_port " + std::to_string(*s.base_port) + ": " + e.what());
@@ -356,7 +360,7 @@ std::vector<std::string> check_adapter(const Scenario& s, const RunSpec& run, co
                                        const fs::path& tmp, const LiveRunOptions& opts) {
     const fs::path node_dir = tmp / run.name;
     fs::create_directories(node_dir / "adapter");
-    Nodes nodes = start_scenario_nodes(s, run, node_dir, {}, nullptr);
+    Nodes nodes = start_scenario_nodes(s, run, node_dir, {}, nullptr, true);
     const nlohmann::json out = preflight_adapter(s, run, nodes, opts, tmp, node_dir, plan);
     return out.value("failures", std::vector<std::string>{"the check wrote no result"});
 }
@@ -375,7 +379,8 @@ RunOutcome run_live(const Scenario& s, const RunSpec& run, std::uint64_t seed, c
     nemesis.set_clocks(pointers(client_clocks), pointers(node_clocks));
     std::optional<ProxyHub> proxies;
     if (nemesis.needs_proxies() || nemesis.needs_peer_proxies() || run.sentinel) proxies.emplace(seed);
-    Nodes nodes = start_scenario_nodes(s, run, node_dir, node_clocks, nemesis.needs_peer_proxies() ? &*proxies : nullptr);
+    Nodes nodes = start_scenario_nodes(s, run, node_dir, node_clocks, nemesis.needs_peer_proxies() ? &*proxies : nullptr,
+                                       !nemesis.reaches_servers());
     if (nemesis.needs_proxies()) add_proxies(*proxies, nodes, run.workload.clients);
     if (run.sentinel) add_failover(nodes, *proxies, node_dir, run_dir, run);
     clock.mark("servers");

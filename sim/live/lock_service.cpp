@@ -3,6 +3,8 @@
 
 #include <stdexcept>
 
+#include "sim/live/zookeeper.h"
+
 namespace lockbench {
 
 // Each defined in its service's own file of sim/live/, and named nowhere else.
@@ -22,6 +24,13 @@ std::unique_ptr<LockService> start_service(Service service, const ServiceConfig&
         case Service::redis: break;
     }
     throw std::logic_error("start_service: a run starts its Redis nodes itself");
+}
+
+bool keepable(Service service) { return service == Service::zookeeper; }
+
+std::optional<int> ask_leader(Service service, const std::vector<int>& ports) {
+    if (service == Service::zookeeper) return zookeeper_leader(ports);
+    throw std::logic_error("ask_leader: not a service kept across repetitions");
 }
 
 }  // namespace lockbench

@@ -48,6 +48,9 @@ public:
     virtual bool pause() = 0;
     virtual void resume() = 0;                    // SIGCONT
     virtual std::filesystem::path log_path() const = 0;
+    // Where this run's part of that log begins: 0 but for a server kept across repetitions
+    // (sim/live/server_pool.h), whose log holds the runs before.
+    virtual std::uintmax_t log_from() const { return 0; }
 };
 
 struct ServiceConfig {
@@ -70,6 +73,9 @@ struct ServiceConfig {
     // The run's lease (its ttl_ms), for a service whose servers keep it themselves (Hazelcast:
     // its CP sessions last as long as the members are configured to let them).
     long long lease_ms = 0;
+    // To be kept across repetitions (sim/live/server_pool.h): once up, each server's state as
+    // new is recorded for LockService::wipe() to compare with.
+    bool kept = false;
 };
 
 // A running service: its servers, by index, and who leads.
@@ -84,6 +90,11 @@ public:
     // What a client's adapter needs besides the servers' addresses ("NAME" → value, added to
     // its environment): a database server's user, password and database.
     virtual std::map<std::string, std::string> client_env() const { return {}; }
+    // For a service kept across repetitions (sim/live/server_pool.h), once a run is over:
+    // removes what its clients left (keys, znodes, sessions, locks) and proves, by asking the
+    // servers themselves, that each is as it was right after its start. Nothing when proved;
+    // else why not, and the service is not used again. A service that cannot is never kept.
+    virtual std::optional<std::string> wipe() { return std::string("this service cannot be wiped"); }
 };
 
 // Each returns once every server answers and (for an ensemble) a leader is elected. Throws
@@ -92,5 +103,12 @@ public:
 // The one a run's service names (not Redis, whose nodes a run starts itself): each service's
 // own file of sim/live/ defines its start, which lock_service.cpp alone names.
 std::unique_ptr<LockService> start_service(Service service, const ServiceConfig& config);
+
+// Whether a run's servers of `service` may be kept across repetitions: it can wipe them
+// (LockService::wipe) and a run that did not start them can ask them who leads (below).
+bool keepable(Service service);
+// Which of the servers on `ports` says it leads, asked as that service's own leader() asks:
+// for servers a run did not start. Only for a keepable service.
+std::optional<int> ask_leader(Service service, const std::vector<int>& ports);
 
 }  // namespace lockbench

@@ -100,6 +100,11 @@ bool Nemesis::needs_peer_proxies() const {
     return world_needs(schedule_.faults()).peer_proxies;
 }
 
+bool Nemesis::reaches_servers() const {
+    const WorldNeeds n = world_needs(schedule_.faults());
+    return n.stops_server || n.crashes_server || n.node_clocks || n.stalls_disk || n.peer_proxies;
+}
+
 void Nemesis::set_world(ProxyHub* proxies, std::vector<LockServer*> nodes, LockService* service) {
     proxies_ = proxies;
     nodes_ = std::move(nodes);

@@ -79,6 +79,10 @@ public:
     // Whether some fault cuts the links between servers: they then reach each other through
     // proxies (ZooKeeper; sim/live/lock_service.h).
     bool needs_peer_proxies() const;
+    // Whether some fault reaches a lock server itself: pauses, crashes or restarts it, shifts
+    // its clock, stalls its disk or cuts its peer links. Such a run starts its own servers
+    // rather than take kept ones (sim/live/server_pool.h).
+    bool reaches_servers() const;
     // The proxies ("c<client>-n<node>", "c<client>-store", "repl", "s<i>-s<j>-…"), the lock
     // servers, and the service that says who leads (none for Redis), before start(). A node
     // restarted by a crash fault is started from the restart thread (a server takes a while

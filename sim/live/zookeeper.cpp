@@ -9,12 +9,17 @@
 
 #include <signal.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
 #include <set>
 #include <stdexcept>
 #include <thread>
+
+// The multi-threaded C client (libzookeeper_mt) declares its synchronous calls under THREADED.
+#define THREADED
+#include <zookeeper/zookeeper.h>
 
 #include "faults/link_proxy.h"
 #include "faults/listeners.h"
@@ -229,6 +234,114 @@ long long zxid_epoch(const std::string& srvr) {
     return zxid ? static_cast<long long>(std::strtoull(zxid->c_str(), nullptr, 16) >> 32) : -1;
 }
 
+// A leader cut off from its followers still says "leader" until it notices (syncLimit),
+// while the others may have elected a new one already: the newest epoch wins. Servers with no
+// port are not asked (paused or down).
+std::optional<int> leader_of(const std::vector<std::optional<int>>& ports) {
+    std::optional<int> leader;
+    long long leader_epoch = -1;
+    for (size_t i = 0; i < ports.size(); ++i) {
+        if (!ports[i]) continue;
+        const auto srvr = four_letter_word(*ports[i], "srvr", srvr_timeout);
+        if (!srvr) continue;
+        const auto mode = srvr_field(*srvr, "Mode");
+        if (mode != "leader" && mode != "standalone") continue;
+        if (const long long epoch = zxid_epoch(*srvr); epoch > leader_epoch) {
+            leader = static_cast<int>(i);
+            leader_epoch = epoch;
+        }
+    }
+    return leader;
+}
+
+// ---- Kept across repetitions: wiped, and proved wiped -----------------------------------------
+
+// What a server says of itself that a run can leave behind: its znodes, ephemeral znodes,
+// watches and mode; the sessions are the leader's count, the ensemble's. As new, right after
+// the start, and again after a wipe: the two must be equal.
+struct ServerState {
+    long long znodes = -1, ephemerals = -1, watches = -1;
+    std::string mode;
+    bool operator==(const ServerState&) const = default;
+};
+
+std::optional<long long> mntr_value(const std::string& mntr, const std::string& name) {
+    const std::string key = name + "\t";
+    for (size_t at = 0; at < mntr.size();) {
+        const size_t end = std::min(mntr.find('\n', at), mntr.size());
+        if (mntr.compare(at, key.size(), key) == 0) return std::strtoll(mntr.c_str() + at + key.size(), nullptr, 10);
+        at = end + 1;
+    }
+    return std::nullopt;
+}
+
+std::optional<ServerState> state_of(int port) {
+    const auto mntr = four_letter_word(port, "mntr", ruok_timeout);
+    const auto srvr = four_letter_word(port, "srvr", ruok_timeout);
+    if (!mntr || !srvr) return std::nullopt;
+    const auto znodes = mntr_value(*mntr, "zk_znode_count"), ephemerals = mntr_value(*mntr, "zk_ephemerals_count"),
+               watches = mntr_value(*mntr, "zk_watch_count");
+    const auto mode = srvr_field(*srvr, "Mode");
+    if (!znodes || !ephemerals || !watches || !mode) return std::nullopt;
+    return ServerState{*znodes, *ephemerals, *watches, *mode};
+}
+
+std::string describe(const ServerState& s) {
+    return std::to_string(s.znodes) + " znodes, " + std::to_string(s.ephemerals) + " ephemeral, " +
+           std::to_string(s.watches) + " watches, " + s.mode;
+}
+
+// The sessions the ensemble holds, as its leader counts them; none if it cannot be asked.
+std::optional<long long> global_sessions(int leader_port) {
+    const auto mntr = four_letter_word(leader_port, "mntr", ruok_timeout);
+    return mntr ? mntr_value(*mntr, "zk_global_sessions") : std::nullopt;
+}
+
+// ZooKeeper's C client (Debian's libzookeeper-mt, the server's own version), for the one thing
+// the four-letter words cannot do: delete what a run created. Its own log, one stream for the
+// whole process, is not kept: what fails comes back as an error code, which the wipe reports.
+class WipeSession {
+public:
+    explicit WipeSession(int port) {
+        static FILE* const quiet = [] {
+            FILE* f = std::fopen("/dev/null", "w");
+            zoo_set_log_stream(f);
+            zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
+            return f;
+        }();
+        (void)quiet;
+        const std::string host = "127.0.0.1:" + std::to_string(port);
+        zh_ = zookeeper_init(host.c_str(), nullptr, 5000, nullptr, nullptr, 0);
+        const auto deadline = Clock::now() + 5s;
+        while (zh_ && zoo_state(zh_) != ZOO_CONNECTED_STATE && Clock::now() < deadline) std::this_thread::sleep_for(10ms);
+    }
+    ~WipeSession() {
+        if (zh_) zookeeper_close(zh_);
+    }
+    bool connected() const { return zh_ && zoo_state(zh_) == ZOO_CONNECTED_STATE; }
+
+    // Deletes `path`'s children, theirs first, and then `path` unless it is the root; the
+    // first znode it could not delete, with ZooKeeper's reason.
+    std::optional<std::string> delete_below(const std::string& path, bool and_itself) {
+        String_vector children{};
+        if (const int rc = zoo_get_children(zh_, path.c_str(), 0, &children); rc != ZOK && rc != ZNONODE)
+            return path + ": " + zerror(rc);
+        std::optional<std::string> failed;
+        for (int i = 0; i < children.count && !failed; ++i) {
+            const std::string child = (path == "/" ? "" : path) + "/" + children.data[i];
+            if (child == "/zookeeper") continue;  // ZooKeeper's own (config, quota), as new
+            failed = delete_below(child, true);
+        }
+        deallocate_String_vector(&children);
+        if (failed || !and_itself) return failed;
+        if (const int rc = zoo_delete(zh_, path.c_str(), -1); rc != ZOK && rc != ZNONODE) return path + ": " + zerror(rc);
+        return std::nullopt;
+    }
+
+private:
+    zhandle_t* zh_ = nullptr;
+};
+
 class ZooKeeperService final : public LockService {
 public:
     std::vector<LockServer*> servers() override {
@@ -237,27 +350,69 @@ public:
         return out;
     }
 
-    // A leader cut off from its followers still says "leader" until it notices (syncLimit),
-    // while the others may have elected a new one already: the newest epoch wins.
     std::optional<int> leader() override {
-        std::optional<int> leader;
-        long long leader_epoch = -1;
-        for (size_t i = 0; i < servers_.size(); ++i) {
-            const auto port = servers_[i]->askable_port();
-            if (!port) continue;
-            const auto srvr = four_letter_word(*port, "srvr", srvr_timeout);
-            if (!srvr) continue;
-            const auto mode = srvr_field(*srvr, "Mode");
-            if (mode != "leader" && mode != "standalone") continue;
-            if (const long long epoch = zxid_epoch(*srvr); epoch > leader_epoch) {
-                leader = static_cast<int>(i);
-                leader_epoch = epoch;
+        std::vector<std::optional<int>> ports;
+        for (auto& s : servers_) ports.push_back(s->askable_port());
+        return leader_of(ports);
+    }
+
+    // As new: every server answering as right after its start (its znodes, ephemeral znodes,
+    // watches and mode), after what the run's clients left is deleted and every session they
+    // held has ended (a killed client's ends when its timeout runs out, at most 20 s: past
+    // kSessionsGone it is not waited for).
+    std::optional<std::string> wipe() override {
+        constexpr auto kSessionsGone = 10s, kSettled = 3s;
+        if (as_new_.size() != servers_.size()) return std::string("not started to be kept");
+        const auto lead = leader();
+        if (!lead) return std::string("no server leads");
+        const int port = servers_[static_cast<size_t>(*lead)]->port();
+        const auto sessions_below = [&](long long n, Clock::duration bound) {
+            const auto deadline = Clock::now() + bound;
+            for (;;) {
+                if (const auto s = global_sessions(port); s && *s <= n) return true;
+                if (Clock::now() >= deadline) return false;
+                std::this_thread::sleep_for(50ms);
             }
+        };
+        if (!sessions_below(0, kSessionsGone))
+            return "sessions still open " + std::to_string(std::chrono::seconds(kSessionsGone).count()) + " s after the run";
+        {
+            WipeSession session(port);
+            if (!session.connected()) return std::string("the C client could not connect");
+            if (const auto failed = session.delete_below("/", false)) return "could not delete " + *failed;
         }
-        return leader;
+        if (!sessions_below(0, kSettled)) return std::string("the wipe's own session did not end");
+        const auto deadline = Clock::now() + kSettled;
+        for (size_t i = 0; i < servers_.size();) {
+            const auto now = state_of(servers_[i]->port());
+            if (now && *now == as_new_[i]) {
+                ++i;
+                continue;
+            }
+            if (Clock::now() >= deadline)
+                return servers_[i]->name() + " says " + (now ? describe(*now) : "nothing") + " where new it said " +
+                       describe(as_new_[i]);
+            std::this_thread::sleep_for(50ms);
+        }
+        return std::nullopt;
+    }
+
+    // Right after the start: what each server says as new, once every one serves (a follower
+    // still syncing with its leader answers mntr with no figures).
+    void record_as_new(Clock::time_point deadline) {
+        as_new_.clear();
+        for (auto& s : servers_) {
+            std::optional<ServerState> state;
+            while (!(state = state_of(s->port()))) {
+                if (Clock::now() >= deadline) throw s->failure("did not answer mntr and srvr after its start");
+                std::this_thread::sleep_for(poll_interval);
+            }
+            as_new_.push_back(*state);
+        }
     }
 
     std::vector<std::unique_ptr<ZooKeeperServer>> servers_;
+    std::vector<ServerState> as_new_;
 };
 
 void check_config(const ServiceConfig& config) {
@@ -270,6 +425,10 @@ void check_config(const ServiceConfig& config) {
 }  // namespace
 
 // ---- Free functions ---------------------------------------------------------------------------
+
+std::optional<int> zookeeper_leader(const std::vector<int>& ports) {
+    return leader_of(std::vector<std::optional<int>>(ports.begin(), ports.end()));
+}
 
 // The server answers and closes the connection, as an HTTP/1.0 server does.
 std::optional<std::string> four_letter_word(int port, const std::string& word, std::chrono::milliseconds timeout) {
@@ -336,6 +495,7 @@ std::unique_ptr<LockService> start_zookeeper_once(const ServiceConfig& config, c
             throw service->servers_.front()->failure("and its peers elected no leader within 60 s");
         std::this_thread::sleep_for(poll_interval);
     }
+    if (config.kept) service->record_as_new(deadline);
     return service;
 }
 

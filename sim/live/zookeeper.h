@@ -23,6 +23,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace lockbench {
 
@@ -34,6 +35,10 @@ std::optional<std::string> four_letter_word(int port, const std::string& word,
 
 // The value of a "Name: value" line of a `srvr` answer ("Mode", "Zxid"); none if absent.
 std::optional<std::string> srvr_field(const std::string& srvr, const std::string& name);
+
+// Which of the servers on `ports` (by index) says it leads, as a ZooKeeper service's leader()
+// asks its own: for an ensemble a run did not start (sim/live/server_pool.h).
+std::optional<int> zookeeper_leader(const std::vector<int>& ports);
 
 // The java program that runs ZooKeeper: $LOCKBENCH_JAVA if set, else java on PATH. Throws one
 // clear line naming scripts/setup if it, or ZooKeeper's jar, is missing.

@@ -32,7 +32,10 @@ bool fire(FaultFiring& on) {
 
 bool stays(const FaultSpec& s) { return !s.restart_after_ms; }
 
-void needs(const FaultSpec&, WorldNeeds& n) { n.loses_messages = true; }
+void needs(const FaultSpec&, WorldNeeds& n) {
+    n.loses_messages = true;
+    n.crashes_server = true;
+}
 
 std::string words(const nlohmann::json& f, const FaultWords& w) {
     std::string restarted = ", restarted";

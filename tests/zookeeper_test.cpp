@@ -96,6 +96,14 @@ protected:
         config.peer_proxies = hub;
         return start_service(Service::zookeeper, config);
     }
+    // To be kept across repetitions: its state as new recorded for wipe().
+    std::unique_ptr<LockService> start_kept(int size) {
+        ServiceConfig config;
+        config.size = size;
+        config.dir = run_dir;
+        config.kept = true;
+        return start_service(Service::zookeeper, config);
+    }
     fs::path run_dir = make_run_temp_dir();
 };
 
@@ -286,16 +294,28 @@ zk.close()
     return seen;
 }
 
+// A client's znode that others may neither list nor delete below (its own digest ACL, with a
+// child); prints whether /locks was absent before.
+const char* const kGuardedZnode = R"(
+import sys
+from kazoo.client import KazooClient
+from kazoo.security import make_digest_acl
+zk = KazooClient(hosts=sys.argv[1], timeout=5.0)
+zk.start()
+print(zk.exists("/locks") is None)
+zk.add_auth("digest", "owner:secret")
+zk.create("/guarded", acl=[make_digest_acl("owner", "secret", all=True)])
+zk.create("/guarded/x", acl=[make_digest_acl("owner", "secret", all=True)])
+zk.stop()
+zk.close()
+)";
+
 // A run leaves znodes of every kind (persistent, sequential, ephemeral, with data and a watch
 // on them) and a session whose client died without closing it (kill -9: it ends only when its
 // timeout runs out); wipe() removes all of it and proves it by asking every server, and the
 // ensemble then says what it said right after its start.
 TEST_F(ZooKeeperTest, AKeptEnsembleIsWipedBackToItsStateAsNew) {
-    ServiceConfig config;
-    config.size = 3;
-    config.dir = run_dir;
-    config.kept = true;
-    auto zk = start_service(Service::zookeeper, config);
+    auto zk = start_kept(3);
     ASSERT_TRUE(eventually([&] { return zk->leader().has_value(); }));
     const AsSeen as_new = as_seen(*zk, run_dir);
     ASSERT_NE(as_new.tree.find("/zookeeper/config"), std::string::npos) << as_new.tree;
@@ -325,28 +345,13 @@ os._exit(0)  # neither session closed: each ends with its timeout, as a killed c
 // A znode the wipe may not delete (a client's own ACL on its parent) leaves the ensemble unproved:
 // wipe() says which, and the pool then ends the ensemble rather than keep it.
 TEST_F(ZooKeeperTest, AZnodeTheWipeCannotDeleteKeepsTheEnsembleFromBeingKept) {
-    ServiceConfig config;
-    config.size = 1;
-    config.dir = run_dir;
-    config.kept = true;
-    auto zk = start_service(Service::zookeeper, config);
-    run_python(run_dir, R"(
-import sys
-from kazoo.client import KazooClient
-from kazoo.security import make_digest_acl
-zk = KazooClient(hosts=sys.argv[1], timeout=5.0)
-zk.start()
-zk.add_auth("digest", "owner:secret")
-zk.create("/guarded", acl=[make_digest_acl("owner", "secret", all=True)])
-zk.create("/guarded/x", acl=[make_digest_acl("owner", "secret", all=True)])
-zk.stop()
-zk.close()
-)", {hosts_of(*zk)});
+    auto zk = start_kept(1);
+    EXPECT_EQ(run_python(run_dir, kGuardedZnode, {hosts_of(*zk)}), "True\n");
     const auto refused = zk->wipe();
     ASSERT_TRUE(refused);
     EXPECT_EQ(*refused, "could not delete /guarded: not authenticated");  // its children may not even be listed
     // A service started to be used once has nothing to compare with: it is never kept.
-    config.kept = false;
+    ServiceConfig config;
     config.dir = run_dir / "once";
     auto once = start_service(Service::zookeeper, config);
     EXPECT_EQ(once->wipe(), "not started to be kept");
@@ -384,19 +389,8 @@ zk.close()
     EXPECT_EQ(second->servers().at(0)->port(), port);
     EXPECT_EQ(pool.started(), 1);
     EXPECT_EQ(pool.reused(), 1);
-    EXPECT_EQ(run_python(run_dir, R"(
-import sys
-from kazoo.client import KazooClient
-zk = KazooClient(hosts=sys.argv[1], timeout=5.0)
-zk.start()
-print(zk.exists("/locks") is None)
-zk.add_auth("digest", "owner:secret")
-from kazoo.security import make_digest_acl
-zk.create("/guarded", acl=[make_digest_acl("owner", "secret", all=True)])
-zk.create("/guarded/x", acl=[make_digest_acl("owner", "secret", all=True)])
-zk.stop()
-zk.close()
-)", {hosts_of(*second)}), "True\n");
+    // Nothing of the first run's is left; this run leaves a znode the wipe may not delete.
+    EXPECT_EQ(run_python(run_dir, kGuardedZnode, {hosts_of(*second)}), "True\n");
     const pid_t dirty = second->servers().at(0)->pid();
     second.reset();
     ASSERT_TRUE(eventually([&] { return pool.not_kept() == 1; }));

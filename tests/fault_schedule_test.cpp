@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/engine/fault_kind.h"
 #include "sim/engine/fault_schedule.h"
 #include "sim/engine/run_setup.h"
 #include "sim/engine/store.h"
@@ -1552,4 +1553,28 @@ TEST(FaultSchedule, WhatDidNotHappenAsWrittenIsNamed) {
 }
 
 }  // namespace
+// Which runs may take servers kept across repetitions (sim/live/server_pool.h): those none of
+// whose faults reaches a server. Each kind, aimed at a server and at a client or its links.
+TEST(FaultSchedule, AFaultReachesTheServersWhenItPausesCrashesSkewsStallsOrCutsThem) {
+    const auto reaches = [](FaultSpec f) { return reaches_servers(world_needs({f})); };
+    FaultSpec node_pause = at_time(FaultSpec::Kind::pause, 100);
+    node_pause.node = 0;
+    FaultSpec node_clock = at_time(FaultSpec::Kind::clock, 100);
+    node_clock.node = 1;
+    FaultSpec peers = at_time(FaultSpec::Kind::link, 100);
+    peers.link_peers = true;
+    EXPECT_TRUE(reaches(node_pause));
+    EXPECT_TRUE(reaches(at_time(FaultSpec::Kind::crash, 100)));
+    EXPECT_TRUE(reaches(node_clock));
+    EXPECT_TRUE(reaches(at_time(FaultSpec::Kind::disk_stall, 100)));
+    EXPECT_TRUE(reaches(peers));
+    FaultSpec client_link = at_time(FaultSpec::Kind::link, 100);
+    client_link.link_nodes = {0};
+    EXPECT_FALSE(reaches(at_time(FaultSpec::Kind::pause, 100)));
+    EXPECT_FALSE(reaches(at_time(FaultSpec::Kind::clock, 100)));
+    EXPECT_FALSE(reaches(at_time(FaultSpec::Kind::kill, 100)));
+    EXPECT_FALSE(reaches(client_link));
+    EXPECT_FALSE(reaches(at_point(FaultSpec::Kind::gate, Point::after_acquire)));
+}
+
 }  // namespace lockbench

@@ -127,6 +127,15 @@ TEST_F(VerdictTest, RecordingTheRowThenAskingAgainMakesTheVerdictAfresh) {
     EXPECT_EQ(r.exit_code(), 2) << r.describe();
     EXPECT_NE(r.err.find("holds results of another matrix"), std::string::npos) << r.err;
     EXPECT_TRUE(fs::exists(out / "verdict.json"));
+    // Nor is a matrix's tree of this lock alone (it has no verdict.json).
+    const fs::path tree = dir() / "matrix";
+    r = run({"matrix", (kSource / "scenarios" / "baseline.json").string(), "--lock", lock.string(), "--repeat", "1",
+             "--out", tree.string()});
+    ASSERT_EQ(r.exit_code(), 0) << r.describe();
+    r = run({"verdict", lock.string(), "--case", "baseline", "--repeat", "1", "--out", tree.string()});
+    EXPECT_EQ(r.exit_code(), 2) << r.describe();
+    EXPECT_NE(r.err.find("holds results of another matrix"), std::string::npos) << r.err;
+    EXPECT_TRUE(fs::exists(tree / "summary.json"));
 }
 
 // Two versions of one library side by side (here two locks, for speed): the other's verdict

@@ -96,11 +96,11 @@ protected:
         config.peer_proxies = hub;
         return start_service(Service::zookeeper, config);
     }
-    // To be kept across repetitions: its state as new recorded for wipe().
-    std::unique_ptr<LockService> start_kept(int size) {
+    // To be kept across repetitions: its state as new recorded for wipe(). In run_dir/`sub`.
+    std::unique_ptr<LockService> start_kept(int size, const std::string& sub = "") {
         ServiceConfig config;
         config.size = size;
-        config.dir = run_dir;
+        config.dir = run_dir / sub;
         config.kept = true;
         return start_service(Service::zookeeper, config);
     }
@@ -327,7 +327,7 @@ zk.start()
 zk.create("/locks/lockbench/lease-", b"c3.17", sequence=True, makepath=True)
 zk.create("/locks/lockbench/lease-", b"c1.2", sequence=True, ephemeral=True)
 zk.get("/locks", watch=lambda event: None)
-gone = KazooClient(hosts=sys.argv[1], timeout=1.0)
+gone = KazooClient(hosts=sys.argv[1], timeout=5.0)
 gone.start()
 gone.create("/dangling", ephemeral=True)
 gone.exists("/locks/lockbench", watch=lambda event: None)
@@ -350,6 +350,18 @@ TEST_F(ZooKeeperTest, AZnodeTheWipeCannotDeleteKeepsTheEnsembleFromBeingKept) {
     const auto refused = zk->wipe();
     ASSERT_TRUE(refused);
     EXPECT_EQ(*refused, "could not delete /guarded: not authenticated");  // its children may not even be listed
+    // What no delete undoes, a run's data on the root itself, fails the proof too.
+    auto other = start_kept(1, "other");
+    run_python(run_dir, R"(
+import sys
+from kazoo.client import KazooClient
+zk = KazooClient(hosts=sys.argv[1], timeout=5.0)
+zk.start()
+zk.set("/", b"left by the run")
+zk.stop()
+zk.close()
+)", {hosts_of(*other)});
+    EXPECT_EQ(other->wipe(), "/ says version 1, 15 bytes, ACL version 0 where new it said version 0, 0 bytes, ACL version 0");
     // A service started to be used once has nothing to compare with: it is never kept.
     ServiceConfig config;
     config.dir = run_dir / "once";

@@ -185,5 +185,11 @@ const FaultKind* find_fault_kind(const std::string& name);
 std::string kind_nouns(bool (*has)(const FaultKind&));
 // Every fault of a run: what the world must set up for them.
 WorldNeeds world_needs(const std::vector<FaultSpec>& faults);
+// Whether a fault of these reaches a lock server itself: pauses, crashes or restarts it,
+// shifts its clock, stalls its disk or cuts its peer links (what a server kept across
+// repetitions may not take: sim/live/server_pool.h).
+inline bool reaches_servers(const WorldNeeds& n) {
+    return n.stops_server || n.crashes_server || n.node_clocks || n.stalls_disk || n.peer_proxies;
+}
 
 }  // namespace lockbench

@@ -289,6 +289,7 @@ public:
                 const Todo& t = todo_[next++];
                 if (!children) {
                     Json summary = run_here(t);
+                    reap_orphaned_guards();  // its clients' guards, come to us with their clients' end
                     adapters_started_.insert(adapter_of(spec_, *t.cell));
                     done(t, summary);
                     continue;

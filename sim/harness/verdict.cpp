@@ -310,9 +310,10 @@ namespace {
 // expectations carry it) is emptied and made afresh, saying so, as `scripts/run` starts afresh;
 // refused, recording a lock's row (step 6 of README's "Your own lock") would leave its next
 // verdict nowhere to go. The same settings resume; a folder that is not an earlier verdict of
-// this lock is left to prepare_out, which refuses it. Its lock file stays: this process holds it.
+// this lock (no verdict.json, as a matrix's of that lock alone has none, or another lock's) is
+// left to prepare_out, which refuses it. Its lock file stays: this process holds it.
 void start_afresh_if_other_settings(const fs::path& out, const MatrixSpec& spec, const LockFile& lock) {
-    if (!fs::is_regular_file(header_path(out))) return;
+    if (!fs::is_regular_file(header_path(out)) || !fs::is_regular_file(out / kVerdictFile)) return;
     const Json header = read_results_header(out);
     const Json locks = header.at("spec").value("locks", Json::object());
     if (header.at("spec_id") == spec.id || !locks.is_object() || locks.size() != 1 || !locks.contains(lock.name)) return;

@@ -101,8 +101,7 @@ bool Nemesis::needs_peer_proxies() const {
 }
 
 bool Nemesis::reaches_servers() const {
-    const WorldNeeds n = world_needs(schedule_.faults());
-    return n.stops_server || n.crashes_server || n.node_clocks || n.stalls_disk || n.peer_proxies;
+    return lockbench::reaches_servers(world_needs(schedule_.faults()));
 }
 
 void Nemesis::set_world(ProxyHub* proxies, std::vector<LockServer*> nodes, LockService* service) {

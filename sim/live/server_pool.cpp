@@ -28,6 +28,8 @@ using Json = nlohmann::json;
 constexpr size_t kIdlePerKey = 4;
 constexpr size_t kIdleAll = 8;
 constexpr size_t kReasonsKept = 5;
+// Services start side by side on this many threads, each living until the pool ends.
+constexpr int kStarters = 4;
 
 // Services alike: the same service, size, settings, program, lease and pooler.
 std::string shape_key(const Json& take) {
@@ -107,12 +109,16 @@ Json describe(LockService& service) {
 }  // namespace
 
 std::unique_ptr<LockService> take_kept_service(Service service, const ServiceConfig& config) {
+    // A pool that does not answer within this long (a start that hangs) is left: the run starts
+    // its own. A ZooKeeper start may take up to a minute on a busy machine.
+    constexpr timeval kAnswerWithin{90, 0};
     const char* pool = std::getenv(kServerPoolVar);
     if (!pool || !*pool || !keepable(service) || config.peer_proxies) return nullptr;
     for (const auto& env : config.env)
         if (!env.empty()) return nullptr;  // a shifted clock, or another thing of its own
     const int socket = connect_to_pool(pool);
     if (socket < 0) return nullptr;
+    ::setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &kAnswerWithin, sizeof kAnswerWithin);
     const Json take = {{"service", service_name(service)}, {"size", config.size}, {"settings", config.settings},
                        {"program", config.program.string()}, {"lease_ms", config.lease_ms}, {"pgbouncer", config.pgbouncer}};
     std::string text;
@@ -131,34 +137,36 @@ std::unique_ptr<LockService> take_kept_service(Service service, const ServiceCon
 ServerPool::ServerPool(fs::path dir) : dir_(std::move(dir)), socket_path_(dir_ / "servers.sock") {
     listen_fd_ = listen_on(socket_path_.string(), "server pool");
     if (::pipe2(wake_, O_CLOEXEC) != 0) throw std::runtime_error("server pool: " + std::string(std::strerror(errno)));
-    starter_ = std::thread([this] {
-        for (;;) {
-            std::function<void()> job;
-            {
-                std::unique_lock lock(mutex_);
-                jobs_ready_.wait(lock, [&] { return ending_ || !jobs_.empty(); });
-                if (jobs_.empty()) return;
-                job = std::move(jobs_.front());
-                jobs_.pop_front();
+    ::setenv(kServerPoolVar, socket_path_.c_str(), 1);  // before any thread of ours can spawn
+    for (int i = 0; i < kStarters; ++i)
+        starters_.emplace_back([this] {
+            for (;;) {
+                std::function<void()> job;
+                {
+                    std::unique_lock lock(mutex_);
+                    jobs_ready_.wait(lock, [&] { return ending_ || !jobs_.empty(); });
+                    if (jobs_.empty()) return;
+                    job = std::move(jobs_.front());
+                    jobs_.pop_front();
+                }
+                job();
             }
-            job();
-        }
-    });
+        });
     acceptor_ = std::thread([this] { accept_loop(); });
-    ::setenv(kServerPoolVar, socket_path_.c_str(), 1);
 }
 
 ServerPool::~ServerPool() { end_all(); }
 
 void ServerPool::end_all() {
     if (!acceptor_.joinable()) return;
-    ::unsetenv(kServerPoolVar);
     if (::write(wake_[1], "x", 1) < 0) {
     }
     acceptor_.join();
-    // The runs are over when a matrix ends; a connection still open is one to end.
+    // The runs are over when a matrix ends: a connection still open is ended, and what it held
+    // is ended too, unwiped.
     {
         std::lock_guard lock(mutex_);
+        ending_ = true;
         for (int c : connections_) ::shutdown(c, SHUT_RDWR);
     }
     std::vector<Run> runs;
@@ -171,11 +179,14 @@ void ServerPool::end_all() {
     {
         std::lock_guard lock(mutex_);
         idle.swap(idle_);
-        ending_ = true;
     }
-    jobs_ready_.notify_all();
-    starter_.join();
+    // Ended before the threads that started them exit: that exit kills them (PR_SET_PDEATHSIG)
+    // before their CPU is read.
     for (auto& k : idle) end(std::move(k.service));
+    jobs_ready_.notify_all();
+    for (auto& t : starters_) t.join();
+    starters_.clear();
+    ::unsetenv(kServerPoolVar);
     for (int* fd : {&listen_fd_, &wake_[0], &wake_[1]})
         if (*fd >= 0) {
             ::close(*fd);
@@ -209,13 +220,22 @@ void ServerPool::accept_loop() {
             r.thread.join();
             return true;
         });
-        connections_.push_back(c);
         auto over = std::make_shared<std::atomic<bool>>(false);
-        runs_.push_back({std::thread([this, c, over] {
-                             serve(c);
-                             *over = true;
-                         }),
-                         over});
+        try {
+            runs_.push_back({std::thread([this, c, over] {
+                                 try {
+                                     serve(c);
+                                 } catch (const std::exception&) {
+                                     // A take it could not read, or a service that failed as it
+                                     // ended: that run starts its own; the matrix goes on.
+                                 }
+                                 *over = true;
+                             }),
+                             over});
+            connections_.push_back(c);
+        } catch (const std::system_error&) {
+            ::close(c);  // no thread for it: the run starts its own
+        }
     }
 }
 
@@ -240,7 +260,7 @@ void ServerPool::end(std::unique_ptr<LockService> service) {
     if (!service) return;
     double cpu = 0;
     for (const LockServer* s : service->servers()) cpu += process_cpu_seconds(s->pid());
-    cpu_s_ = cpu_s_ + cpu;
+    cpu_s_.fetch_add(cpu);
     service.reset();
 }
 
@@ -253,28 +273,39 @@ void ServerPool::serve(int conn) {
     };
     std::string text;
     const Json take = receive_message(conn, text) ? Json::parse(text, nullptr, false) : Json();
-    const auto service = take.is_object() ? parse_service(take.value("service", "")) : std::nullopt;
-    if (!service) return forget();
-    const std::string key = shape_key(take);
-    std::unique_ptr<LockService> kept;
-    {
-        std::lock_guard lock(mutex_);
-        for (auto it = idle_.begin(); it != idle_.end(); ++it)
-            if (it->key == key) {
-                kept = std::move(it->service);
-                idle_.erase(it);
-                ++reused_;
-                break;
-            }
-    }
-    if (!kept) {
-        ServiceConfig config;
+    std::optional<Service> service;
+    std::string key;
+    ServiceConfig config;
+    try {  // a take of another shape than take_kept_service's is answered with nothing
+        service = take.is_object() ? parse_service(take.value("service", "")) : std::nullopt;
+        key = shape_key(take);
         config.size = take.value("size", 1);
         config.settings = take.value("settings", std::map<std::string, std::string>{});
         config.program = take.value("program", "");
         config.lease_ms = take.value("lease_ms", 0LL);
         config.pgbouncer = take.value("pgbouncer", "");
         config.kept = true;
+    } catch (const Json::exception&) {
+        service.reset();
+    }
+    if (!service) return forget();
+    std::unique_ptr<LockService> kept;
+    for (;;) {
+        {
+            std::lock_guard lock(mutex_);
+            const auto it = std::find_if(idle_.begin(), idle_.end(), [&](const Kept& k) { return k.key == key; });
+            if (it == idle_.end()) break;
+            kept = std::move(it->service);
+            idle_.erase(it);
+        }
+        // Proved again right before it serves: nothing has reached it while it waited.
+        if (!kept->wipe()) {
+            ++reused_;
+            break;
+        }
+        end(std::move(kept));
+    }
+    if (!kept) {
         {
             std::lock_guard lock(mutex_);
             config.dir = dir_ / (std::string(service_name(*service)) + "-" + std::to_string(next_id_++));
@@ -294,6 +325,10 @@ void ServerPool::serve(int conn) {
     while (receive_message(conn, text)) {
     }
     forget();
+    {
+        std::lock_guard lock(mutex_);
+        if (ending_) return end(std::move(kept));
+    }
     if (const auto why = kept->wipe()) {
         ++not_kept_;
         {

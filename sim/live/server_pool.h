@@ -2,7 +2,7 @@
 // run of the same service and shape, wiped and proved wiped, instead of starting its JVMs anew.
 //
 //   matrix ── ServerPool (a socket in the matrix's temporary folder, LOCKBENCH_SERVER_POOL)
-//               │  starts services on one thread of its own (their processes die with it)
+//               │  starts services on threads of its own (their processes die with them)
 //   run ────────┤  take {service, size, settings, ...}  ──►  an idle one alike, else a new one
 //               │                                       ◄──  its servers: name, port, pid, log,
 //               │                                            where this run's part of the log
@@ -27,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -70,7 +71,8 @@ private:
     };
     void accept_loop();
     void serve(int conn);
-    // Runs `job` on the thread that starts every service (its processes die with that thread).
+    // Runs `job` on a thread that starts services (their processes die with that thread, which
+    // lives until the pool ends).
     void on_starter(std::function<void()> job);
     void end(std::unique_ptr<LockService> service);  // its CPU counted, its processes ended
 
@@ -79,7 +81,7 @@ private:
     int listen_fd_ = -1;
     int wake_[2] = {-1, -1};
     std::thread acceptor_;
-    std::thread starter_;
+    std::vector<std::thread> starters_;
     mutable std::mutex mutex_;
     std::condition_variable jobs_ready_;
     std::deque<std::function<void()>> jobs_;

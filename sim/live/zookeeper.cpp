@@ -320,6 +320,15 @@ public:
     }
     bool connected() const { return zh_ && zoo_state(zh_) == ZOO_CONNECTED_STATE; }
 
+    // What a run may have changed of the root itself, which no delete undoes: its data's
+    // version and length, its ACL's version. "" if it cannot be read.
+    std::string root() {
+        Stat stat{};
+        if (zoo_exists(zh_, "/", 0, &stat) != ZOK) return "";
+        return "version " + std::to_string(stat.version) + ", " + std::to_string(stat.dataLength) + " bytes, ACL version " +
+               std::to_string(stat.aversion);
+    }
+
     // Deletes `path`'s children, theirs first, and then `path` unless it is the root; the
     // first znode it could not delete, with ZooKeeper's reason.
     std::optional<std::string> delete_below(const std::string& path, bool and_itself) {
@@ -380,6 +389,8 @@ public:
             WipeSession session(port);
             if (!session.connected()) return std::string("the C client could not connect");
             if (const auto failed = session.delete_below("/", false)) return "could not delete " + *failed;
+            if (const std::string root = session.root(); root != root_as_new_)
+                return "/ says " + root + " where new it said " + root_as_new_;
         }
         if (!sessions_below(0, kSettled)) return std::string("the wipe's own session did not end");
         const auto deadline = Clock::now() + kSettled;
@@ -409,10 +420,14 @@ public:
             }
             as_new_.push_back(*state);
         }
+        WipeSession session(servers_.front()->port());
+        if (!session.connected() || (root_as_new_ = session.root()).empty())
+            throw servers_.front()->failure("could not be read by ZooKeeper's C client after its start");
     }
 
     std::vector<std::unique_ptr<ZooKeeperServer>> servers_;
     std::vector<ServerState> as_new_;
+    std::string root_as_new_;
 };
 
 void check_config(const ServiceConfig& config) {

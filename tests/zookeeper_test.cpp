@@ -394,11 +394,14 @@ zk.create("/locks/lockbench", b"left by the run", makepath=True)
 zk.stop()
 zk.close()
 )", {hosts_of(*first)});
-    first.reset();  // the run is over: wiped, then idle
+    const pid_t jvm = server->pid();
+    first.reset();  // the run is over: wiped, then idle, and stopped while idle
     ASSERT_TRUE(eventually([&] { return pool.idle() == 1; }));
+    EXPECT_EQ(process_state(jvm), 'T');
     auto second = take_kept_service(Service::zookeeper, config);
     ASSERT_TRUE(second);
     EXPECT_EQ(second->servers().at(0)->port(), port);
+    EXPECT_NE(process_state(jvm), 'T');  // woken for its run
     EXPECT_EQ(pool.started(), 1);
     EXPECT_EQ(pool.reused(), 1);
     // Nothing of the first run's is left; this run leaves a znode the wipe may not delete.

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <chrono>
 #include <cstring>
 #include <future>
 #include <stdexcept>
@@ -94,6 +95,18 @@ private:
     std::vector<int> ports_;
     std::map<std::string, std::string> client_env_;
 };
+
+// Resumes every server of an idle service and waits until one leads again (at most 10 s):
+// stopped together, its servers may have to sync again once they run.
+bool wake(LockService& service) {
+    for (LockServer* s : service.servers()) s->resume();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!service.leader()) {
+        if (std::chrono::steady_clock::now() >= deadline) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return true;
+}
 
 Json describe(LockService& service) {
     Json servers = Json::array();
@@ -298,8 +311,9 @@ void ServerPool::serve(int conn) {
             kept = std::move(it->service);
             idle_.erase(it);
         }
-        // Proved again right before it serves: nothing has reached it while it waited.
-        if (!kept->wipe()) {
+        // Woken (it waited stopped), and proved again right before it serves: nothing has
+        // reached it while it waited, and its servers have found each other again.
+        if (wake(*kept) && !kept->wipe()) {
             ++reused_;
             break;
         }
@@ -337,6 +351,11 @@ void ServerPool::serve(int conn) {
         }
         return end(std::move(kept));
     }
+    // Stopped while it waits (SIGSTOP): an idle ensemble's JVMs would otherwise tick (every
+    // 100 ms, its servers pinging each other) for minutes between the runs that use it, which
+    // cost more CPU than the starts it saves.
+    for (LockServer* s : kept->servers())
+        if (!s->pause()) return end(std::move(kept));
     std::unique_ptr<LockService> oldest;
     {
         std::lock_guard lock(mutex_);

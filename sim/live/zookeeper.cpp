@@ -51,6 +51,16 @@ constexpr const char* zookeeper_classpath =
     "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-log4j12.jar:"
     "/usr/share/java/log4j-1.2.jar";
 
+// The rest of the first line of a four-letter word's answer that begins with `key`.
+std::optional<std::string> line_after(const std::string& text, const std::string& key) {
+    for (size_t at = 0; at < text.size();) {
+        const size_t end = std::min(text.find('\n', at), text.size());
+        if (text.compare(at, key.size(), key) == 0) return text.substr(at + key.size(), end - at - key.size());
+        at = end + 1;
+    }
+    return std::nullopt;
+}
+
 struct ServerPorts {
     int client = 0;
     int quorum = 0;
@@ -265,14 +275,10 @@ struct ServerState {
     bool operator==(const ServerState&) const = default;
 };
 
+// A figure of a `mntr` answer: "name<TAB>value" lines.
 std::optional<long long> mntr_value(const std::string& mntr, const std::string& name) {
-    const std::string key = name + "\t";
-    for (size_t at = 0; at < mntr.size();) {
-        const size_t end = std::min(mntr.find('\n', at), mntr.size());
-        if (mntr.compare(at, key.size(), key) == 0) return std::strtoll(mntr.c_str() + at + key.size(), nullptr, 10);
-        at = end + 1;
-    }
-    return std::nullopt;
+    const auto value = line_after(mntr, name + "\t");
+    return value ? std::optional<long long>(std::strtoll(value->c_str(), nullptr, 10)) : std::nullopt;
 }
 
 std::optional<ServerState> state_of(int port) {
@@ -451,13 +457,7 @@ std::optional<std::string> four_letter_word(int port, const std::string& word, s
 }
 
 std::optional<std::string> srvr_field(const std::string& srvr, const std::string& name) {
-    const std::string key = name + ": ";
-    for (size_t at = 0; at < srvr.size();) {
-        const size_t end = std::min(srvr.find('\n', at), srvr.size());
-        if (srvr.compare(at, key.size(), key) == 0) return srvr.substr(at + key.size(), end - at - key.size());
-        at = end + 1;
-    }
-    return std::nullopt;
+    return line_after(srvr, name + ": ");
 }
 
 std::string zookeeper_java() {

@@ -325,6 +325,18 @@ class ReadmeTableTest(unittest.TestCase):
             r = self.run_script("--check", "--report", rp, "--readme", rd)  # the first section still says "main"
             self.assertEqual(r.returncode, 1)
 
+    def test_the_notes_and_the_locks_descriptions_stay_in_the_report_and_one_line_names_it(self):
+        with tempfile.TemporaryDirectory() as d:
+            report = ("<!-- library-table -->\n| t |\n\nWhy a cell is \"—\" (...):\n\n- [1] baseline: needs 5 lock nodes\n\n"
+                      "Each cell counts ...\n\n- redis-py: SET NX PX with a random token\n- etcd: etcd's Lock RPC\n\n"
+                      "Covers catalog\n<!-- /library-table -->\n")
+            rp, rd = self.files(d, report, "<!-- library-table -->\nx\n<!-- /library-table -->\n")
+            self.assertEqual(self.run_script("--report", rp, "--readme", rd).returncode, 0)
+            with open(rd, encoding="utf-8") as f:
+                self.assertEqual(f.read(), "<!-- library-table -->\n| t |\n\nWhy a cell marked \"—\" [N] does not apply, note "
+                                           "by note, and what each lock is: [report.md](report.md).\n\nEach cell counts ...\n\n"
+                                           "Covers catalog\n<!-- /library-table -->\n")
+
     def test_a_file_without_the_markers_is_one_line_and_nothing_written(self):
         with tempfile.TemporaryDirectory() as d:
             for report, readme in (("no markers\n", "<!-- library-table -->\nx\n<!-- /library-table -->\n"),

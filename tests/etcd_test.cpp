@@ -29,6 +29,8 @@
 #include "sim/live/http_client.h"
 #include "sim/live/lock_service.h"
 #include "sim/live/redis_node.h"
+#include "sim/live/server_pool.h"
+#include "process/stopped.h"
 #include "adapter_process.h"
 
 namespace lockbench {
@@ -64,6 +66,14 @@ protected:
         ServiceConfig config;
         config.size = size;
         config.dir = dir_;
+        return start_service(Service::etcd, config);
+    }
+    // Started to be kept across repetitions (sim/live/server_pool.h): its state as new recorded.
+    std::unique_ptr<LockService> start_kept(int size, const std::string& sub = "") {
+        ServiceConfig config;
+        config.size = size;
+        config.dir = dir_ / sub;
+        config.kept = true;
         return start_service(Service::etcd, config);
     }
     // A member that answers healthy and is not `other`, once one leads.
@@ -209,6 +219,149 @@ TEST_F(EtcdTest, PeerProxiesAreRefusedInOneLine) {
     }
 }
 
+// ---- Kept across repetitions: wiped, and proved wiped ------------------------------------------
+
+// One JSON request to the gateway, asserted to answer.
+json post(LockServer* s, const std::string& path, const json& body) {
+    const auto r = http_request(s->port(), "POST", path, body.dump(), 2000ms);
+    EXPECT_TRUE(r && r->status == 200) << path << ": " << (r ? r->body : "no answer");
+    return r ? json::parse(r->body, nullptr, false) : json();
+}
+
+std::string base64(const std::string& text) {
+    static const char* digits = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    for (std::size_t i = 0; i < text.size(); i += 3) {
+        const std::string chunk = text.substr(i, 3);
+        unsigned v = 0;
+        for (std::size_t j = 0; j < 3; ++j) v = v << 8 | (j < chunk.size() ? static_cast<unsigned char>(chunk[j]) : 0);
+        for (std::size_t j = 0; j < 4; ++j) out += j <= chunk.size() ? digits[(v >> (18 - 6 * j)) & 63] : '=';
+    }
+    return out;
+}
+
+// What a test sees of each member, asked on its own rather than through wipe()'s proof: every
+// key (base64), the lease count, the open watchers and the auth revision.
+std::vector<std::string> as_seen(LockService& service) {
+    std::vector<std::string> seen;
+    for (LockServer* s : service.servers()) {
+        const json keys = post(s, "/v3/kv/range", {{"key", "AA=="}, {"range_end", "AA=="}, {"keys_only", true}});
+        const json leases = post(s, "/v3/lease/leases", json::object());
+        std::string line = "keys";
+        for (const auto& kv : keys.value("kvs", json::array())) line += " " + kv.value("key", "");
+        line += "; leases " + std::to_string(leases.value("leases", json::array()).size());
+        const auto metrics = http_request(s->port(), "GET", "/metrics", "", 2000ms);
+        for (const std::string name : {"etcd_debugging_mvcc_watcher_total ", "etcd_debugging_auth_revision "}) {
+            const auto at = metrics ? metrics->body.find("\n" + name) : std::string::npos;
+            line += "; " + (at == std::string::npos ? name + "?" : metrics->body.substr(at + 1, metrics->body.find('\n', at + 1) - at - 1));
+        }
+        seen.push_back(line);
+    }
+    return seen;
+}
+
+// A watch of every key held open on a raw connection, as a client's would be.
+struct OpenWatch {
+    explicit OpenWatch(int port) {
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_port = htons(static_cast<uint16_t>(port));
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+        const std::string body = json{{"create_request", {{"key", "AA=="}, {"range_end", "AA=="}}}}.dump();
+        const std::string request = "POST /v3/watch HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: " +
+                                    std::to_string(body.size()) + "\r\n\r\n" + body;
+        EXPECT_EQ(write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
+    }
+    ~OpenWatch() { close(fd); }
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+};
+
+// A run leaves keys, a key on a lease that would outlive it by a minute (a killed client's),
+// and history: the wipe revokes and deletes them, compacts the history away, and every member
+// then answers as it did right after the start.
+TEST_F(EtcdTest, AKeptClusterIsWipedBackToItsStateAsNew) {
+    auto service = start_kept(3);
+    auto servers = service->servers();
+    const auto as_new = as_seen(*service);
+    ASSERT_EQ(as_new.size(), 3u);
+    EXPECT_EQ(as_new[0].substr(0, 17), "keys; leases 0; e") << as_new[0];
+    const std::string lease = post(servers[0], "/v3/lease/grant", {{"TTL", 60}}).value("ID", "");
+    post(servers[1], "/v3/kv/put", {{"key", base64("lock/lease-1")}, {"value", base64("c1.2")}, {"lease", lease}});
+    const json put = post(servers[2], "/v3/kv/put", {{"key", base64("left")}, {"value", base64("by the run")}});
+    const std::string revision = put["header"].value("revision", "");
+    {
+        OpenWatch watch(servers[0]->port());
+        EXPECT_TRUE(eventually([&] { return as_seen(*service)[0].find("watcher_total 1") != std::string::npos; }));
+    }  // the client is gone, and its watch with it
+    const auto left = as_seen(*service);
+    EXPECT_NE(left, as_new);
+    EXPECT_NE(left[2].find(base64("lock/lease-1")), std::string::npos) << left[2];
+    const auto refused = service->wipe();
+    EXPECT_FALSE(refused) << *refused;
+    EXPECT_EQ(as_seen(*service), as_new);
+    // No later run can read what this one wrote at its revision.
+    const auto old = http_request(servers[1]->port(), "POST", "/v3/kv/range",
+                                  json{{"key", base64("left")}, {"revision", revision}}.dump(), 2000ms);
+    ASSERT_TRUE(old);
+    EXPECT_NE(old->body.find("required revision has been compacted"), std::string::npos) << old->body;
+    // A second wipe, of a cluster with nothing to remove, proves it as new again.
+    const auto again = service->wipe();
+    EXPECT_FALSE(again) << *again;
+}
+
+// What a wipe does not undo (a user added; a watch still open) leaves the cluster unproved:
+// wipe() says which figure differs, and the pool then ends it rather than keep it.
+TEST_F(EtcdTest, WhatTheWipeCannotUndoKeepsTheClusterFromBeingKept) {
+    auto service = start_kept(1);
+    LockServer* member = service->servers().at(0);
+    {
+        OpenWatch watch(member->port());
+        ASSERT_TRUE(eventually([&] { return as_seen(*service)[0].find("watcher_total 1") != std::string::npos; }));
+        const auto refused = service->wipe();
+        ASSERT_TRUE(refused);
+        EXPECT_EQ(*refused, "etcd0 says etcd_debugging_mvcc_watch_stream_total 1 (new: 0), "
+                            "etcd_debugging_mvcc_watcher_total 1 (new: 0)");
+    }
+    ASSERT_TRUE(eventually([&] { return !service->wipe(); }));  // the watch closed: as new again
+    post(member, "/v3/auth/user/add", {{"name", "alice"}, {"password", "secret"}});
+    const auto refused = service->wipe();
+    ASSERT_TRUE(refused);
+    EXPECT_EQ(*refused, "etcd0 says etcd_debugging_auth_revision 2 (new: 1)");
+    // A cluster started to be used once has nothing to compare with: it is never kept.
+    EXPECT_EQ(start(1)->wipe(), "not started to be kept");
+}
+
+// The matrix's pool gives a wiped cluster to the next run of the same shape, which asks the
+// members who leads (the pool's own question, not the cluster's); they wait stopped between.
+TEST_F(EtcdTest, ThePoolGivesAWipedClusterToTheNextRun) {
+    ServerPool pool(dir_);
+    ServiceConfig config;
+    config.size = 3;
+    config.dir = dir_ / "run";
+    auto first = take_kept_service(Service::etcd, config);
+    ASSERT_TRUE(first);
+    const auto lead = first->leader();
+    ASSERT_TRUE(lead);
+    EXPECT_THROW(first->servers().at(0)->kill(), std::logic_error);
+    post(first->servers().at(0), "/v3/kv/put", {{"key", base64("left")}, {"value", base64("by the run")}});
+    const int port = first->servers().at(0)->port();
+    const pid_t member = first->servers().at(0)->pid();
+    first.reset();
+    ASSERT_TRUE(eventually([&] { return pool.idle() == 1; }));
+    EXPECT_EQ(process_state(member), 'T');
+    auto second = take_kept_service(Service::etcd, config);
+    ASSERT_TRUE(second);
+    EXPECT_EQ(second->servers().at(0)->port(), port);
+    EXPECT_TRUE(second->leader());
+    EXPECT_EQ(as_seen(*second)[0].substr(0, 15), "keys; leases 0;");
+    EXPECT_EQ(pool.started(), 1);
+    EXPECT_EQ(pool.reused(), 1);
+    EXPECT_EQ(pool.not_kept(), 0);
+    second.reset();
+    pool.end_all();
+}
+
 // ---- The lock adapter -----------------------------------------------------------------------
 
 // adapters/etcd-lock/adapter.py with its stdin and stdout on pipes, in its own process group;
@@ -224,18 +377,6 @@ public:
     json acquire() { return call({{"op", "acquire"}, {"key", "lock"}, {"ttl_ms", 1000}, {"wait_ms", 0}}); }
     json release() { return call({{"op", "release"}, {"key", "lock"}}); }
 };
-
-std::string base64(const std::string& text) {
-    static const char* digits = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::string out;
-    for (std::size_t i = 0; i < text.size(); i += 3) {
-        const std::string chunk = text.substr(i, 3);
-        unsigned v = 0;
-        for (std::size_t j = 0; j < 3; ++j) v = v << 8 | (j < chunk.size() ? static_cast<unsigned char>(chunk[j]) : 0);
-        for (std::size_t j = 0; j < 4; ++j) out += j <= chunk.size() ? digits[(v >> (18 - 6 * j)) & 63] : '=';
-    }
-    return out;
-}
 
 // Asks etcd itself (not through the adapter).
 json etcd_post(int port, const std::string& path, const json& body) {

@@ -17,6 +17,8 @@
 #include "sim/live/lock_service.h"
 #include "sim/live/postgres.h"
 #include "sim/live/redis_node.h"
+#include "sim/live/server_home.h"
+#include "sim/live/server_pool.h"
 #include "adapter_process.h"
 #include "proc_util.h"
 #include "test_util.h"
@@ -93,6 +95,46 @@ protected:
         config.settings = std::move(settings);
         config.pgbouncer = std::move(pgbouncer);
         return start_service(Service::postgresql, config);
+    }
+    // Started to be kept across repetitions (sim/live/server_pool.h): its state as new recorded.
+    std::unique_ptr<LockService> start_kept(std::string pgbouncer = "") {
+        ServiceConfig config{1, dir_};
+        config.pgbouncer = std::move(pgbouncer);
+        config.kept = true;
+        return start_service(Service::postgresql, config);
+    }
+    // psycopg2 on `script`, connected with the service's address and login (autocommit, `cur`
+    // its cursor): its stdout once it has exited (within 60 s); spawn_python: the running
+    // process, its stdout in <out>.out.
+    std::string python(LockService& service, const std::string& script) {
+        ChildProcess child = spawn_python(service, script);
+        const auto status = child.wait_for(60s);
+        EXPECT_TRUE(status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << read_from(dir_ / "py.err");
+        return read_from(dir_ / "py.out");
+    }
+    ChildProcess spawn_python(LockService& service, const std::string& script, const std::string& out = "py") {
+        fs::remove(dir_ / (out + ".out"));  // a child's output is appended: this script's alone
+        const auto env = service.client_env();
+        return ChildProcess::spawn({{"/usr/bin/python3", "-c", "import psycopg2, sys\n"
+                                     "db = psycopg2.connect(host='127.0.0.1', port=int(sys.argv[1]), user=sys.argv[2], "
+                                     "password=sys.argv[3], dbname=sys.argv[4])\ndb.autocommit = True\n"
+                                     "cur = db.cursor()\n" + script,
+                                     std::to_string(service.servers()[0]->port()), env.at("LOCKBENCH_USER"),
+                                     env.at("LOCKBENCH_PASSWORD"), env.at("LOCKBENCH_DATABASE")},
+                                    (dir_ / (out + ".out")).string(), (dir_ / (out + ".err")).string(), {}});
+    }
+    // What a client sees of the server, asked on its own rather than through wipe()'s proof: the
+    // other sessions, the advisory locks, and every relation outside PostgreSQL's own schemas.
+    std::string as_seen(LockService& service) {
+        return python(service, R"py(
+cur.execute("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()")
+print("sessions", cur.fetchone()[0])
+cur.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'")
+print("advisory locks", cur.fetchone()[0])
+cur.execute("SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast') ORDER BY 1, 2")
+print("relations", cur.fetchall())
+)py");
     }
     fs::path dir_;
 };
@@ -212,6 +254,95 @@ TEST_F(PostgresTest, BehindPgBouncerSessionPoolingTheLockExcludes) {
     for (int i = 0; i < 20; ++i) EXPECT_EQ(b.acquire().value("error", ""), "held");
     EXPECT_EQ(a.release().value("ok", false), true);
     EXPECT_EQ(b.acquire().value("ok", false), true);
+}
+
+// ---- Kept across repetitions: wiped, and proved wiped ------------------------------------------
+
+// A run leaves a session that still holds an advisory lock (a client stuck, or the server
+// session PgBouncer keeps for one), the fence's sequence, a table and a schema of its own: the
+// wipe ends the session, drops what the run created, and the server then answers as new.
+TEST_F(PostgresTest, AKeptServerIsWipedBackToItsStateAsNew) {
+    auto pg = start_kept();
+    const std::string as_new = as_seen(*pg);
+    EXPECT_EQ(as_new, "sessions 0\nadvisory locks 0\nrelations []\n");
+    python(*pg, R"py(
+cur.execute("CREATE SEQUENCE lockbench_fence")
+cur.execute("CREATE TABLE left_by_the_run (n int)")
+cur.execute("CREATE SCHEMA its_own")
+cur.execute("CREATE TABLE its_own.t (n serial)")
+)py");
+    ChildProcess holder = spawn_python(*pg, R"py(
+import time
+cur.execute("SELECT pg_advisory_lock(1)")
+print("held", flush=True)
+time.sleep(120)
+)py", "holder");
+    ASSERT_TRUE(eventually([&] { return read_from(dir_ / "holder.out") == "held\n"; }));
+    const std::string left = as_seen(*pg);
+    EXPECT_NE(left.find("sessions 1\nadvisory locks 1\n"), std::string::npos) << left;
+    EXPECT_NE(left.find("'lockbench_fence'"), std::string::npos) << left;
+    const auto refused = pg->wipe();
+    EXPECT_FALSE(refused) << *refused;
+    EXPECT_EQ(as_seen(*pg), as_new);
+    const auto again = pg->wipe();  // nothing to remove: proved as new again
+    EXPECT_FALSE(again) << *again;
+}
+
+// What a wipe does not undo (a role, a setting changed for good) leaves the server unproved:
+// wipe() says what differs, and the pool then ends it rather than keep it.
+TEST_F(PostgresTest, WhatTheWipeCannotUndoKeepsTheServerFromBeingKept) {
+    auto pg = start_kept();
+    python(*pg, R"py(cur.execute("CREATE ROLE alice"))py");
+    auto refused = pg->wipe();
+    ASSERT_TRUE(refused);
+    EXPECT_EQ(*refused, "pg0 lists role alice");
+    python(*pg, R"py(cur.execute("DROP ROLE alice"))py");
+    refused = pg->wipe();
+    EXPECT_FALSE(refused) << *refused;
+    python(*pg, R"py(cur.execute("ALTER SYSTEM SET work_mem = '8MB'"))py");
+    refused = pg->wipe();
+    ASSERT_TRUE(refused);
+    EXPECT_EQ(*refused, "pg0 lists setting work_mem=8MB");
+    // A server started to be used once has nothing to compare with: it is never kept.
+    EXPECT_EQ(start()->wipe(), "not started to be kept");
+}
+
+// The matrix's pool, behind PgBouncer in transaction pooling: the next run of the same shape
+// gets the same server (stopped while it waited), its fence counting from 1 again.
+TEST_F(PostgresTest, ThePoolGivesAWipedServerToTheNextRun) {
+    ServerPool pool(dir_);
+    ServiceConfig config{1, dir_ / "run"};
+    config.pgbouncer = "transaction";
+    auto first = take_kept_service(Service::postgresql, config);
+    ASSERT_TRUE(first);
+    EXPECT_FALSE(first->leader());
+    EXPECT_THROW(first->servers().at(0)->pause(), std::logic_error);
+    long long fence = 0;
+    {
+        Adapter a(*first);
+        ASSERT_EQ(a.read().value("ready", false), true);
+        fence = a.acquire().value("fence", 0LL);
+        EXPECT_GT(a.acquire().value("fence", 0LL), fence);  // a session lock is re-entrant
+    }
+    const int port = first->servers().at(0)->port();
+    const pid_t postmaster = first->servers().at(0)->pid();
+    first.reset();
+    ASSERT_TRUE(eventually([&] { return pool.idle() == 1; }));
+    EXPECT_EQ(state_of(postmaster), 'T');
+    auto second = take_kept_service(Service::postgresql, config);
+    ASSERT_TRUE(second);
+    EXPECT_EQ(second->servers().at(0)->port(), port);
+    EXPECT_NE(state_of(postmaster), 'T');
+    {
+        Adapter b(*second);
+        ASSERT_EQ(b.read().value("ready", false), true);
+        EXPECT_EQ(b.acquire().value("fence", 0LL), fence);
+    }
+    EXPECT_EQ(pool.started(), 1);
+    EXPECT_EQ(pool.reused(), 1);
+    EXPECT_EQ(pool.not_kept(), 0);
+    second.reset();
+    pool.end_all();
 }
 
 TEST_F(PostgresTest, BadConfigurationIsOneLine) {

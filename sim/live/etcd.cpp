@@ -15,9 +15,11 @@
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "faults/listeners.h"
 #include "process/process.h"
@@ -72,6 +74,91 @@ std::optional<MemberStatus> member_status(int port) {
     } catch (const std::exception&) {
         return std::nullopt;
     }
+}
+
+// Which of the members answering on `ports` leads: a member that was paused through an
+// election may still think it leads until it hears the new term, so the highest term's claim
+// is the true one. Unset entries are members not asked (killed or paused).
+std::optional<int> leader_of(const std::vector<std::optional<int>>& ports) {
+    std::optional<int> found;
+    unsigned long long found_term = 0;
+    for (std::size_t i = 0; i < ports.size(); ++i) {
+        if (!ports[i]) continue;
+        const auto status = member_status(*ports[i]);
+        if (!status || status->member_id != status->leader_id) continue;
+        if (!found || status->raft_term > found_term) found = static_cast<int>(i), found_term = status->raft_term;
+    }
+    return found;
+}
+
+// ---- Kept across repetitions: wiped, and proved wiped -----------------------------------------
+
+// A JSON answer of the gateway, or none (no answer, not 200, not JSON).
+std::optional<nlohmann::json> ask(int port, std::string_view path, const nlohmann::json& body) {
+    const auto r = http_request(port, "POST", path, body.dump(), 2000ms);
+    if (!r || r->status != 200) return std::nullopt;
+    auto json = nlohmann::json::parse(r->body, nullptr, false);
+    if (json.is_discarded() || !json.is_object()) return std::nullopt;
+    return json;
+}
+
+// Every key: from "\0" to the end of the keyspace ("\0" as range_end), base64.
+const nlohmann::json kEveryKey = {{"key", "AA=="}, {"range_end", "AA=="}};
+
+// What a member says of itself that a run can leave behind: the keys and leases it holds, its
+// watchers and watch streams (and the watchers' backlog), the revision of its users and roles
+// (any auth change moves it), its alarms and the cluster's members. As new, right after the
+// start, and again after a wipe: the two must be equal; a wipe that fails says what differs. The store's revision is not among
+// them: it only grows (a wipe is a delete, and a delete is a revision); a lock compares its
+// revisions with each other, never with a number.
+struct MemberState {
+    long long keys = -1, leases = -1;
+    std::map<std::string, std::string> figures;  // from /metrics
+    std::string alarms, members;
+    bool operator==(const MemberState&) const = default;
+};
+
+constexpr const char* kFigures[] = {"etcd_debugging_mvcc_keys_total", "etcd_debugging_mvcc_watcher_total",
+                                    "etcd_debugging_mvcc_watch_stream_total", "etcd_debugging_mvcc_slow_watcher_total",
+                                    "etcd_debugging_mvcc_pending_events_total", "etcd_debugging_auth_revision"};
+
+std::optional<MemberState> state_of(int port) {
+    MemberState s;
+    const auto count = ask(port, "/v3/kv/range", {{"key", "AA=="}, {"range_end", "AA=="}, {"count_only", true}});
+    const auto leases = ask(port, "/v3/lease/leases", nlohmann::json::object());
+    const auto alarms = ask(port, "/v3/maintenance/alarm", {{"action", "GET"}});
+    const auto members = ask(port, "/v3/cluster/member/list", nlohmann::json::object());
+    const auto metrics = http_request(port, "GET", "/metrics", "", 2000ms);
+    if (!count || !leases || !alarms || !members || !metrics || metrics->status != 200) return std::nullopt;
+    s.keys = std::stoll(count->value("count", std::string("0")));  // a zero is left out of the answer
+    s.leases = leases->contains("leases") ? static_cast<long long>((*leases)["leases"].size()) : 0;
+    s.alarms = alarms->value("alarms", nlohmann::json::array()).dump();
+    std::vector<std::string> ids;
+    for (const auto& m : members->value("members", nlohmann::json::array())) ids.push_back(m.value("ID", ""));
+    std::sort(ids.begin(), ids.end());
+    s.members = nlohmann::json(ids).dump();
+    for (const char* name : kFigures) {
+        const std::string line = std::string("\n") + name + " ";
+        const auto at = metrics->body.find(line);
+        if (at == std::string::npos) return std::nullopt;
+        const auto from = at + line.size();
+        s.figures[name] = metrics->body.substr(from, metrics->body.find('\n', from) - from);
+    }
+    return s;
+}
+
+// What differs: "keys 2 (new: 0), etcd_debugging_auth_revision 2 (new: 1)".
+std::string differences(const MemberState& now, const MemberState& then) {
+    std::string out;
+    const auto add = [&](const std::string& name, const std::string& a, const std::string& b) {
+        if (a != b) out += (out.empty() ? "" : ", ") + name + " " + a + " (new: " + b + ")";
+    };
+    add("keys", std::to_string(now.keys), std::to_string(then.keys));
+    add("leases", std::to_string(now.leases), std::to_string(then.leases));
+    add("alarms", now.alarms, then.alarms);
+    add("members", now.members, then.members);
+    for (const auto& [name, value] : then.figures) add(name, now.figures.contains(name) ? now.figures.at(name) : "?", value);
+    return out;
 }
 
 std::string read_all(const fs::path& path) {
@@ -153,6 +240,9 @@ public:
         return out;
     }
     std::optional<int> leader() override;
+    std::optional<std::string> wipe() override;
+    // Right after the start: what each member says as new.
+    void record_as_new();
     // Whether the members up and not paused make a majority: without one a member that
     // (re)starts cannot serve clients at all, so waiting for its answer would be in vain.
     bool quorum_can_form() {
@@ -164,6 +254,7 @@ public:
 private:
     bool ready();
     std::vector<std::unique_ptr<EtcdMember>> members_;
+    std::vector<MemberState> as_new_;
 };
 
 SpawnOptions member_spawn(const std::string& binary, const std::string& name, const fs::path& dir, int client_port,
@@ -233,18 +324,65 @@ bool EtcdCluster::ready() {
     return leader().has_value();
 }
 
-// A member that was paused through an election may still think it leads until it hears the
-// new term: the highest term's claim is the true one.
 std::optional<int> EtcdCluster::leader() {
-    std::optional<int> found;
-    unsigned long long found_term = 0;
-    for (std::size_t i = 0; i < members_.size(); ++i) {
-        if (!members_[i]->answering()) continue;
-        const auto status = member_status(members_[i]->port());
-        if (!status || status->member_id != status->leader_id) continue;
-        if (!found || status->raft_term > found_term) found = static_cast<int>(i), found_term = status->raft_term;
+    std::vector<std::optional<int>> ports;
+    for (auto& m : members_) ports.push_back(m->answering() ? std::optional<int>(m->port()) : std::nullopt);
+    return leader_of(ports);
+}
+
+void EtcdCluster::record_as_new() {
+    as_new_.clear();
+    const auto deadline = Clock::now() + start_timeout;
+    for (auto& m : members_) {
+        std::optional<MemberState> state;
+        while (!(state = state_of(m->port()))) {
+            if (Clock::now() >= deadline) throw m->failure("did not say what it holds after its start");
+            std::this_thread::sleep_for(poll_interval);
+        }
+        as_new_.push_back(*state);
     }
-    return found;
+}
+
+// As new: every lease revoked (a killed client's would otherwise last its TTL), which deletes
+// the keys on it; every other key deleted; the history compacted away, so that no later run
+// can read or watch an earlier one's revisions; then every member answering as right after
+// its start. The run's clients are gone by now, and their watches with them.
+std::optional<std::string> EtcdCluster::wipe() {
+    constexpr auto kSettled = 3s;
+    if (as_new_.size() != members_.size()) return std::string("not started to be kept");
+    const auto lead = leader();
+    if (!lead) return std::string("no member leads");
+    const int port = members_[static_cast<std::size_t>(*lead)]->port();
+    const auto leases = ask(port, "/v3/lease/leases", nlohmann::json::object());
+    if (!leases) return std::string("its leases could not be listed");
+    for (const auto& lease : leases->value("leases", nlohmann::json::array())) {
+        const auto id = lease.value("ID", "");
+        // One that expired since the list answers "lease not found" (404): gone either way.
+        const auto r = http_request(port, "POST", "/v3/lease/revoke", nlohmann::json{{"ID", id}}.dump(), 2000ms);
+        if (!r || (r->status != 200 && r->body.find("lease not found") == std::string::npos))
+            return "lease " + id + " could not be revoked" + (r ? ": " + r->body : std::string());
+    }
+    const auto deleted = ask(port, "/v3/kv/deleterange", kEveryKey);
+    if (!deleted) return std::string("its keys could not be deleted");
+    const auto revision = deleted->value("header", nlohmann::json::object()).value("revision", "");
+    // A run that wrote nothing leaves the revision compacted already: nothing to compact.
+    const auto compacted = http_request(port, "POST", "/v3/kv/compaction",
+                                        nlohmann::json{{"revision", revision}, {"physical", true}}.dump(), 5000ms);
+    if (!compacted || (compacted->status != 200 &&
+                       compacted->body.find("required revision has been compacted") == std::string::npos))
+        return "its history could not be compacted at revision " + revision + (compacted ? ": " + compacted->body : "");
+    const auto deadline = Clock::now() + kSettled;  // a follower applies what its leader did
+    for (std::size_t i = 0; i < members_.size();) {
+        const auto now = state_of(members_[i]->port());
+        if (now && *now == as_new_[i]) {
+            ++i;
+            continue;
+        }
+        if (Clock::now() >= deadline)
+            return members_[i]->name() + (now ? " says " + differences(*now, as_new_[i]) : " did not answer");
+        std::this_thread::sleep_for(50ms);
+    }
+    return std::nullopt;
 }
 
 // An etcd member always restarts from its data directory: one that lost its data could not
@@ -268,6 +406,10 @@ void EtcdMember::restart(bool /*keep_data*/) {
 
 
 }  // namespace
+
+std::optional<int> etcd_leader(const std::vector<int>& ports) {
+    return leader_of(std::vector<std::optional<int>>(ports.begin(), ports.end()));
+}
 
 std::string etcd_binary() {
     if (const char* configured = std::getenv("LOCKBENCH_ETCD"); configured && *configured) {
@@ -294,6 +436,7 @@ std::unique_ptr<LockService> start_etcd(const ServiceConfig& config) {
         auto cluster = std::make_unique<EtcdCluster>(config, binary);
         try {
             cluster->start();
+            if (config.kept) cluster->record_as_new();
             return cluster;
         } catch (const PortTaken&) {
             if (attempt == start_attempts) throw;

@@ -10,7 +10,9 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace lockbench {
 
@@ -27,5 +29,9 @@ inline constexpr std::chrono::milliseconds etcd_election_timeout{500};
 // The path of the etcd binary: $LOCKBENCH_ETCD if set, else `etcd` on PATH. Throws one clear
 // line naming scripts/setup (Debian: etcd-server) if there is none.
 std::string etcd_binary();
+
+// Which of the members on `ports` says it leads (the highest term's claim): for members a run
+// did not start itself (sim/live/server_pool.h).
+std::optional<int> etcd_leader(const std::vector<int>& ports);
 
 }  // namespace lockbench

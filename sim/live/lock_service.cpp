@@ -3,6 +3,7 @@
 
 #include <stdexcept>
 
+#include "sim/live/etcd.h"
 #include "sim/live/zookeeper.h"
 
 namespace lockbench {
@@ -26,10 +27,14 @@ std::unique_ptr<LockService> start_service(Service service, const ServiceConfig&
     throw std::logic_error("start_service: a run starts its Redis nodes itself");
 }
 
-bool keepable(Service service) { return service == Service::zookeeper; }
+bool keepable(Service service) {
+    return service == Service::zookeeper || service == Service::etcd || service == Service::postgresql;
+}
 
 std::optional<int> ask_leader(Service service, const std::vector<int>& ports) {
+    if (!service_info(service).has_leader) return std::nullopt;
     if (service == Service::zookeeper) return zookeeper_leader(ports);
+    if (service == Service::etcd) return etcd_leader(ports);
     throw std::logic_error("ask_leader: not a service kept across repetitions");
 }
 

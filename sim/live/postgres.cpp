@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -32,6 +33,27 @@ namespace {
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
+
+// What rows differ: "lists role alice, sessions 1 where new it listed sessions 0".
+std::string differences(const std::string& now, const std::string& then) {
+    const auto rows = [](const std::string& text) {
+        std::set<std::string> out;
+        std::istringstream lines(text);
+        for (std::string line; std::getline(lines, line);)
+            if (!line.empty()) out.insert(line);
+        return out;
+    };
+    const auto joined = [](const std::set<std::string>& a, const std::set<std::string>& b) {
+        std::string out;
+        for (const auto& row : a)
+            if (!b.contains(row)) out += (out.empty() ? "" : ", ") + row;
+        return out;
+    };
+    const auto a = rows(now), b = rows(then);
+    const std::string extra = joined(a, b), gone = joined(b, a);
+    return "lists " + (extra.empty() ? std::string("nothing new") : extra) +
+           (gone.empty() ? std::string() : " where new it listed " + gone);
+}
 
 // Bounds, not expectations: initdb takes about 0.4 s, the server's start 0.1 s.
 constexpr auto initdb_timeout = 60s;
@@ -106,8 +128,17 @@ public:
     std::map<std::string, std::string> client_env() const override {
         return {{"LOCKBENCH_USER", kUser}, {"LOCKBENCH_PASSWORD", password_}, {"LOCKBENCH_DATABASE", kDatabase}};
     }
+    std::optional<std::string> wipe() override;
+    // Right after the start: what the server and its pooler say as new.
+    void record_as_new();
 
 private:
+    // One statement through psql on the server's own socket (trusted: no password), its rows
+    // one per line; none when psql failed (what it said is in wipe.log).
+    std::optional<std::string> sql(const std::string& statement);
+    // What a run can leave: see kInventory.
+    std::optional<std::string> inventory() { return sql(kInventory); }
+    static const std::string kInventory;
     void initdb();
     void launch();
     bool ready();
@@ -136,7 +167,118 @@ private:
     ChildProcess postmaster_;
     ChildProcess bouncer_;
     std::vector<pid_t> killed_;  // backends killed: the next server waits until they are gone
+    std::string as_new_;         // kInventory right after the start, for a server kept
+    long long bouncer_sockets_as_new_ = -1;
 };
+
+// ---- Kept across repetitions: wiped, and proved wiped -----------------------------------------
+
+// What a run can leave in a server, one row each, sorted: sessions other than the asker's (a
+// client's, or one PgBouncer keeps open for its clients: a session's advisory locks are held by
+// it, and in transaction pooling outlive the client that took them), advisory locks, prepared
+// transactions, every relation (a fence's sequence among them), schema, routine, type and
+// extension outside PostgreSQL's own, every role and database, and every setting changed by
+// ALTER SYSTEM or ALTER ROLE/DATABASE ... SET. As new (a fresh initdb): none but the built-in.
+const std::string PostgresServer::kInventory = R"(
+WITH own(nspname) AS (VALUES ('pg_catalog'), ('information_schema'), ('pg_toast'))
+SELECT 'sessions ' || count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()
+UNION ALL SELECT 'advisory locks ' || count(*) FROM pg_locks WHERE locktype = 'advisory'
+UNION ALL SELECT 'prepared transactions ' || count(*) FROM pg_prepared_xacts
+UNION ALL SELECT 'relation ' || n.nspname || '.' || c.relname || ' ' || c.relkind::text FROM pg_class c
+  JOIN pg_namespace n ON n.oid = c.relnamespace
+  WHERE n.nspname NOT IN (SELECT nspname FROM own) AND n.nspname NOT LIKE 'pg\_%temp\_%'
+UNION ALL SELECT 'schema ' || nspname FROM pg_namespace WHERE nspname NOT LIKE 'pg\_%temp\_%'
+UNION ALL SELECT 'routine ' || p.oid::regprocedure::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+  WHERE n.nspname NOT IN (SELECT nspname FROM own)
+UNION ALL SELECT 'type ' || t.oid::regtype::text FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
+  WHERE n.nspname NOT IN (SELECT nspname FROM own) AND n.nspname NOT LIKE 'pg\_%temp\_%'
+UNION ALL SELECT 'extension ' || extname FROM pg_extension
+UNION ALL SELECT 'role ' || rolname FROM pg_roles
+UNION ALL SELECT 'database ' || datname FROM pg_database
+UNION ALL SELECT 'setting ' || name || '=' || setting FROM pg_file_settings WHERE sourcefile LIKE '%postgresql.auto.conf'
+UNION ALL SELECT 'role and database settings ' || count(*) FROM pg_db_role_setting
+ORDER BY 1)";
+
+// What the wipe removes, in the order that lets it: every schema but public and PostgreSQL's
+// own, then public's relations (its sequences among them), routines and types. Roles,
+// databases and settings it leaves: the proof finds them, and such a server is not kept.
+const char* const kDropAll = R"(
+DO $$
+DECLARE r record;
+BEGIN
+  FOR r IN SELECT nspname FROM pg_namespace WHERE nspname NOT IN ('public', 'pg_catalog', 'information_schema', 'pg_toast')
+      AND nspname NOT LIKE 'pg\_%temp\_%' LOOP
+    EXECUTE format('DROP SCHEMA %I CASCADE', r.nspname);
+  END LOOP;
+  FOR r IN SELECT c.relname, c.relkind FROM pg_class c WHERE c.relnamespace = 'public'::regnamespace
+      AND c.relkind IN ('r', 'p', 'S', 'v', 'm', 'f') LOOP
+    EXECUTE format('DROP %s IF EXISTS public.%I CASCADE', CASE r.relkind WHEN 'S' THEN 'SEQUENCE' WHEN 'v' THEN 'VIEW'
+      WHEN 'm' THEN 'MATERIALIZED VIEW' WHEN 'f' THEN 'FOREIGN TABLE' ELSE 'TABLE' END, r.relname);
+  END LOOP;
+  FOR r IN SELECT p.oid::regprocedure::text AS f FROM pg_proc p WHERE p.pronamespace = 'public'::regnamespace LOOP
+    EXECUTE 'DROP ROUTINE IF EXISTS ' || r.f || ' CASCADE';
+  END LOOP;
+  FOR r IN SELECT t.oid::regtype::text AS t FROM pg_type t WHERE t.typnamespace = 'public'::regnamespace LOOP
+    EXECUTE 'DROP TYPE IF EXISTS ' || r.t || ' CASCADE';
+  END LOOP;
+END $$)";
+
+// The sockets a process holds (its listeners and its connections), from /proc.
+long long sockets_of(pid_t pid) {
+    std::error_code ec;
+    long long n = 0;
+    for (const auto& fd : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+        std::error_code link_ec;
+        n += fs::read_symlink(fd.path(), link_ec).string().starts_with("socket:") ? 1 : 0;
+    }
+    return ec ? -1 : n;
+}
+
+std::optional<std::string> PostgresServer::sql(const std::string& statement) {
+    const fs::path out = log_dir_ / "wipe.out", said = log_dir_ / "wipe.log";
+    std::error_code ignored;
+    fs::remove(out, ignored);  // a child's output is appended: this statement's alone
+    ChildProcess psql = ChildProcess::spawn(
+        {{bin_ + "/psql", "-X", "-A", "-t", "-q", "-v", "ON_ERROR_STOP=1", "-h", home_.string(), "-p",
+          std::to_string(port_), "-U", kUser, "-d", kDatabase, "-c", statement},
+         out.string(), said.string(), {}, user_});
+    const std::optional<int> status = psql.wait_for(10s);
+    if (!status || !WIFEXITED(*status) || WEXITSTATUS(*status) != 0) return std::nullopt;
+    return read_from(out);
+}
+
+void PostgresServer::record_as_new() {
+    const auto found = inventory();
+    if (!found) throw failure("did not answer psql after its start", log_dir_ / "wipe.log");
+    as_new_ = *found;
+    if (!pool_mode_.empty()) bouncer_sockets_as_new_ = sockets_of(bouncer_.pid());
+}
+
+// As new: every session ended (a run's clients are gone by now, but a session PgBouncer keeps
+// for them holds their advisory locks), what the run created dropped, and the server then
+// answering kInventory as right after its start; PgBouncer holding as many sockets as then
+// (its listeners: no client, and no server connection left to hand a client).
+std::optional<std::string> PostgresServer::wipe() {
+    constexpr auto kSettled = 5s;
+    if (as_new_.empty()) return std::string("not started to be kept");
+    if (!sql("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE backend_type = 'client backend' "
+             "AND pid <> pg_backend_pid()"))
+        return "its sessions could not be ended: " + log_tail(log_dir_ / "wipe.log");
+    if (!sql(kDropAll)) return "what the run created could not be dropped: " + log_tail(log_dir_ / "wipe.log");
+    const auto deadline = Clock::now() + kSettled;  // an ended session takes a moment to go
+    for (;;) {
+        const auto now = inventory();
+        const long long sockets = pool_mode_.empty() ? -1 : sockets_of(bouncer_.pid());
+        if (now && *now == as_new_ && sockets == bouncer_sockets_as_new_) return std::nullopt;
+        if (Clock::now() >= deadline) {
+            if (!now) return "it did not answer psql: " + log_tail(log_dir_ / "wipe.log");
+            if (*now != as_new_) return "pg0 " + differences(*now, as_new_);
+            return "PgBouncer holds " + std::to_string(sockets) + " sockets where new it held " +
+                   std::to_string(bouncer_sockets_as_new_);
+        }
+        std::this_thread::sleep_for(50ms);
+    }
+}
 
 void PostgresServer::initdb() {
     const fs::path pwfile = home_ / "password";
@@ -273,6 +415,7 @@ std::unique_ptr<LockService> start_postgresql(const ServiceConfig& config) {
         throw std::runtime_error("postgresql: PgBouncer's pool mode is transaction or session, not " + config.pgbouncer);
     auto server = std::make_unique<PostgresServer>(config, postgres_bin_dir());
     server->start();
+    if (config.kept) server->record_as_new();
     return server;
 }
 

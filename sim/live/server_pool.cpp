@@ -96,10 +96,11 @@ private:
     std::map<std::string, std::string> client_env_;
 };
 
-// Resumes every server of an idle service and waits until one leads again (at most 10 s):
-// stopped together, its servers may have to sync again once they run.
-bool wake(LockService& service) {
+// Resumes every server of an idle service and, for one with a leader, waits until one leads
+// again (at most 10 s): stopped together, its servers may have to sync again once they run.
+bool wake(LockService& service, bool has_leader) {
     for (LockServer* s : service.servers()) s->resume();
+    if (!has_leader) return true;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (!service.leader()) {
         if (std::chrono::steady_clock::now() >= deadline) return false;
@@ -313,7 +314,7 @@ void ServerPool::serve(int conn) {
         }
         // Woken (it waited stopped), and proved again right before it serves: nothing has
         // reached it while it waited, and its servers have found each other again.
-        if (wake(*kept) && !kept->wipe()) {
+        if (wake(*kept, service_info(*service).has_leader) && !kept->wipe()) {
             ++reused_;
             break;
         }

@@ -8,6 +8,7 @@ scripts/readme-table; each variant's one colour, the same in every drawing proce
     /usr/bin/python3 tests/report_table_test.py   (ctest: report_table_test)
 """
 
+import json
 import os
 import re
 import subprocess
@@ -336,6 +337,26 @@ class ReadmeTableTest(unittest.TestCase):
                 self.assertEqual(f.read(), "<!-- library-table -->\n| t |\n\nWhy a cell marked \"—\" [N] does not apply, note "
                                            "by note, and what each lock is: [report.md](report.md).\n\nEach cell counts ...\n\n"
                                            "Covers catalog\n<!-- /library-table -->\n")
+
+    def test_the_demo_seconds_come_from_the_last_run(self):
+        table = "<!-- library-table -->\n| t |\n<!-- /library-table -->\n"
+        with tempfile.TemporaryDirectory() as d:
+            rp, rd = self.files(d, table, table + "took <!-- demo-seconds -->2.5 s<!-- /demo-seconds --> here\n")
+            lr = os.path.join(d, "last-run.json")
+            for demo_s, shown in ((2.61, "2.6 s"), (None, "not measured yet"), (3.04, "3.0 s")):
+                with open(lr, "w", encoding="utf-8") as f:
+                    json.dump({"demo_s": demo_s} if demo_s is not None else {}, f)
+                self.assertEqual(self.run_script("--check", "--report", rp, "--readme", rd, "--last-run", lr).returncode, 1)
+                r = self.run_script("--report", rp, "--readme", rd, "--last-run", lr)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                with open(rd, encoding="utf-8") as f:
+                    self.assertEqual(f.read(), table + f"took <!-- demo-seconds -->{shown}<!-- /demo-seconds --> here\n")
+                self.assertEqual(self.run_script("--check", "--report", rp, "--readme", rd, "--last-run", lr).returncode, 0)
+            self.files(d, table, table + "no demo markers\n")
+            r = self.run_script("--report", rp, "--readme", rd, "--last-run", lr)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("lacks <!-- demo-seconds -->", r.stderr)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
 
     def test_a_file_without_the_markers_is_one_line_and_nothing_written(self):
         with tempfile.TemporaryDirectory() as d:

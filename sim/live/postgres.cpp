@@ -176,9 +176,14 @@ private:
 // What a run can leave in a server, one row each, sorted: sessions other than the asker's (a
 // client's, or one PgBouncer keeps open for its clients: a session's advisory locks are held by
 // it, and in transaction pooling outlive the client that took them), advisory locks, prepared
-// transactions, every relation (a fence's sequence among them), schema, routine, type and
-// extension outside PostgreSQL's own, every role and database, and every setting changed by
-// ALTER SYSTEM or ALTER ROLE/DATABASE ... SET. As new (a fresh initdb): none but the built-in.
+// transactions; every relation (a fence's sequence among them), schema (with its privileges),
+// routine, type and extension outside PostgreSQL's own; how many objects of every other kind
+// were created since initdb (an OID from 16384 on: a cast, an operator, a collation, a large
+// object, a publication, a default privilege, ...); every role with its attributes and
+// password, every database with its limits and privileges, every setting not at its default
+// (or waiting in postgresql.auto.conf for a reload), and every ALTER ROLE/DATABASE ... SET. As
+// new (a fresh initdb): PostgreSQL's own and nothing else. Databases other than `postgres`
+// (template1's objects among them) are not looked into: a run's clients connect to `postgres`.
 const std::string PostgresServer::kInventory = R"(
 WITH own(nspname) AS (VALUES ('pg_catalog'), ('information_schema'), ('pg_toast'))
 SELECT 'sessions ' || count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()
@@ -187,21 +192,53 @@ UNION ALL SELECT 'prepared transactions ' || count(*) FROM pg_prepared_xacts
 UNION ALL SELECT 'relation ' || n.nspname || '.' || c.relname || ' ' || c.relkind::text FROM pg_class c
   JOIN pg_namespace n ON n.oid = c.relnamespace
   WHERE n.nspname NOT IN (SELECT nspname FROM own) AND n.nspname NOT LIKE 'pg\_%temp\_%'
-UNION ALL SELECT 'schema ' || nspname FROM pg_namespace WHERE nspname NOT LIKE 'pg\_%temp\_%'
+UNION ALL SELECT 'schema ' || nspname || ' ' || coalesce(nspacl::text, '') FROM pg_namespace
+  WHERE nspname NOT LIKE 'pg\_%temp\_%'
 UNION ALL SELECT 'routine ' || p.oid::regprocedure::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
   WHERE n.nspname NOT IN (SELECT nspname FROM own)
 UNION ALL SELECT 'type ' || t.oid::regtype::text FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
   WHERE n.nspname NOT IN (SELECT nspname FROM own) AND n.nspname NOT LIKE 'pg\_%temp\_%'
 UNION ALL SELECT 'extension ' || extname FROM pg_extension
-UNION ALL SELECT 'role ' || rolname FROM pg_roles
-UNION ALL SELECT 'database ' || datname FROM pg_database
-UNION ALL SELECT 'setting ' || name || '=' || setting FROM pg_file_settings WHERE sourcefile LIKE '%postgresql.auto.conf'
+UNION ALL SELECT 'created in ' || k || ' ' || n FROM (VALUES
+  ('pg_cast', (SELECT count(*) FROM pg_cast WHERE oid >= 16384)),
+  ('pg_operator', (SELECT count(*) FROM pg_operator WHERE oid >= 16384)),
+  ('pg_opclass', (SELECT count(*) FROM pg_opclass WHERE oid >= 16384)),
+  ('pg_opfamily', (SELECT count(*) FROM pg_opfamily WHERE oid >= 16384)),
+  ('pg_collation', (SELECT count(*) FROM pg_collation WHERE oid >= 16384)),
+  ('pg_conversion', (SELECT count(*) FROM pg_conversion WHERE oid >= 16384)),
+  ('pg_ts_config', (SELECT count(*) FROM pg_ts_config WHERE oid >= 16384)),
+  ('pg_ts_dict', (SELECT count(*) FROM pg_ts_dict WHERE oid >= 16384)),
+  ('pg_language', (SELECT count(*) FROM pg_language WHERE oid >= 16384)),
+  ('pg_am', (SELECT count(*) FROM pg_am WHERE oid >= 16384)),
+  ('pg_constraint', (SELECT count(*) FROM pg_constraint WHERE oid >= 16384)),
+  ('pg_trigger', (SELECT count(*) FROM pg_trigger WHERE oid >= 16384)),
+  ('pg_event_trigger', (SELECT count(*) FROM pg_event_trigger WHERE oid >= 16384)),
+  ('pg_policy', (SELECT count(*) FROM pg_policy WHERE oid >= 16384)),
+  ('pg_rewrite', (SELECT count(*) FROM pg_rewrite WHERE oid >= 16384)),
+  ('pg_statistic_ext', (SELECT count(*) FROM pg_statistic_ext WHERE oid >= 16384)),
+  ('pg_largeobject_metadata', (SELECT count(*) FROM pg_largeobject_metadata WHERE oid >= 16384)),
+  ('pg_default_acl', (SELECT count(*) FROM pg_default_acl WHERE oid >= 16384)),
+  ('pg_publication', (SELECT count(*) FROM pg_publication WHERE oid >= 16384)),
+  ('pg_subscription', (SELECT count(*) FROM pg_subscription WHERE oid >= 16384)),
+  ('pg_foreign_data_wrapper', (SELECT count(*) FROM pg_foreign_data_wrapper WHERE oid >= 16384)),
+  ('pg_foreign_server', (SELECT count(*) FROM pg_foreign_server WHERE oid >= 16384)),
+  ('pg_user_mapping', (SELECT count(*) FROM pg_user_mapping WHERE oid >= 16384)),
+  ('pg_transform', (SELECT count(*) FROM pg_transform WHERE oid >= 16384))) AS created(k, n)
+UNION ALL SELECT 'role ' || rolname || ' ' || md5(concat_ws(',', rolsuper, rolinherit, rolcreaterole, rolcreatedb,
+  rolcanlogin, rolreplication, rolbypassrls, rolconnlimit, rolpassword, rolvaliduntil)) FROM pg_authid
+UNION ALL SELECT 'database ' || datname || ' ' || concat_ws(',', datallowconn, datistemplate, datconnlimit, datacl::text)
+  FROM pg_database
+UNION ALL SELECT 'setting ' || name || '=' || setting FROM pg_settings WHERE source NOT IN ('default', 'client', 'session')
+UNION ALL SELECT 'setting to reload ' || name || '=' || setting FROM pg_file_settings
+  WHERE sourcefile LIKE '%postgresql.auto.conf'
 UNION ALL SELECT 'role and database settings ' || count(*) FROM pg_db_role_setting
 ORDER BY 1)";
 
 // What the wipe removes, in the order that lets it: every schema but public and PostgreSQL's
-// own, then public's relations (its sequences among them), routines and types. Roles,
-// databases and settings it leaves: the proof finds them, and such a server is not kept.
+// own, then public's relations (its sequences among them), types (not the arrays and row types
+// that go with another) and routines (not those a type made for itself), each looked up again
+// right before its drop, since dropping one may have dropped the next. Anything else (roles,
+// databases, settings, casts, ...) it leaves: the proof finds it, and such a server is not kept.
 const char* const kDropAll = R"(
 DO $$
 DECLARE r record;
@@ -215,11 +252,16 @@ BEGIN
     EXECUTE format('DROP %s IF EXISTS public.%I CASCADE', CASE r.relkind WHEN 'S' THEN 'SEQUENCE' WHEN 'v' THEN 'VIEW'
       WHEN 'm' THEN 'MATERIALIZED VIEW' WHEN 'f' THEN 'FOREIGN TABLE' ELSE 'TABLE' END, r.relname);
   END LOOP;
-  FOR r IN SELECT p.oid::regprocedure::text AS f FROM pg_proc p WHERE p.pronamespace = 'public'::regnamespace LOOP
-    EXECUTE 'DROP ROUTINE IF EXISTS ' || r.f || ' CASCADE';
+  FOR r IN SELECT t.oid FROM pg_type t WHERE t.typnamespace = 'public'::regnamespace AND t.typcategory <> 'A'
+      AND (t.typrelid = 0 OR (SELECT relkind FROM pg_class WHERE oid = t.typrelid) = 'c') LOOP
+    CONTINUE WHEN NOT EXISTS (SELECT 1 FROM pg_type WHERE oid = r.oid);
+    EXECUTE 'DROP TYPE ' || r.oid::regtype::text || ' CASCADE';
   END LOOP;
-  FOR r IN SELECT t.oid::regtype::text AS t FROM pg_type t WHERE t.typnamespace = 'public'::regnamespace LOOP
-    EXECUTE 'DROP TYPE IF EXISTS ' || r.t || ' CASCADE';
+  FOR r IN SELECT p.oid FROM pg_proc p WHERE p.pronamespace = 'public'::regnamespace
+      AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid
+                      AND d.deptype IN ('i', 'e')) LOOP
+    CONTINUE WHEN NOT EXISTS (SELECT 1 FROM pg_proc WHERE oid = r.oid);
+    EXECUTE 'DROP ROUTINE ' || r.oid::regprocedure::text || ' CASCADE';
   END LOOP;
 END $$)";
 

@@ -109,6 +109,16 @@ bool wake(LockService& service, bool has_leader) {
     return true;
 }
 
+// A wipe that throws (a program it runs that cannot start, an answer of another shape) is a
+// wipe that failed: the service is ended, never an exception out of a pool thread.
+std::optional<std::string> wipe_of(LockService& service) {
+    try {
+        return service.wipe();
+    } catch (const std::exception& e) {
+        return std::string("the wipe failed: ") + e.what();
+    }
+}
+
 Json describe(LockService& service) {
     Json servers = Json::array();
     for (const LockServer* s : service.servers()) {
@@ -314,7 +324,7 @@ void ServerPool::serve(int conn) {
         }
         // Woken (it waited stopped), and proved again right before it serves: nothing has
         // reached it while it waited, and its servers have found each other again.
-        if (wake(*kept, service_info(*service).has_leader) && !kept->wipe()) {
+        if (wake(*kept, service_info(*service).has_leader) && !wipe_of(*kept)) {
             ++reused_;
             break;
         }
@@ -344,7 +354,7 @@ void ServerPool::serve(int conn) {
         std::lock_guard lock(mutex_);
         if (ending_) return end(std::move(kept));
     }
-    if (const auto why = kept->wipe()) {
+    if (const auto why = wipe_of(*kept)) {
         ++not_kept_;
         {
             std::lock_guard lock(mutex_);

@@ -1,5 +1,6 @@
 // Servers that live across repetitions (issue 44): a matrix keeps a run's ensemble for the next
-// run of the same service and shape, wiped and proved wiped, instead of starting its JVMs anew.
+// run of the same service and shape, wiped and proved wiped, instead of starting it anew
+// (ZooKeeper's JVMs, etcd's members, PostgreSQL with its PgBouncer: lock_service.h, keepable).
 //
 //   matrix ── ServerPool (a socket in the matrix's temporary folder, LOCKBENCH_SERVER_POOL)
 //               │  starts services on threads of its own (their processes die with them)

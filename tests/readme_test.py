@@ -1,6 +1,6 @@
 """README.md's claims that code can check: its demo (the first line that starts with `$ `, inside
 a fenced block) prints what README shows, and its count of cases and lock configurations is the
-catalog's.
+catalog's; and docs/running.md's shares of the main job's 15 minutes are scripts/run's.
 
     /usr/bin/python3 tests/readme_test.py LOCKBENCH   (ctest: readme_test)
 """
@@ -64,6 +64,17 @@ class ReadmeTest(unittest.TestCase):
         self.assertIsNotNone(m, "README.md no longer says how many cases and lock configurations")
         self.assertEqual(int(m.group(1)), len(glob.glob(os.path.join(ROOT, "scenarios", "*.json"))), m.group(0))
         self.assertEqual(int(m.group(2)), len(glob.glob(os.path.join(ROOT, "locks", "*.json"))), m.group(0))
+
+    def test_the_jobs_shares_in_the_manual_are_scripts_runs(self):
+        with open(os.path.join(ROOT, "scripts", "run"), encoding="utf-8") as f:
+            m = re.search(r"^job_s=(\d+) sweep_s=(\d+) report_s=(\d+) demo_share_s=(\d+)", f.read(), re.M)
+        self.assertIsNotNone(m, "scripts/run no longer sets job_s, sweep_s, report_s and demo_share_s on one line")
+        job, sweep, report, demo_share = (int(g) for g in m.groups())
+        with open(os.path.join(ROOT, "docs", "running.md"), encoding="utf-8") as f:
+            text = " ".join(f.read().split())
+        said = (f"job's {job // 60} minutes (counted from the job's start, set-up and a first build included) less the "
+                f"sweep's {sweep} seconds, {report} for the report and {demo_share} for README's demo")
+        self.assertIn(said, text)
 
     def test_a_demo_outside_a_fenced_block_is_refused(self):
         with self.assertRaises(AssertionError):

@@ -107,10 +107,10 @@ const nlohmann::json kEveryKey = {{"key", "AA=="}, {"range_end", "AA=="}};
 
 // What a member says of itself that a run can leave behind: the keys and leases it holds, its
 // watchers and watch streams (and the watchers' backlog), the revision of its users and roles
-// (any auth change moves it), its alarms and the cluster's members. As new, right after the
-// start, and again after a wipe: the two must be equal; a wipe that fails says what differs. The store's revision is not among
-// them: it only grows (a wipe is a delete, and a delete is a revision); a lock compares its
-// revisions with each other, never with a number.
+// (a user or a role added moves it), its alarms and the cluster's members. As new, right after
+// the start, and again after a wipe: the two must be equal; a wipe that fails says what
+// differs. The store's revision is not among them: it only grows (a wipe is a delete, and a
+// delete is a revision); a lock compares its revisions with each other, never with a number.
 struct MemberState {
     long long keys = -1, leases = -1;
     std::map<std::string, std::string> figures;  // from /metrics

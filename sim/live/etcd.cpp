@@ -124,7 +124,9 @@ constexpr const char* kFigures[] = {"etcd_debugging_mvcc_keys_total", "etcd_debu
 
 std::optional<MemberState> state_of(int port) {
     MemberState s;
-    const auto count = ask(port, "/v3/kv/range", {{"key", "AA=="}, {"range_end", "AA=="}, {"count_only", true}});
+    nlohmann::json count_every_key = kEveryKey;
+    count_every_key["count_only"] = true;
+    const auto count = ask(port, "/v3/kv/range", count_every_key);
     const auto leases = ask(port, "/v3/lease/leases", nlohmann::json::object());
     const auto alarms = ask(port, "/v3/maintenance/alarm", {{"action", "GET"}});
     const auto members = ask(port, "/v3/cluster/member/list", nlohmann::json::object());
@@ -331,16 +333,12 @@ std::optional<int> EtcdCluster::leader() {
 }
 
 void EtcdCluster::record_as_new() {
-    as_new_.clear();
-    const auto deadline = Clock::now() + start_timeout;
-    for (auto& m : members_) {
-        std::optional<MemberState> state;
-        while (!(state = state_of(m->port()))) {
-            if (Clock::now() >= deadline) throw m->failure("did not say what it holds after its start");
-            std::this_thread::sleep_for(poll_interval);
-        }
-        as_new_.push_back(*state);
-    }
+    as_new_.assign(members_.size(), {});
+    if (const auto unsettled = first_unsettled(members_.size(), Clock::now() + start_timeout, poll_interval, [&](size_t i) {
+            const auto state = state_of(members_[i]->port());
+            return state && (as_new_[i] = *state, true);
+        }))
+        throw members_[*unsettled]->failure("did not say what it holds after its start");
 }
 
 // As new: every lease revoked (a killed client's would otherwise last its TTL), which deletes
@@ -371,18 +369,12 @@ std::optional<std::string> EtcdCluster::wipe() {
     if (!compacted || (compacted->status != 200 &&
                        compacted->body.find("required revision has been compacted") == std::string::npos))
         return "its history could not be compacted at revision " + revision + (compacted ? ": " + compacted->body : "");
-    const auto deadline = Clock::now() + kSettled;  // a follower applies what its leader did
-    for (std::size_t i = 0; i < members_.size();) {
-        const auto now = state_of(members_[i]->port());
-        if (now && *now == as_new_[i]) {
-            ++i;
-            continue;
-        }
-        if (Clock::now() >= deadline)
-            return members_[i]->name() + (now ? " says " + differences(*now, as_new_[i]) : " did not answer");
-        std::this_thread::sleep_for(50ms);
-    }
-    return std::nullopt;
+    std::optional<MemberState> now;  // a follower applies what its leader did a moment later
+    const auto unsettled = first_unsettled(members_.size(), Clock::now() + kSettled, 50ms, [&](std::size_t i) {
+        return (now = state_of(members_[i]->port())) && *now == as_new_[i];
+    });
+    if (!unsettled) return std::nullopt;
+    return members_[*unsettled]->name() + (now ? " says " + differences(*now, as_new_[*unsettled]) : " did not answer");
 }
 
 // An etcd member always restarts from its data directory: one that lost its data could not

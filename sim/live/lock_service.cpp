@@ -2,6 +2,7 @@
 #include "sim/live/lock_service.h"
 
 #include <stdexcept>
+#include <thread>
 
 #include "sim/live/etcd.h"
 #include "sim/live/zookeeper.h"
@@ -25,6 +26,19 @@ std::unique_ptr<LockService> start_service(Service service, const ServiceConfig&
         case Service::redis: break;
     }
     throw std::logic_error("start_service: a run starts its Redis nodes itself");
+}
+
+std::optional<std::size_t> first_unsettled(std::size_t count, std::chrono::steady_clock::time_point deadline,
+                                           std::chrono::milliseconds every, const std::function<bool(std::size_t)>& settled) {
+    for (std::size_t i = 0; i < count;) {
+        if (settled(i)) {
+            ++i;
+            continue;
+        }
+        if (std::chrono::steady_clock::now() >= deadline) return i;
+        std::this_thread::sleep_for(every);
+    }
+    return std::nullopt;
 }
 
 bool keepable(Service service) {

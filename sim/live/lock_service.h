@@ -10,7 +10,9 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -96,6 +98,12 @@ public:
     // else why not, and the service is not used again. A service that cannot is never kept.
     virtual std::optional<std::string> wipe() { return std::string("this service cannot be wiped"); }
 };
+
+// For a kept service's record of its state as new and a wipe's proof: asks server 0, then 1,
+// ... whether `settled(i)` (it answered, and as asked), asking the same one again every
+// `every` until it is; the first one not settled by `deadline`, none when every one was.
+std::optional<std::size_t> first_unsettled(std::size_t count, std::chrono::steady_clock::time_point deadline,
+                                           std::chrono::milliseconds every, const std::function<bool(std::size_t)>& settled);
 
 // Each returns once every server answers and (for an ensemble) a leader is elected. Throws
 // std::runtime_error with one line: the server's program missing (names scripts/setup),

@@ -307,19 +307,18 @@ std::optional<std::string> PostgresServer::wipe() {
              "AND pid <> pg_backend_pid()"))
         return "its sessions could not be ended: " + log_tail(log_dir_ / "wipe.log");
     if (!sql(kDropAll)) return "what the run created could not be dropped: " + log_tail(log_dir_ / "wipe.log");
-    const auto deadline = Clock::now() + kSettled;  // an ended session takes a moment to go
-    for (;;) {
-        const auto now = inventory();
-        const long long sockets = pool_mode_.empty() ? -1 : sockets_of(bouncer_.pid());
-        if (now && *now == as_new_ && sockets == bouncer_sockets_as_new_) return std::nullopt;
-        if (Clock::now() >= deadline) {
-            if (!now) return "it did not answer psql: " + log_tail(log_dir_ / "wipe.log");
-            if (*now != as_new_) return "pg0 " + differences(*now, as_new_);
-            return "PgBouncer holds " + std::to_string(sockets) + " sockets where new it held " +
-                   std::to_string(bouncer_sockets_as_new_);
-        }
-        std::this_thread::sleep_for(50ms);
-    }
+    std::optional<std::string> now;  // an ended session takes a moment to go
+    long long sockets = -1;
+    if (!first_unsettled(1, Clock::now() + kSettled, 50ms, [&](std::size_t) {
+            now = inventory();
+            sockets = pool_mode_.empty() ? -1 : sockets_of(bouncer_.pid());
+            return now && *now == as_new_ && sockets == bouncer_sockets_as_new_;
+        }))
+        return std::nullopt;
+    if (!now) return "it did not answer psql: " + log_tail(log_dir_ / "wipe.log");
+    if (*now != as_new_) return "pg0 " + differences(*now, as_new_);
+    return "PgBouncer holds " + std::to_string(sockets) + " sockets where new it held " +
+           std::to_string(bouncer_sockets_as_new_);
 }
 
 void PostgresServer::initdb() {

@@ -399,33 +399,24 @@ public:
                 return "/ says " + root + " where new it said " + root_as_new_;
         }
         if (!sessions_below(0, kSettled)) return std::string("the wipe's own session did not end");
-        const auto deadline = Clock::now() + kSettled;
-        for (size_t i = 0; i < servers_.size();) {
-            const auto now = state_of(servers_[i]->port());
-            if (now && *now == as_new_[i]) {
-                ++i;
-                continue;
-            }
-            if (Clock::now() >= deadline)
-                return servers_[i]->name() + " says " + (now ? describe(*now) : "nothing") + " where new it said " +
-                       describe(as_new_[i]);
-            std::this_thread::sleep_for(50ms);
-        }
-        return std::nullopt;
+        std::optional<ServerState> now;
+        const auto unsettled = first_unsettled(servers_.size(), Clock::now() + kSettled, 50ms, [&](size_t i) {
+            return (now = state_of(servers_[i]->port())) && *now == as_new_[i];
+        });
+        if (!unsettled) return std::nullopt;
+        return servers_[*unsettled]->name() + " says " + (now ? describe(*now) : "nothing") + " where new it said " +
+               describe(as_new_[*unsettled]);
     }
 
     // Right after the start: what each server says as new, once every one serves (a follower
     // still syncing with its leader answers mntr with no figures).
     void record_as_new(Clock::time_point deadline) {
-        as_new_.clear();
-        for (auto& s : servers_) {
-            std::optional<ServerState> state;
-            while (!(state = state_of(s->port()))) {
-                if (Clock::now() >= deadline) throw s->failure("did not answer mntr and srvr after its start");
-                std::this_thread::sleep_for(poll_interval);
-            }
-            as_new_.push_back(*state);
-        }
+        as_new_.assign(servers_.size(), {});
+        if (const auto unsettled = first_unsettled(servers_.size(), deadline, poll_interval, [&](size_t i) {
+                const auto state = state_of(servers_[i]->port());
+                return state && (as_new_[i] = *state, true);
+            }))
+            throw servers_[*unsettled]->failure("did not answer mntr and srvr after its start");
         WipeSession session(servers_.front()->port());
         if (!session.connected() || (root_as_new_ = session.root()).empty())
             throw servers_.front()->failure("could not be read by ZooKeeper's C client after its start");

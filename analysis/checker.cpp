@@ -97,15 +97,26 @@ void on_write(StoreSweep& s, const StoreEntry& e, const CheckOptions& opts, Chec
     s.see_fence(e);
 }
 
+// The leases whose refused write the lock server, asked right after, said still held the lock:
+// the holder's write refused, not a stale one (the fence or token ran against the grants).
+std::unordered_set<int> held_when_refused(const RunHistory& h) {
+    std::unordered_set<int> held;
+    for (const ClientEvent& e : h.events)
+        if (e.op == OpKind::write && e.type == EventType::fail && e.lease && e.lock_says_held.value_or(false))
+            held.insert(*e.lease);
+    return held;
+}
+
 void check_store(const RunHistory& h, const CheckOptions& opts, CheckResult& r) {
     StoreSweep s;
     s.leases.resize(h.leases.size());
+    const std::unordered_set<int> holders = held_when_refused(h);
     for (const StoreEntry& e : h.store) {
         switch (e.kind) {
             case StoreKind::enter: on_enter(s, e); break;
             case StoreKind::write: on_write(s, e, opts, r); break;
             case StoreKind::reject:
-                ++r.safety.stale_writes_rejected;
+                ++(holders.contains(e.lease) ? r.safety.holder_writes_rejected : r.safety.stale_writes_rejected);
                 s.leases[e.lease].write_rejected = true;
                 break;
             case StoreKind::exit:  // the first: an abandon may log a second one later

@@ -75,7 +75,8 @@ struct CheckResult {
     } ops;
     struct Safety {
         long long mutual_exclusion_violations = 0, fenced_overlaps = 0, lost_updates = 0,
-                  stale_writes_accepted = 0, stale_writes_rejected = 0, foreign_releases = 0;
+                  stale_writes_accepted = 0, stale_writes_rejected = 0, holder_writes_rejected = 0,
+                  foreign_releases = 0;
     } safety;
     struct Availability {
         double unavailable_ms = 0, longest_unavailable_ms = 0;

@@ -31,6 +31,9 @@ struct ClientEvent {
     std::optional<double> validity_ms;  // acquire ok: what the lock said remains of its validity
     // acquire ok of a run that probes: the key's PTTL per node (nullopt: not probed)
     std::vector<std::optional<long long>> key_ttl_ms;
+    // write fail (the store refused it): the lock server's word right after, on whether this
+    // lease still held the lock there ("lock_says": "held" / "not held"; nullopt: not asked)
+    std::optional<bool> lock_says_held;
 };
 
 enum class StoreKind : std::uint8_t { enter, write, reject, exit };

@@ -141,6 +141,10 @@ bool ClientEventBuilder::begin(long long t_ns, int client, std::string_view op, 
 
 void ClientEventBuilder::str(std::string_view key, std::string_view value) {
     if (key == "lease") event_.lease = h_.lease_index(std::string(value), event_.client);
+    else if (key == "lock_says") {
+        if (value != "held" && value != "not held") throw std::runtime_error("lock_says is \"held\" or \"not held\"");
+        event_.lock_says_held = value == "held";
+    }
     else if (numeric_client_field(key)) throw std::runtime_error(std::string(key) + " is a string, expected a number");
 }
 

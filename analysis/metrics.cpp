@@ -47,6 +47,8 @@ const std::vector<Metric> kMetrics = {
      [](const CheckResult& r) { return as_double(r.safety.stale_writes_accepted); }},
     {"stale_writes_rejected", G::safety, U::count, true, A::spread, "", Column{"rejected", 9}, std::nullopt,
      [](const CheckResult& r) { return as_double(r.safety.stale_writes_rejected); }},
+    {"holder_writes_rejected", G::safety, U::count, true, A::spread, "", std::nullopt, std::nullopt,
+     [](const CheckResult& r) { return as_double(r.safety.holder_writes_rejected); }},
     {"foreign_releases", G::safety, U::count, true, A::spread, "", Column{"foreign", 7}, std::nullopt,
      [](const CheckResult& r) { return as_double(r.safety.foreign_releases); }},
     {"unavailable_ms", G::availability, U::ms, true, A::mean_max, "", Column{"unavail", 9, 0, "ms"},

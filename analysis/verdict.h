@@ -17,7 +17,7 @@ namespace lockbench {
 struct RunFigures;
 struct ClientFailure;
 
-enum class Verdict { adapter_broke, two_holders, unsafe, stale_write_refused, unavailable, safe };
+enum class Verdict { adapter_broke, two_holders, unsafe, holder_write_refused, stale_write_refused, unavailable, safe };
 
 // Every verdict, worst first.
 const std::vector<Verdict>& verdicts();

@@ -37,6 +37,23 @@ Command extend_if_ours(const std::string& key, const std::string& token, Duratio
             mode == ExtendMode::replace ? "1" : "0"};
 }
 
+std::optional<bool> token_held(Env& env, const std::string& key, const Lease& lease, const std::vector<NodeId>& nodes,
+                               int needed, Duration timeout) {
+    if (lease.token.empty()) return std::nullopt;
+    int held = 0, answered = 0;
+    for (const NodeId n : nodes) {
+        Reply r = env.command(n, {"GET", key}, timeout);
+        if (!r.ok() && r.error.starts_with("WRONGTYPE")) r = env.command(n, {"HEXISTS", key, lease.token}, timeout);
+        if (!r.ok()) continue;
+        ++answered;
+        if ((r.value.type == Value::Type::string && r.value.str == lease.token) || r.value.is_int(1)) ++held;
+    }
+    if (held >= needed) return true;
+    const int unanswered = static_cast<int>(nodes.size()) - answered;
+    if (held + unanswered < needed) return false;
+    return std::nullopt;
+}
+
 ExtendResult extend_expiry_value(Env& env, const LockContext& ctx, const Lease& lease, Duration ttl,
                                  ExtendMode mode) {
     const Instant start = env.now();

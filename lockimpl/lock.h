@@ -99,7 +99,11 @@ public:
     virtual std::vector<LockEvent> take_events() { return {}; }
     // How many nested acquires (and releases) the worker makes around one critical section;
     // only a reentrant lock asks for more than one.
-    virtual int nesting() const { return 1; }
+    virtual int nesting() const { return 1; }    // The lock server's own word, now: whether `lease` still holds the lock there. Asked by
+    // the worker only when the protected store has refused the lease's write, to tell the
+    // holder's write refused (the fence or token ran against the grants) from a stale one.
+    // nullopt: this lock cannot be asked (no token, not a Redis lock), or no answer came.
+    virtual std::optional<bool> holds(Env&, const Lease&) { return std::nullopt; }
 };
 
 // Shared by several algorithms.
@@ -127,6 +131,12 @@ ExtendResult extend_expiry_value(Env& env, const LockContext& ctx, const Lease& 
                                  ExtendMode mode);
 
 Duration ms(long long n);
+// Whether `lease.token` is what `key` holds (a string's value, or a field of a hash, as a
+// reentrant lock keeps it) on at least `needed` of `nodes`, each asked once: true if on that
+// many, false if that many can no longer be reached even counting the unanswered ones,
+// nullopt otherwise, and for a lease without a token.
+std::optional<bool> token_held(Env& env, const std::string& key, const Lease& lease, const std::vector<NodeId>& nodes,
+                               int needed, Duration timeout);
 // Removed-on list of the nodes whose reply is the integer 1 (DEL / the release scripts).
 std::vector<NodeId> nodes_answering_one(const std::vector<Reply>& replies);
 // The integer a string starts with, 0 if none: Ruby's String#to_i, as redis-objects reads.

@@ -69,6 +69,13 @@ public:
         return {maybe ? Outcome::info : Outcome::fail, {}, {}, why};
     }
 
+    // A majority of the nodes still holding our token: what the lock itself calls holding it.
+    std::optional<bool> holds(Env& env, const Lease& lease) override {
+        std::vector<NodeId> every;
+        for (int i = 0; i < env.node_count(); ++i) every.push_back(NodeId{i});
+        return token_held(env, ctx_.key, lease, every, quorum(env), node_timeout_);
+    }
+
 private:
     static int quorum(const Env& env) { return env.node_count() / 2 + 1; }
 

@@ -81,6 +81,11 @@ public:
 
     int nesting() const override { return nesting_; }
 
+    // Our field (client id : thread id) in the lock's hash.
+    std::optional<bool> holds(Env& env, const Lease& lease) override {
+        return token_held(env, ctx_.key, lease, {NodeId{0}}, 1, ctx_.command_timeout);
+    }
+
 private:
     Command script(const char* body) const {
         return {"EVAL", body, "1", ctx_.key, std::to_string(lease_ / ms(1)), field_};

@@ -73,6 +73,10 @@ public:
         return {Outcome::ok, nodes_answering_one({r}), r.value.is_int(1) ? "" : "not ours"};
     }
 
+    std::optional<bool> holds(Env& env, const Lease& lease) override {
+        return token_held(env, ctx_.key, lease, {NodeId{0}}, 1, ctx_.command_timeout);
+    }
+
 private:
     LockContext ctx_;
     long long ttl_ms_;

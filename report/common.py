@@ -137,7 +137,8 @@ def _verdict(word):
 
 
 ADAPTER_BROKE, TWO_HOLDERS, UNSAFE = _verdict("adapter broke"), _verdict("2 holders"), _verdict("unsafe")
-FENCED, UNAVAILABLE, SAFE = _verdict("stale write refused"), _verdict("unavailable"), _verdict("safe")
+HOLDER_REFUSED, FENCED = _verdict("holder's write refused"), _verdict("stale write refused")
+UNAVAILABLE, SAFE = _verdict("unavailable"), _verdict("safe")
 
 # How each verdict looks: its CSS class (o-KEY), its colours (background, text) and the
 # colour's name in the text; one for every word of the facts.
@@ -145,6 +146,7 @@ _LOOK = {
     ADAPTER_BROKE: ("failed", "#5a5a5a", "white", "dark grey"),
     TWO_HOLDERS: ("violation", "#d7301f", "white", "red"),
     UNSAFE: ("unsafe", "#fdae61", "black", "orange"),
+    HOLDER_REFUSED: ("holder-refused", "#2166ac", "white", "dark blue"),
     FENCED: ("fenced", "#7fb3d5", "black", "blue"),
     UNAVAILABLE: ("unavailable", "#b7a4d9", "black", "lavender"),
     SAFE: ("safe", "#91cf60", "black", "green"),

@@ -4,7 +4,7 @@ sentences under each scenario, all from the checker's figures."""
 import json
 import os
 
-from .common import (ADAPTER_BROKE, FENCED, MEANING, SAFE, TWO_HOLDERS, UNAVAILABLE, UNSAFE, fmt_ms, fmt_n, join_en,
+from .common import (ADAPTER_BROKE, FENCED, HOLDER_REFUSED, MEANING, SAFE, TWO_HOLDERS, UNAVAILABLE, UNSAFE, fmt_ms, fmt_n, join_en,
                      load_json, num, plural, slug)
 from .phase import boundary, sweep_lines
 
@@ -99,7 +99,13 @@ def safety_text(run):
             f"{c.run} ({plural(c.total('stale_writes_rejected'), 'write')} in {c.reps_with('stale_writes_rejected')}/{len(c.reps)} reps"
             + (f"; {fmt_n(c.total('fenced_overlaps'))} overlapping sections neutralised" if c.total("fenced_overlaps") > 0 else "")
             + ")" for c in fenced) + ".")
-    held = [c for c in run if c.outcome() in (SAFE, FENCED, UNAVAILABLE)]
+    refused_holder = [c for c in run if c.total("holder_writes_rejected") > 0]
+    if refused_holder:
+        out.append("The store's check refused writes of the lock's current holder (the lock server said so right after: "
+                   "the fence or token ran against the grants) in " + join_en(
+                       f"{c.run} ({plural(c.total('holder_writes_rejected'), 'write')} in "
+                       f"{c.reps_with('holder_writes_rejected')}/{len(c.reps)} reps)" for c in refused_holder) + ".")
+    held = [c for c in run if c.outcome() in (SAFE, HOLDER_REFUSED, FENCED, UNAVAILABLE)]
     if held:
         out.append("Held (no overlap, no lost update, no stale write accepted, no foreign release in any rep): "
                    + join_en(c.run for c in held) + ".")
@@ -185,6 +191,10 @@ def finding_of_scenario(t, sc):
                 ("foreign_releases", "foreign release", "foreign releases")) if c.total(m) > 0)
         groups.append("unsafe (no overlap but damage in the store) with " + join_en(
             f"{cell_name(c, cells)} ({damage(c)})" for c in unsafe))
+    refused_holder = [c for c in cells if c.outcome() == HOLDER_REFUSED]
+    if refused_holder:
+        groups.append("holder's write refused: the store's check refused the current holder's writes of "
+                      + join_en(cell_name(c, cells) for c in refused_holder))
     fenced = [c for c in cells if c.outcome() == FENCED]
     if fenced:
         groups.append("stale write refused: the store's check refused the stale writes of "
@@ -306,11 +316,14 @@ def check_groups(tree, sc):
 
 
 def check_cell(c):
-    """What one check came to over the reps: the stale writes it let through, the writes it
-    refused, and the share of acknowledged writes lost."""
+    """What one check came to over the reps: the stale writes it let through, the stale writes
+    it refused and the lock holder's it refused, and the share of acknowledged writes lost."""
     n = len(c.reps)
     return (f"stale accepted in {c.reps_with('stale_writes_accepted')}/{n}, "
-            f"refused {plural(c.total('stale_writes_rejected'), 'write')}, "
+            f"refused {plural(c.total('stale_writes_rejected'), 'stale write')}"
+            + (f" and {plural(c.total('holder_writes_rejected'), 'holder' + chr(39) + 's write')}"
+               if c.total("holder_writes_rejected") else "")
+            + ", "
             f"lost/ack {c.aggregate('lost_update_share', 'mean'):.2f}")
 
 

@@ -4,7 +4,7 @@ recorded over its reps; as a figure and as a table."""
 
 import html
 
-from .common import (ADAPTER_BROKE, FACTS, FENCED, NBSP, NOT_RUN, OUTCOME, SAFE, TWO_HOLDERS, UNAVAILABLE, UNSAFE,
+from .common import (ADAPTER_BROKE, FACTS, FENCED, HOLDER_REFUSED, NBSP, NOT_RUN, OUTCOME, SAFE, TWO_HOLDERS, UNAVAILABLE, UNSAFE,
                      VERDICT_WORDS, css_of, fmt_ms, fmt_n, num, plt, save_fig)
 from .phase import sweep_lines
 
@@ -115,6 +115,8 @@ def cell_lines(c, multi):
             if c.total(m) > 0:
                 parts.append(f"{fmt_n(c.total(m))} {short}")
         lines.append(" · ".join([UNSAFE] + parts[:2]))
+    elif o == HOLDER_REFUSED:
+        lines.append(f"holder refused {fmt_n(c.total('holder_writes_rejected'))}")
     elif o == FENCED:
         lines.append(f"refused {fmt_n(c.total('stale_writes_rejected'))}")
     elif o == UNAVAILABLE:

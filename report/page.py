@@ -402,7 +402,9 @@ def cell_row(c):
             fmt_n(c.total("mutual_exclusion_violations")) if c.reps else "–",
             f"{c.reps_with('mutual_exclusion_violations')}/{len(c.reps)}" + (f" of {c.repeat}" if c.partial else ""),
             fmt_n(c.total("lost_updates")), fmt_n(c.total("stale_writes_accepted")),
-            fmt_n(c.total("stale_writes_rejected")), fmt_n(c.total("foreign_releases")),
+            fmt_n(c.total("stale_writes_rejected"))
+            + (f" + {fmt_n(c.total('holder_writes_rejected'))} holder's" if c.total("holder_writes_rejected") else ""),
+            fmt_n(c.total("foreign_releases")),
             fmt_ms(c.unavailable_mean()) if c.reps else "–",
             f"{fmt_ms(num(acq.get('p50'), None))} / {fmt_ms(num(acq.get('p99'), None))}" if acq and c.reps else "–",
             (f"{held}/{len(c.reps)} ✓" if held == len(c.reps) else f"{held}/{len(c.reps)} ✗")

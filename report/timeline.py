@@ -19,7 +19,8 @@ def find_focus(cell):
         for rep in cell.reps:
             run = cell.run_of(rep)
             if kind == "reject":
-                if num((run.get("safety") or {}).get("stale_writes_rejected"), 0) > 0:
+                safety = run.get("safety") or {}
+                if num(safety.get("stale_writes_rejected"), 0) + num(safety.get("holder_writes_rejected"), 0) > 0:
                     return kind, rep, None
                 continue
             for w in run.get("witnesses") or []:

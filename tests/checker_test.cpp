@@ -276,6 +276,42 @@ TEST(CheckerStore, OverlapWhoseWriteTheFenceRejectedIsFencedNotViolation) {
     EXPECT_TRUE(r.witnesses.empty());
 }
 
+// simple-redis-mutex+fence's held-replies: B holds the lock and took token 5; A's SET landed
+// first but its reply came late, so A took token 6 after B and entered with it. B's write is
+// refused. The store's order alone makes A the newer holder; only the lock server, asked
+// right after the refusal, says B still held the lock: the holder's write was refused.
+RunHistory holder_refused(std::optional<bool> lock_says_held) {
+    HistoryBuilder b;
+    b.add_store(K::enter, 1, "b", 5, 0)
+        .add_store(K::enter, 0, "a", 6, 0)
+        .add_store(K::write, 0, "a", 6, 0, 0)
+        .add_store(K::exit, 0, "a", 6)
+        .add_store(K::reject, 1, "b", 5, 0, 6)
+        .add_store(K::exit, 1, "b", 5)
+        .add_event(1, 1 * kMs, Op::write, T::invoke, "b")
+        .add_event(1, 2 * kMs, Op::write, T::fail, "b");
+    RunHistory h = b.final_counter(1).build();
+    h.events.back().lock_says_held = lock_says_held;
+    return h;
+}
+
+TEST(CheckerStore, ARefusedWriteTheLockServerSaysIsTheHoldersIsCountedApart) {
+    const CheckResult r = check(holder_refused(true));
+    EXPECT_EQ(r.safety.holder_writes_rejected, 1);
+    EXPECT_EQ(r.safety.stale_writes_rejected, 0);
+    EXPECT_EQ(r.safety.fenced_overlaps, 1);
+    EXPECT_EQ(r.safety.mutual_exclusion_violations, 0);
+    EXPECT_EQ(r.safety.stale_writes_accepted, 0);
+}
+
+TEST(CheckerStore, ARefusedWriteTheLockServerDidNotVouchForIsStale) {
+    for (const std::optional<bool> says : {std::optional<bool>(false), std::optional<bool>()}) {
+        const CheckResult r = check(holder_refused(says));
+        EXPECT_EQ(r.safety.holder_writes_rejected, 0) << says.has_value();
+        EXPECT_EQ(r.safety.stale_writes_rejected, 1) << says.has_value();
+    }
+}
+
 TEST(CheckerStore, WriteAcceptedAfterAnotherLeaseEnteredIsStale) {
     HistoryBuilder b;
     b.add_store(K::enter, 0, "a", std::nullopt, 0)

@@ -230,6 +230,26 @@ TEST_F(RunFolder, UnknownValuesAndMissingFieldsNameFileAndLine) {
     EXPECT_NE(err.find("store.jsonl:2"), std::string::npos) << err;
 }
 
+// A refused write's line carries the lock server's word on its lease, "held" or "not held";
+// the checker counts the first as the holder's write refused. Any other word is refused.
+TEST_F(RunFolder, TheLockServersWordOnARefusedWriteIsRead) {
+    write("run.json", R"({"final_counter": 0, "clients": 1})");
+    const auto with = [&](const std::string& says) {
+        write("history/client-0.jsonl",
+              R"({"t_ns": 10, "client": 0, "op": "write", "type": "invoke", "lease": "a"})" "\n"
+              R"({"t_ns": 20, "client": 0, "op": "write", "type": "fail", "lease": "a", "value": 0, "lock_says": ")" + says + "\"}\n");
+    };
+    write("store.jsonl", "");
+    with("held");
+    EXPECT_EQ(load_run_history(dir_).events.back().lock_says_held, std::optional<bool>(true));
+    with("not held");
+    EXPECT_EQ(load_run_history(dir_).events.back().lock_says_held, std::optional<bool>(false));
+    with("maybe");
+    const std::string err = load_error();
+    EXPECT_NE(err.find("client-0.jsonl:2"), std::string::npos) << err;
+    EXPECT_NE(err.find("lock_says"), std::string::npos) << err;
+}
+
 TEST_F(RunFolder, MissingOrForeignRunJsonIsRefused) {
     EXPECT_NE(load_error().find("run.json"), std::string::npos);
     write("run.json", R"({"something": "else"})");

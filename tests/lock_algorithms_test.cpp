@@ -90,6 +90,50 @@ TEST_F(LockAlgorithms, TokenReleaseNeverDeletesAnotherClientsLock) {
     EXPECT_TRUE(raw(a_env, 0, {"GET", kKey}).value.is_nil());
 }
 
+// What the worker asks after the store refused a write: the lock server's own word on whether
+// the lease still holds the lock (its token at the key), which a later holder's takes away.
+TEST_F(LockAlgorithms, TheLockServerSaysWhetherALeaseStillHoldsTheLock) {
+    LiveEnv a_env = env(1, 11), b_env = env(1, 12);
+    auto a = make("token-lua", {{"fence", true}}), b = make("token-lua", {{"fence", true}}, 1);
+    const AcquireResult held_a = a->try_acquire(a_env);
+    ASSERT_EQ(held_a.outcome, Outcome::ok);
+    EXPECT_EQ(a->holds(a_env, *held_a.lease), std::optional<bool>(true));
+    raw(a_env, 0, {"DEL", kKey});  // A's lock expires
+    EXPECT_EQ(a->holds(a_env, *held_a.lease), std::optional<bool>(false));
+    const AcquireResult held_b = b->try_acquire(b_env);
+    ASSERT_EQ(held_b.outcome, Outcome::ok);
+    EXPECT_EQ(a->holds(a_env, *held_a.lease), std::optional<bool>(false)) << "B's token is at the key now";
+    EXPECT_EQ(b->holds(b_env, *held_b.lease), std::optional<bool>(true));
+
+    // Reentrant: its token is a field of the lock's hash.
+    SetUp();
+    auto r = make("reentrant", {{"lease_ms", 5000}, {"watchdog", false}});
+    const AcquireResult held_r = r->try_acquire(a_env);
+    ASSERT_EQ(held_r.outcome, Outcome::ok);
+    EXPECT_EQ(r->holds(a_env, *held_r.lease), std::optional<bool>(true));
+    raw(a_env, 0, {"DEL", kKey});
+    EXPECT_EQ(r->holds(a_env, *held_r.lease), std::optional<bool>(false));
+}
+
+TEST_F(LockAlgorithms, RedlockHoldsOnAMajorityAndCannotSayWithoutOne) {
+    LiveEnv e = env(5, 13);
+    auto lock = make("redlock", {{"ttl_ms", 5000}, {"node_timeout_ms", 30}});
+    const AcquireResult r = lock->try_acquire(e);
+    ASSERT_EQ(r.outcome, Outcome::ok);
+    EXPECT_EQ(lock->holds(e, *r.lease), std::optional<bool>(true));
+    raw(e, 0, {"SET", kKey, "someone-else"});
+    raw(e, 1, {"DEL", kKey});
+    EXPECT_EQ(lock->holds(e, *r.lease), std::optional<bool>(true)) << "still on 3 of 5";
+    (*nodes_)[3].pause();
+    (*nodes_)[4].pause();
+    const std::optional<bool> unanswered = lock->holds(e, *r.lease);
+    (*nodes_)[3].resume();
+    (*nodes_)[4].resume();
+    EXPECT_EQ(unanswered, std::nullopt) << "1 of 5 holds, 2 did not answer: a majority neither held nor ruled out";
+    raw(e, 2, {"DEL", kKey});
+    EXPECT_EQ(lock->holds(e, *r.lease), std::optional<bool>(false)) << "2 of 5";
+}
+
 // At the point between SETNX and EXPIRE (where a crash would leave it), the setnx lock's key
 // has no expiry; token-lua never passes such a point, and its key always has one.
 long long pttl_between_setnx_and_expire(const std::string& algorithm, int node_port) {

@@ -35,7 +35,7 @@ const std::string kTinyPause = LOCKBENCH_SOURCE_DIR "/tests/data/tiny-pause.json
 CheckResult distinct_figures() {
     CheckResult r;
     r.ops = {10, 4, 3, 2};
-    r.safety = {11, 12, 13, 14, 15, 16};
+    r.safety = {11, 12, 13, 14, 15, 16, 26};
     r.availability.unavailable_ms = 17.5;
     r.availability.longest_unavailable_ms = 18.5;
     r.acquire_ms.max = 24.5;
@@ -48,8 +48,8 @@ TEST(MetricTable, EachRowReadsItsOwnFigure) {
     const std::map<std::string, double> expected = {
         {"acquire_attempts", 10}, {"acquired", 4}, {"released", 3}, {"sections_completed", 2},
         {"acquire_success_rate", 0.4}, {"mutual_exclusion_violations", 11}, {"fenced_overlaps", 12},
-        {"lost_updates", 13}, {"lost_update_share", 13.0 / 2}, {"stale_writes_accepted", 14}, {"stale_writes_rejected", 15},
-        {"foreign_releases", 16}, {"unavailable_ms", 17.5}, {"longest_unavailable_ms", 18.5},
+        {"lost_updates", 13}, {"lost_update_share", 13.0 / 2}, {"stale_writes_accepted", 14}, {"stale_writes_rejected", 15}, {"holder_writes_rejected", 16},
+        {"foreign_releases", 26}, {"unavailable_ms", 17.5}, {"longest_unavailable_ms", 18.5},
         {"longest_acquire_ms", 24.5}, {"failover_to_entry_ms", 25.5},
         {"validity_probes", 19}, {"validity_spent_live", 20}, {"validity_gone", 21}, {"validity_understated_ms", 22.5},
         {"validity_overstated_ms", 23.5}};
@@ -90,7 +90,7 @@ TEST(MetricTable, AnUnknownExpectationListsTheExpectableMetrics) {
         EXPECT_EQ(std::string(e.what()),
                   "case.json: runs[0].expect.bogus: unknown metric (known: acquire_attempts, acquired, released, "
                   "sections_completed, mutual_exclusion_violations, fenced_overlaps, lost_updates, lost_update_share, "
-                  "stale_writes_accepted, stale_writes_rejected, foreign_releases, unavailable_ms, "
+                  "stale_writes_accepted, stale_writes_rejected, holder_writes_rejected, foreign_releases, unavailable_ms, "
                   "longest_unavailable_ms, longest_acquire_ms, failover_to_entry_ms, faults_injected, validity_probes, validity_spent_live, "
                   "validity_gone, validity_understated_ms, validity_overstated_ms)");
     }

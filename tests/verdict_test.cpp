@@ -237,6 +237,33 @@ TEST_F(VerdictTest, AdapterCheckNamesEachWayAnAdapterBreaksTheProtocol) {
     EXPECT_EQ(r.exit_code(), 2) << r.describe();
     EXPECT_NE(r.out.find("adapter-check: badkey: acquire (client 0, the lock free): \"key\" is not a non-empty string in {"),
               std::string::npos) << r.out;
+    // A library that keeps its lock under a prefix of its own: an answer that does not name
+    // that key would have lockbench read an empty one (the TTL probe, and after a refused write
+    // the lock server's word on the holder: "not held" for the lock's own holder).
+    const std::string prefixed =
+        kit + "import redis, uuid\n"
+              "host, port = os.environ['LOCKBENCH_NODES'].split(',')[0].split(':')\n"
+              "client = redis.Redis(host=host, port=int(port))\n"
+              "ready('prefixed 1.0', 'SET mine:<key> NX PX')\n"
+              "def acquire(r):\n"
+              "    token = uuid.uuid4().hex\n"
+              "    if not client.set('mine:' + r['key'], token, nx=True, px=r['ttl_ms']):\n"
+              "        return {'ok': False, 'error': 'held'}\n"
+              "    return {'ok': True, 'token': token, 'nodes': [0]NAMED}\n"
+              "serve(acquire=acquire, release=lambda r: {'ok': client.delete('mine:' + r['key']) == 1})\n";
+    const auto with = [&](const std::string& named) {
+        std::string text = prefixed;
+        return text.replace(text.find("NAMED"), 5, named);
+    };
+    write_file("silent.py", with(""));
+    r = run({"adapter-check", "--name", "silent", "--command", "/usr/bin/python3 " + (dir() / "silent.py").string()});
+    EXPECT_EQ(r.exit_code(), 2) << r.describe();
+    EXPECT_NE(r.out.find("adapter-check: silent: acquire (client 0, the lock free): its token \""), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("is not at the key lockbench:lock on a majority of the nodes"), std::string::npos) << r.out;
+    write_file("named.py", with(", 'key': 'mine:' + r['key']"));
+    r = run({"adapter-check", "--name", "named", "--command", "/usr/bin/python3 " + (dir() / "named.py").string()});
+    EXPECT_EQ(r.exit_code(), 0) << r.describe();
+    EXPECT_NE(r.out.find("adapter-check: named: speaks the protocol"), std::string::npos) << r.out;
     r = run({"adapter-check", "redis-py"});
     EXPECT_EQ(r.exit_code(), 0) << r.describe();
     EXPECT_NE(r.out.find("adapter-check: redis-py: speaks the protocol"), std::string::npos) << r.out;

@@ -44,7 +44,8 @@ const ops = {
       if (err) return answer({ok: false, error: err.message});
       if (typeof unlock !== 'function') return answer({ok: false, error: 'held'});
       held = {key: req.key, id};
-      return answer({ok: true, token: id, nodes: [0]});
+      // its key is its own ("<K>:lock"): named for lockbench's probes
+      return answer({ok: true, token: id, nodes: [0], key: warlock.makeKey(req.key)});
     });
   }),
   release: () => new Promise((answer) => {

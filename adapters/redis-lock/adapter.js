@@ -61,6 +61,7 @@ function oneShot() {
     set(key, value, options) {
       if (shot.reply) return new Promise(() => {});  // a retry: parked for good
       shot.value = String(value);
+      shot.key = String(key);  // the library's own ("lock." before the name): the answer names it
       shot.reply = withTimeout(client.set(key, value, options));
       return shot.reply;
     },
@@ -80,7 +81,7 @@ const ops = {
     if (reply === null) return {ok: false, error: 'held'};
     done = await locked;
     // validity as the library sees it: the expiry it stored, by its own clock
-    return {ok: true, token: shot.value, nodes: [0], validity_ms: Number(shot.value) - start};
+    return {ok: true, token: shot.value, key: shot.key, nodes: [0], validity_ms: Number(shot.value) - start};
   },
   async release() {
     const removed = await done();  // DEL's count, or undefined when no DEL was sent

@@ -64,7 +64,9 @@ const ops = {
     mutex = redlock ? new semaphore.RedlockMutex(clients, req.key, options)
                     : new semaphore.Mutex(clients[0], req.key, options);
     if (!await mutex.tryAcquire()) return {ok: false, error: 'held'};
-    return redlock ? {ok: true, token: mutex.identifier} : {ok: true, token: mutex.identifier, nodes: [0]};
+    // Its key is its own ("mutex:" before the name), which the answer names for lockbench's probes.
+    const answer = {ok: true, token: mutex.identifier, key: mutex._key};
+    return redlock ? answer : {...answer, nodes: [0]};
   },
   async release() {
     await mutex.release();

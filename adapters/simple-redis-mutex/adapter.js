@@ -12,8 +12,8 @@
 // nothing, and the library's release returns nothing either. Its `refreshTimeout` (a GET, then
 // a PEXPIRE of the lock's first TTL: not atomic, and silent when the lock is gone) is not
 // offered as extend, since it cannot say whether it refreshed. It does not renew on its own.
-// The key it locks is its own prefix before lockbench's key, so a probe of lockbench's key
-// (probe_key_ttl) finds none.
+// The key it locks is its own prefix before lockbench's key: the answer names the key of the
+// SET that said OK ("key"), where lockbench's probes read the token.
 //
 // One attempt per acquire: tryLock is a single SET (the library's blocking `lock`, which
 // re-tries on every published release and every pollingInterval, is not used).
@@ -65,6 +65,7 @@ function withTimeout(promise) {
   return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 let lastSet = null;  // the value of the last SET that said OK
+let lastKey = null;  // and its key
 const timed = new Proxy(client, {
   get(target, prop) {
     const value = Reflect.get(target, prop);
@@ -73,7 +74,7 @@ const timed = new Proxy(client, {
     return (...args) => {
       let reply = value.apply(target, args);
       if (!env.sentinels.length) reply = withTimeout(reply);
-      if (prop === 'set') reply.then((r) => { if (r === 'OK') lastSet = String(args[1]); }, () => {});
+      if (prop === 'set') reply.then((r) => { if (r === 'OK') { lastSet = String(args[1]); lastKey = String(args[0]); } }, () => {});
       return reply;
     };
   },
@@ -117,7 +118,7 @@ const ops = {
     const [hasLock, releaseFn] = answer;
     if (!hasLock) return {ok: false, error: 'held'};
     release = releaseFn;
-    return {ok: true, token: lastSet, fence: releaseFn.fencingToken, nodes: [0]};
+    return {ok: true, token: lastSet, key: lastKey, fence: releaseFn.fencingToken, nodes: [0]};
   },
   async release() {
     // resolves to nothing, whether it deleted the key or not

@@ -5,10 +5,10 @@
  * RedisTemplate<Object, Object> with JDK serialization of keys and values), locks with
  * opsForValue().setIfAbsent(key, uuid, seconds, SECONDS) (SET NX EX) and releases with its Lua
  * compare-and-delete through redisTemplate.execute(DefaultRedisScript). So the key in the store is
- * the JDK-serialized key and value. The answer's token is the uuid before serialization, and it
- * names no "key": the stored key is bytes, not text, so a run's key probe (probe_key_ttl) reads
- * lockbench's plain key, finds none (-2), and, this lock giving no validity, that is all it
- * costs. No extend: the seed has none.
+ * the JDK-serialized key and value: bytes, not text. So the answer names neither a "token" nor a
+ * "key" (the protocol's token is what the library stored): lockbench cannot read this lock's
+ * key, and its key probe (probe_key_ttl) and its question to the lock server after a refused
+ * write say nothing of it. No extend: the seed has none.
  * Speaks lockbench's protocol (docs/adapters.md) through the Java kit; built by build.sh.
  */
 import static lockbench.LockbenchAdapter.*;
@@ -83,7 +83,7 @@ public final class SpringRedisTemplateAdapter {
                 Boolean flag = redisTemplate.opsForValue().setIfAbsent(req.get("key"), candidate, number(req, "ttl_ms") / 1000, TimeUnit.SECONDS);
                 if (!Boolean.TRUE.equals(flag)) return obj("ok", false, "error", "held");
                 value[0] = candidate;
-                return obj("ok", true, "token", candidate, "nodes", List.of(0));
+                return obj("ok", true, "nodes", List.of(0));
             },
             "release", req -> {
                 Boolean removed = redisTemplate.execute(new DefaultRedisScript<>(RELEASE, Boolean.class),

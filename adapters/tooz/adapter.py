@@ -95,7 +95,8 @@ def acquire(req):
     lock = coordinator.get_lock(req["key"])
     if not lock.acquire(blocking=False):
         return {"ok": False, "error": "held"}
-    return {"ok": True, "token": lock._lock.local.token.decode(), "nodes": [0]}
+    # the key is tooz's own ("b'_tooz'_<K>_lock"): named for lockbench's probes
+    return {"ok": True, "token": lock._lock.local.token.decode(), "nodes": [0], "key": lock._lock.name}
 
 
 def release(req):

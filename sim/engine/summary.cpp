@@ -95,7 +95,7 @@ namespace {
 // The table's columns: the metric table's, then the acquire latency's.
 const Column kAcquireP50{"acq p50", 9, 2, "ms"}, kAcquireP99{"acq p99", 9, 2, "ms"};
 
-// The verdict word's column: as wide as the longest word ("stale write refused").
+// The verdict word's column: as wide as the longest word ("holder's write refused").
 size_t verdict_width() {
     size_t widest = 0;
     for (Verdict v : verdicts()) widest = std::max(widest, verdict_word(v).size());

@@ -180,7 +180,14 @@ private:
         invoke.commit();
         const Reply write = store_.write_and_exit(id, read.value.integer);
         const char* type = !write.ok() ? outcome_name(reply_outcome(write)) : write.value.is_int(1) ? "ok" : "fail";
-        record_store_op("write", lease_id, write, type);
+        HistoryLine line = store_op_line("write", lease_id, write, type);
+        // Refused: the lock server's own word, right after, on whether this lease still holds
+        // the lock there, which tells the holder's write refused from a stale one (the checker's
+        // holder_writes_rejected). Unasked where the lock cannot be asked or did not answer.
+        if (write.ok() && !write.value.is_int(1))
+            if (const std::optional<bool> held_now = lock_.holds(env_, held.snapshot()))
+                line.str("lock_says", *held_now ? "held" : "not held");
+        line.commit();
         // Without a clear answer it is unknown whether the write and its exit happened: close it.
         if (!write.ok()) store_.abandon(id);
     }
@@ -196,11 +203,16 @@ private:
     }
 
     void record_store_op(const char* op, const std::string& lease_id, const Reply& r, const char* type) {
+        store_op_line(op, lease_id, r, type).commit();
+    }
+
+    // The line, timed at the reply, left open for what is learnt after it.
+    HistoryLine store_op_line(const char* op, const std::string& lease_id, const Reply& r, const char* type) {
         HistoryLine line = rec_.line(op, type);
         line.str("lease", lease_id);
         if (r.ok() && r.value.type == Value::Type::integer) line.num("value", r.value.integer);
         if (!r.error.empty()) line.str("detail", r.error);
-        line.commit();
+        return line;
     }
 
     Env& env_;

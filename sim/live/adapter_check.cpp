@@ -66,6 +66,24 @@ void check_ready(const std::string& who, const ExternalLock& adapter, const Adap
     }
 }
 
+// An answer's token where the library stored it: at the key the answer names, or else at
+// lockbench's, on a majority of the nodes (a string's value or a hash's field). The servers
+// denying it means the answer names the wrong key or token, and the lock server's word on a
+// lease (after a refused write) and the TTL probe would read another key. A layout the check
+// cannot read (a sorted set's member) or nodes that do not answer say nothing.
+void check_token_stored(Env& nodes, const Json& answer, const std::string& our_key, std::vector<std::string>& failures) {
+    if (!answer.at("ok").get<bool>() || !answer.contains("token") || !answer.at("token").is_string()) return;
+    Lease lease;
+    lease.token = answer.at("token").get<std::string>();
+    const std::string key = answer.contains("key") && answer.at("key").is_string() ? answer.at("key").get<std::string>() : our_key;
+    std::vector<NodeId> every;
+    for (int i = 0; i < nodes.node_count(); ++i) every.push_back(NodeId{i});
+    if (token_held(nodes, key, lease, every, nodes.node_count() / 2 + 1, std::chrono::seconds(1)) == std::optional(false))
+        failures.push_back("acquire (client 0, the lock free): its token " + answer.at("token").dump() + " is not at the key " +
+                           key + " on a majority of the nodes; an answer names the key the library stored (\"key\") "
+                           "where it is not lockbench's, and the value it stored there (\"token\")");
+}
+
 }  // namespace
 
 std::vector<std::string> hold_to_protocol(ExternalLock& a, ExternalLock& b, const AdapterCheckPlan& plan) {
@@ -76,6 +94,7 @@ std::vector<std::string> hold_to_protocol(ExternalLock& a, ExternalLock& b, cons
     const Json release = {{"op", "release"}, {"key", plan.key}};
     const auto first = step(a, "acquire (client 0, the lock free)", acquire, true, plan.nodes, failures);
     if (!first) return failures;
+    if (plan.redis_nodes) check_token_stored(*plan.redis_nodes, *first, plan.key, failures);
     const auto both = step(b, "acquire (client 1, while client 0 holds the lock)", acquire,
                            plan.excludes ? std::optional(false) : std::nullopt, plan.nodes, failures);
     if (!both) return failures;

@@ -43,6 +43,10 @@ struct AdapterCheckPlan {
     // The lock file records that it does not exclude even without a fault (its baseline is not
     // safe): a second grant is then a finding rather than a failure.
     bool excludes = true;
+    // The lock nodes, where they are redis-servers: then the first holder's token must be where
+    // its answer says (its "key", or lockbench's), as the TTL probe and, after a refused write,
+    // the lock server's word on the holder (Lock::holds) read it. Null: not asked.
+    Env* redis_nodes = nullptr;
 };
 
 // The failures and findings, one line each; none when the adapters speak the protocol and

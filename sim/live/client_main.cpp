@@ -62,6 +62,7 @@ std::unique_ptr<ExternalLock> make_external(const RunSpec& run, const std::strin
                   std::chrono::milliseconds(kOpWaitBudgets * 10 * t.command_ms), stderr_path, run.params.flag("fence")};
     for (const auto& [name, value] : service_env) a.env[name] = value;
     a.probe_key_ttl = run.params.flag("probe_key_ttl");
+    a.redis_nodes = run.service == Service::redis;
     // A matrix's adapter pool (adapter_pool.h), for a run's client (`pool_run`, the run as the
     // pool knows it); empty where the run set it so (a client whose clock is shifted: the shim
     // is in this process's environment).
@@ -88,6 +89,15 @@ int check_main(const RunSpec& run, const ClientSpec& spec) {
     AdapterCheckPlan plan{c.value("extend", std::vector<std::string>{}), c.value("fencing", false),
                           static_cast<int>(spec.lock_ports.size()), run.params.integer("ttl_ms"), spec.lock_key,
                           c.value("excludes", true)};
+    // Redis nodes, to ask where the first holder's token is: under Sentinel the master alone
+    // (its replica may not have it yet).
+    LiveEnvConfig nodes_config;
+    for (const int port : spec.lock_ports) {
+        nodes_config.nodes.push_back({"127.0.0.1", port});
+        if (spec.discovery) break;
+    }
+    std::optional<LiveEnv> redis_nodes;
+    if (run.service == Service::redis) plan.redis_nodes = &redis_nodes.emplace(std::move(nodes_config));
     nlohmann::json out = {{"failures", nlohmann::json::array()}, {"ready", nlohmann::json::object()}};
     try {
         const auto a = make_external(run, spec.lock_key, spec.lock_ports, 0, spec.project_dir, spec.discovery,

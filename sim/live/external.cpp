@@ -527,9 +527,16 @@ AcquireResult ExternalLock::try_acquire(Env& env) {
     AcquireResult out = AcquireResult::ok(std::move(lease));
     // The key the library stored, where it is not lockbench's own (pottery's "redlock:<key>").
     const bool own_key = r.contains("key") && r.at("key").is_string();
-    if (spec_.probe_key_ttl)
-        out.key_ttl_ms = probe_key_ttl(env, own_key ? r.at("key").get<std::string>() : key_, *out.lease, spec_.command_timeout);
+    token_key_ = own_key ? r.at("key").get<std::string>() : key_;
+    if (spec_.probe_key_ttl) out.key_ttl_ms = probe_key_ttl(env, token_key_, *out.lease, spec_.command_timeout);
     return out;
+}
+
+std::optional<bool> ExternalLock::holds(Env& env, const Lease& lease) {
+    if (!spec_.redis_nodes || token_key_.empty()) return std::nullopt;
+    std::vector<NodeId> every;
+    for (int i = 0; i < env.node_count(); ++i) every.push_back(NodeId{i});
+    return token_held(env, token_key_, lease, every, env.node_count() / 2 + 1, spec_.command_timeout);
 }
 
 ReleaseResult ExternalLock::release(Env&, const Lease&) {

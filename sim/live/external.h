@@ -54,6 +54,7 @@ struct AdapterSpec {
     std::filesystem::path stderr_path;     // where its stderr goes; empty: the client's
     bool fence = false;                    // the run's `fence`: the store checks the library's fence
     bool probe_key_ttl = false;            // the run's `probe_key_ttl`: read the key's TTL after each acquire
+    bool redis_nodes = true;               // the nodes are redis-servers (holds() can ask them)
     std::chrono::milliseconds command_timeout{200};  // each probe command's
     // The adapter pool's socket (adapter_pool.h), if the adapter may be one that served an
     // earlier repetition; empty: the client starts its own.
@@ -95,6 +96,9 @@ public:
     ReleaseResult release(Env& env, const Lease& lease) override;
     ExtendResult extend(Env& env, const Lease& lease, Duration ttl, ExtendMode mode) override;
     std::vector<LockEvent> take_events() override;
+    // Where the nodes are redis-servers and the lease has a token: whether a majority of them
+    // (the one node of a one-node run) still keep it at the key the library stored.
+    std::optional<bool> holds(Env& env, const Lease& lease) override;
 
     const std::string& library() const { return library_; }  // what the adapter said it runs
     // What the ready line said about the library, as run.json records it: "library" (name and
@@ -133,6 +137,7 @@ private:
 
     AdapterSpec spec_;
     std::string key_;
+    std::string token_key_;  // where the last acquire's token is: key_, or the key its answer named
     long long ttl_ms_;
     pid_t pid_ = -1;
     int to_ = -1;     // the adapter's stdin

@@ -1,6 +1,7 @@
 """README.md's claims that code can check: its demo (the first line that starts with `$ `, inside
 a fenced block) prints what README shows, and its count of cases and lock configurations is the
-catalog's; and docs/running.md's shares of the main job's 15 minutes are scripts/run's.
+catalog's; docs/catalog.md's counts of cases and locks are the catalog's files; and
+docs/running.md's shares of the main job's 15 minutes are scripts/run's.
 
     /usr/bin/python3 tests/readme_test.py LOCKBENCH   (ctest: readme_test)
 """
@@ -64,6 +65,15 @@ class ReadmeTest(unittest.TestCase):
         self.assertIsNotNone(m, "README.md no longer says how many cases and lock configurations")
         self.assertEqual(int(m.group(1)), len(glob.glob(os.path.join(ROOT, "scenarios", "*.json"))), m.group(0))
         self.assertEqual(int(m.group(2)), len(glob.glob(os.path.join(ROOT, "locks", "*.json"))), m.group(0))
+
+    def test_the_catalogs_counts_in_the_manual_are_its_files(self):
+        with open(os.path.join(ROOT, "docs", "catalog.md"), encoding="utf-8") as f:
+            text = " ".join(f.read().split())
+        m = re.search(r"(\d+) cases \(`scenarios/`\), (\d+) the simulator found \(`scenarios/discovered/`\) and "
+                      r"(\d+) locks \(`locks/`\)", text)
+        self.assertIsNotNone(m, "docs/catalog.md no longer counts its cases, discovered cases and locks")
+        for said, pattern in zip(m.groups(), ("scenarios/*.json", "scenarios/discovered/*.json", "locks/*.json")):
+            self.assertEqual(int(said), len(glob.glob(os.path.join(ROOT, pattern))), f"{m.group(0)}: {pattern}")
 
     def test_the_jobs_shares_in_the_manual_are_scripts_runs(self):
         with open(os.path.join(ROOT, "scripts", "run"), encoding="utf-8") as f:

@@ -22,11 +22,18 @@ namespace {
 
 using Json = nlohmann::json;
 
+// A figure a repetition's record lacks (one written before the metric existed, as
+// holder_writes_rejected) reads as 0, as RunFigures::metric reads it.
+double figure(const Json& rep, std::string_view field) {
+    const auto it = rep.find(std::string(field));
+    return it == rep.end() ? 0.0 : it->get<double>();
+}
+
 Json spread(const Json& reps, std::string_view field) {
     if (reps.empty()) return {{"total", 0}, {"mean", 0.0}, {"min", 0}, {"max", 0}};
     double total = 0, lo = INFINITY, hi = -INFINITY;
     for (const auto& r : reps) {
-        const double v = r.at(std::string(field)).get<double>();
+        const double v = figure(r, field);
         total += v;
         lo = std::min(lo, v);
         hi = std::max(hi, v);
@@ -39,7 +46,7 @@ void add_rate(Json& a, const Json& reps, const Metric& m) {
     const long long n = static_cast<long long>(reps.size());
     long long hits = 0;
     for (const auto& r : reps)
-        if (r.at(std::string(m.name)).get<long long>() > 0) ++hits;
+        if (figure(r, m.name) > 0) ++hits;
     const Interval ci = wilson_interval(hits, n);
     a["violating_reps"] = hits;
     a["violation_rate"] = n ? static_cast<double>(hits) / static_cast<double>(n) : 0.0;

@@ -84,11 +84,11 @@ TEST_F(CliTest, BudgetSearchRediscoversTheLiteratureFromBaseline) {
 TEST_F(CliTest, BudgetSearchFindsOnlyTheLostCounterAgainstTheFencedLock) {
     const fs::path out = dir() / "explore";
     const Result r = run({"explore", (kScenarios / "baseline.json").string(), "--algorithm", "token-lua+fence", "--budget",
-                          "2", "--schedules", "400", "--out", out.string()});
+                          "2", "--schedules", "450", "--out", out.string()});
     ASSERT_EQ(r.exit_code(), 0) << r.describe();
     const Json e = read_json(out / "explore.json");
     const auto classes = classes_of(e, "token-lua+fence");
-    ASSERT_FALSE(classes.empty()) << "the premise: schedule 316 of seed 1 restarts the node empty";
+    ASSERT_FALSE(classes.empty()) << "the premise: schedule 406 of seed 1 restarts the node empty";
     for (const std::string& c : classes) EXPECT_TRUE(contains(c, "restarted empty")) << c;
     for (const Json& c : e.at("classes")) EXPECT_EQ(c.at("violation"), "stale_writes_accepted") << c.dump();
 }

@@ -176,7 +176,7 @@ TEST(Records, RunSummaryRoundTrips) {
     EXPECT_EQ(j.at("ops").at("faults_injected"), 2);
     EXPECT_EQ(j.at("safety").at("lost_updates"), 13);
     EXPECT_EQ(to_json(run_summary_from_json(j)), j);
-    EXPECT_EQ(run_summary_from_json(j).metric("foreign_releases"), 16);
+    EXPECT_EQ(run_summary_from_json(j).metric("foreign_releases"), 26);
     Json no_groups = j;
     no_groups.erase("safety");
     EXPECT_THROW(run_summary_from_json(no_groups), Json::exception);

@@ -11,7 +11,8 @@ namespace {
 const std::vector<ServiceInfo>& table() {
     static const std::vector<ServiceInfo> all{
         {.service = Service::redis, .name = "redis", .title = "Redis", .server = "lock node", .plural = "Redis nodes",
-         .own_algorithms = true, .disk_shim_reaches = true, .node_options = true, .simulated = true, .run_starts_nodes = true},
+         .own_algorithms = true, .disk_shim_reaches = true, .node_options = true, .simulated = true, .run_starts_nodes = true,
+         .keys_readable = true},
         {.service = Service::zookeeper, .name = "zookeeper", .title = "ZooKeeper", .server = "zookeeper server", .plural = "ZooKeeper servers",
          .sizes = {1, 3, 5}, .consensus = true, .has_leader = true, .peers_proxied = true,
          .disk_why = "lockbench starts its servers with forceSync=no: they never flush"},

@@ -48,6 +48,10 @@ struct ServiceInfo {
     // The run starts its nodes itself (sim/live/redis_node.h, with their topology and
     // persistence); any other service's servers start through start_service (lock_service.h).
     bool run_starts_nodes = false;
+    // A client may read a lock's key on its servers (GET, HEXISTS): how it asks whether a lease
+    // still holds the lock after the store refused its write (Lock::holds), and how
+    // adapter-check finds the first holder's token.
+    bool keys_readable = false;
 };
 
 const ServiceInfo& service_info(Service s);

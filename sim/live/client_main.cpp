@@ -62,7 +62,7 @@ std::unique_ptr<ExternalLock> make_external(const RunSpec& run, const std::strin
                   std::chrono::milliseconds(kOpWaitBudgets * 10 * t.command_ms), stderr_path, run.params.flag("fence")};
     for (const auto& [name, value] : service_env) a.env[name] = value;
     a.probe_key_ttl = run.params.flag("probe_key_ttl");
-    a.redis_nodes = run.service == Service::redis;
+    a.redis_nodes = service_info(run.service).keys_readable;
     // A matrix's adapter pool (adapter_pool.h), for a run's client (`pool_run`, the run as the
     // pool knows it); empty where the run set it so (a client whose clock is shifted: the shim
     // is in this process's environment).
@@ -97,7 +97,7 @@ int check_main(const RunSpec& run, const ClientSpec& spec) {
         if (spec.discovery) break;
     }
     std::optional<LiveEnv> redis_nodes;
-    if (run.service == Service::redis) plan.redis_nodes = &redis_nodes.emplace(std::move(nodes_config));
+    if (service_info(run.service).keys_readable) plan.redis_nodes = &redis_nodes.emplace(std::move(nodes_config));
     nlohmann::json out = {{"failures", nlohmann::json::array()}, {"ready", nlohmann::json::object()}};
     try {
         const auto a = make_external(run, spec.lock_key, spec.lock_ports, 0, spec.project_dir, spec.discovery,
